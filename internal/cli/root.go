@@ -1,0 +1,72 @@
+// Package cli holds nfstune's cobra commands. Each verb lives in its own file: a flags
+// struct, a constructor, and a runE that turns the flags into one library call.
+package cli
+
+import (
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nfstune/nfstune/internal/hostfs"
+)
+
+// globals are the flags every verb shares.
+type globals struct {
+	root      string
+	logLevel  string
+	logFormat string
+}
+
+// Root returns the host root that verbs read and write under.
+func (g *globals) Root() hostfs.Root { return hostfs.Root(g.root) }
+
+// Logger builds the structured logger the flags ask for, writing to w.
+func (g *globals) Logger(w io.Writer) *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(g.logLevel)); err != nil {
+		level = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if g.logFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// NewRoot builds the nfstune command tree.
+func NewRoot(streams IOStreams) *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:   "nfstune",
+		Short: "Audit, tune, watch and benchmark Linux NFS client mounts",
+		Long: `nfstune reads the kernel's view of every NFS mount from /proc and /sys (never the mount
+points themselves), audits it against backend- and workload-aware profiles, applies and reverts
+fixes, keeps mounts tuned as a node agent, renders Kubernetes manifests, benchmarks mounts with fio
+and plans capacity per NFS service.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(streams.In)
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+	root.PersistentFlags().StringVar(&g.root, "root", envOr("NFSTUNE_ROOT", "/"), "host filesystem root to read /proc, /sys and /etc under (env NFSTUNE_ROOT)")
+	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log format: text or json")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &ExitError{Code: ExitError2, Err: err}
+	})
+
+	root.AddCommand(
+		newVersionCommand(streams),
+	)
+	return root
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"sigs.k8s.io/yaml"
+)
+
+// IOStreams are the standard streams a command reads and writes; tests pass buffers.
+type IOStreams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+}
+
+// Exit codes shared by every verb, so that scripts can branch on them.
+const (
+	ExitOK     = 0 // success, nothing to report at the failure threshold
+	ExitIssues = 1 // the command ran and found something (findings at --fail-on, a partial apply)
+	ExitError2 = 2 // usage error, bad input, or the host could not be read
+)
+
+// ExitError carries an exit code out of a command. Err, when set, is printed once by app.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// Output formats accepted by -o.
+const (
+	OutputTable = "table"
+	OutputJSON  = "json"
+	OutputYAML  = "yaml"
+)
+
+// checkOutput validates an -o value against the formats a command supports.
+func checkOutput(format string, allowed ...string) error {
+	for _, a := range allowed {
+		if format == a {
+			return nil
+		}
+	}
+	return &ExitError{Code: ExitError2, Err: fmt.Errorf("unknown output format %q (want one of %v)", format, allowed)}
+}
+
+// writeStructured writes v as indented JSON or as YAML.
+func writeStructured(w io.Writer, format string, v any) error {
+	switch format {
+	case OutputJSON:
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	case OutputYAML:
+		b, err := yaml.Marshal(v)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
+	return fmt.Errorf("unsupported structured format %q", format)
+}

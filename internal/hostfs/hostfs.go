@@ -1,0 +1,103 @@
+// Package hostfs reads the host's kernel interfaces (/proc, /sys) and configuration files
+// under a root prefix: "/" in production, a fixture tree in tests, the host's filesystem
+// mounted at /host in a container. It is the only package that spells "/proc" and "/sys".
+//
+// Nothing here stats or opens a path below an NFS mount point: every path is built from
+// kernel pseudo-files and /etc, never from a mount point.
+package hostfs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// MaxSmall caps how much ReadSmall reads. mountstats on a host with thousands of mounts is a
+// few MiB; anything larger is not a kernel pseudo-file we understand.
+const MaxSmall = 64 << 20
+
+// ErrTooLarge is returned by ReadSmall when a file exceeds MaxSmall.
+var ErrTooLarge = errors.New("file too large")
+
+// Root is a host filesystem root: "/" in production, testdata/root in tests.
+type Root string
+
+// Path joins elem below the root.
+func (r Root) Path(elem ...string) string {
+	return filepath.Join(append([]string{string(r)}, elem...)...)
+}
+
+// Proc is the path of /proc/elem... below the root.
+func (r Root) Proc(elem ...string) string { return r.Path(append([]string{"proc"}, elem...)...) }
+
+// Sys is the path of /sys/elem... below the root.
+func (r Root) Sys(elem ...string) string { return r.Path(append([]string{"sys"}, elem...)...) }
+
+// Etc is the path of /etc/elem... below the root.
+func (r Root) Etc(elem ...string) string { return r.Path(append([]string{"etc"}, elem...)...) }
+
+// BDI is the directory of a backing device, /sys/class/bdi/<maj:min>. The device name is
+// checked so that a crafted name cannot leave /sys/class/bdi.
+func (r Root) BDI(device string) (string, error) {
+	if !ValidDevice(device) {
+		return "", fmt.Errorf("invalid device %q: want major:minor", device)
+	}
+	return r.Sys("class", "bdi", device), nil
+}
+
+// ValidDevice reports whether s is a decimal "major:minor" pair.
+func ValidDevice(s string) bool {
+	maj, min, ok := strings.Cut(s, ":")
+	if !ok {
+		return false
+	}
+	if _, err := strconv.ParseUint(maj, 10, 32); err != nil {
+		return false
+	}
+	_, err := strconv.ParseUint(min, 10, 32)
+	return err == nil
+}
+
+// ReadSmall reads a whole file without stat'ing it, up to MaxSmall bytes. Pseudo-files in
+// /proc and /sys report a size of 0 or 4096, so the size is never trusted.
+func ReadSmall(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxSmall+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxSmall {
+		return nil, fmt.Errorf("reading %q: %w", path, ErrTooLarge)
+	}
+	return b, nil
+}
+
+// ReadString reads a small attribute file and trims surrounding white space.
+func ReadString(path string) (string, error) {
+	b, err := ReadSmall(path)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// ReadInt reads a small attribute file holding one decimal integer, such as read_ahead_kb.
+func ReadInt(path string) (int64, error) {
+	s, err := ReadString(path)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("parsing %q: %w", path, err)
+	}
+	return n, nil
+}
