@@ -88,3 +88,48 @@ type Stats struct {
 	// Transports has one entry per xprt: line, shared by the whole client group.
 	Transports []procfs.NFSTransportStats
 }
+
+// Inventory is everything nfstune knows about a host's NFS client state.
+type Inventory struct {
+	// KernelRelease is the release from /proc/version, e.g. "6.1.0-28-amd64".
+	KernelRelease string `json:"kernel_release"`
+	// Mounts are the NFS superblocks, sorted by device.
+	Mounts []Mount `json:"mounts"`
+	// Groups are the kernel NFS clients the mounts share, sorted by key.
+	Groups []Group `json:"groups"`
+	// Sysctls are the NFS-relevant sysctls by dotted name ("sunrpc.tcp_slot_table_entries",
+	// "net.core.rmem_max", ...), as read from /proc/sys; absent keys were unreadable.
+	Sysctls map[string]string `json:"sysctls"`
+	// ReadAhead is the host configuration that sets read-ahead on future NFS mounts.
+	ReadAhead ReadAheadConfig `json:"readahead_config"`
+	// Warnings are entries that were dropped or could not be read; the rest of the
+	// inventory is still valid.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// ReadAheadConfig is what will set read_ahead_kb on the next NFS mount: udev rules that
+// write the bdi attribute (nfs-utils' 99-nfs.rules calling nfsrahead, cloud images' rules
+// with a fixed value, nfstune's own) and the [nfsrahead] section of nfs.conf.
+type ReadAheadConfig struct {
+	// UdevRules are the effective rule lines touching bdi read_ahead_kb, in the order
+	// udev runs them (files sorted by name across /usr/lib/udev/rules.d, /run/udev/rules.d
+	// and /etc/udev/rules.d, a file in /etc hiding the same name in /usr/lib). The last
+	// one that matches an NFS bdi wins.
+	UdevRules []UdevRule `json:"udev_rules,omitempty"`
+	// NFSRahead is the [nfsrahead] section merged from /etc/nfs.conf and /etc/nfs.conf.d/*.conf:
+	// keys "nfs", "nfs4", "default" in KiB, as written.
+	NFSRahead map[string]string `json:"nfsrahead,omitempty"`
+}
+
+// UdevRule is one rule line that sets a bdi's read_ahead_kb.
+type UdevRule struct {
+	File string `json:"file"`
+	Line int    `json:"line"`
+	Text string `json:"text"`
+	// ReadAheadKB is the fixed value the rule assigns, nil when a program computes it.
+	ReadAheadKB *int `json:"read_ahead_kb,omitempty"`
+	// Program is the helper a rule runs to compute the value (nfsrahead, nfstune), if any.
+	Program string `json:"program,omitempty"`
+	// Hides is the path of a same-named rules file this one overrides, if any.
+	Hides string `json:"hides,omitempty"`
+}

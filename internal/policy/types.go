@@ -1,0 +1,63 @@
+// Package policy holds the desired state of NFS mounts: built-in profiles (backend x
+// workload, embedded as YAML with the source of each number) and the user's config file,
+// which maps servers, exports and mount points to a backend and workload and may override
+// any value.
+package policy
+
+// Backends nfstune knows. A mount whose server matches none is "generic".
+const (
+	BackendAzureFiles       = "azure-files"
+	BackendAzureBlobNFS     = "azure-blob-nfs"
+	BackendAzureNetAppFiles = "azure-netapp-files"
+	BackendAWSEFS           = "aws-efs"
+	BackendGCPFilestore     = "gcp-filestore"
+	BackendGeneric          = "generic"
+)
+
+// Workloads nfstune knows.
+const (
+	WorkloadSequentialRead = "sequential-read" // analytics: SAS data steps, CAS loads
+	WorkloadStaticTools    = "static-tools"    // EDA tool trees, read-mostly binaries
+	WorkloadWebContent     = "web-content"
+	WorkloadGeneral        = "general"
+	WorkloadSmallRandom    = "small-random"
+)
+
+// Mode says whether nfstune changes a mount or only reports on it.
+type Mode string
+
+const (
+	ModeEnforce Mode = "enforce"
+	ModeObserve Mode = "observe"
+)
+
+// Profile is the desired state of one mount. Numeric values have "at least" semantics
+// where raising is the point (read-ahead, nconnect, rsize/wsize, sysctls); zero means
+// "no opinion".
+type Profile struct {
+	Backend  string `json:"backend"`
+	Workload string `json:"workload"`
+	// ReadAheadKB is the bdi read_ahead_kb the mount should have, in KiB.
+	ReadAheadKB int `json:"read_ahead_kb"`
+	// Mount are the mount options that matter.
+	Mount MountOptions `json:"mount_options"`
+	// Sysctls are NFS-relevant sysctls by dotted name with their minimum values.
+	Sysctls map[string]int64 `json:"sysctls,omitempty"`
+}
+
+// MountOptions are the NFS mount options a profile has an opinion on.
+type MountOptions struct {
+	Vers     string `json:"vers,omitempty"`     // "3", "4.1", "4.2"
+	Proto    string `json:"proto,omitempty"`    // "tcp"
+	NConnect int    `json:"nconnect,omitempty"` // 1..16; the backend's useful maximum applies
+	RSize    int    `json:"rsize,omitempty"`    // bytes
+	WSize    int    `json:"wsize,omitempty"`    // bytes
+	Hard     *bool  `json:"hard,omitempty"`     // hard (true) or soft (false)
+	Timeo    int    `json:"timeo,omitempty"`    // tenths of a second
+	Retrans  int    `json:"retrans,omitempty"`
+	ACTimeo  int    `json:"actimeo,omitempty"` // seconds; sets all four ac* timers
+	NoCTO    bool   `json:"nocto,omitempty"`
+	NoLock   bool   `json:"nolock,omitempty"`
+	// Extra are further options written as-is, e.g. "noresvport", "sec=sys".
+	Extra []string `json:"extra,omitempty"`
+}
