@@ -1,0 +1,352 @@
+// Package metrics exports the NFS client state nfstune knows as Prometheus metrics. Its
+// Collector turns the latest inventory (mountinfo, mountstats, bdi; see package inventory)
+// and audit findings into constant metrics at scrape time, so mounts that come and go never
+// register or unregister anything.
+//
+// Per-superblock series carry the bounded labels device, mountpoint (the first one), server,
+// export, version and backend. Transport (xprt) counters belong to a kernel NFS client that
+// every mount of the same server and version shares, so they are exported once per client
+// group and never summed over mounts; see
+// https://www.kernel.org/doc/html/latest/filesystems/nfs/index.html and
+// net/sunrpc/stats.c:rpc_clnt_show_stats.
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nfstune/nfstune/internal/inventory"
+)
+
+// Namespace prefixes every nfstune metric.
+const Namespace = "nfstune"
+
+// ErrNoData is returned by a Source when the host has nothing to report (no NFS client
+// support loaded); the scrape still succeeds with no per-mount series.
+var ErrNoData = errors.New("no NFS data")
+
+// Finding is one audit finding, reduced to what the compliance metric needs.
+type Finding struct {
+	Device   string
+	Rule     string
+	Severity string
+}
+
+// Snapshot is what one scrape exports.
+type Snapshot struct {
+	Inventory *inventory.Inventory
+	Findings  []Finding
+}
+
+// Source returns the state to export. It must read only /proc and /sys (never a mount
+// point) so that a scrape cannot block on a dead server.
+type Source func(ctx context.Context) (Snapshot, error)
+
+// mountLabels are the labels of every per-superblock series, in this order.
+var mountLabels = []string{"device", "mountpoint", "server", "export", "version", "backend"}
+
+// groupLabels are the labels of every per-client-group series.
+var groupLabels = []string{"client_group", "server_addr", "version", "proto"}
+
+// Collector is a prometheus.Collector over a Source. It holds no per-mount state.
+type Collector struct {
+	source    Source
+	logger    *slog.Logger
+	maxSeries int
+	timeout   time.Duration
+
+	info, age, readAhead, connections, nconnect            *prometheus.Desc
+	readBytes, writeBytes                                  *prometheus.Desc
+	ops, retrans, majorTimeouts, opErrors                  *prometheus.Desc
+	sentBytes, recvBytes, rttSeconds, exeSeconds, queueSec *prometheus.Desc
+	findings, compliant                                    *prometheus.Desc
+
+	groupSends, groupRecvs, groupBadXIDs, groupBacklog *prometheus.Desc
+	groupConnects, groupConnections, groupMounts       *prometheus.Desc
+
+	scrapeDuration, scrapeSuccess, seriesDropped, mountsDropped *prometheus.Desc
+
+	// capHits counts scrapes in which the series cap left mounts out.
+	capHits prometheus.Counter
+}
+
+// Options configure a Collector.
+type Options struct {
+	// MaxSeries caps the per-mount and per-group series one scrape exports; mounts beyond
+	// the cap are left out whole and counted. 0 means no cap.
+	MaxSeries int
+	// Timeout bounds one call of the Source; 0 means 5 s.
+	Timeout time.Duration
+}
+
+// NewCollector returns a Collector reading src at every scrape.
+func NewCollector(src Source, logger *slog.Logger, opts Options) *Collector {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 5 * time.Second
+	}
+	m := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(prometheus.BuildFQName(Namespace, "mount", name), help,
+			append(append([]string{}, mountLabels...), labels...), nil)
+	}
+	g := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc(prometheus.BuildFQName(Namespace, "client_group", name), help, groupLabels, nil)
+	}
+	s := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc(prometheus.BuildFQName(Namespace, "scrape", name), help, nil, nil)
+	}
+	return &Collector{
+		source:    src,
+		logger:    logger,
+		maxSeries: opts.MaxSeries,
+		timeout:   opts.Timeout,
+
+		info:        m("info", "NFS superblock known to nfstune (value 1), with its filesystem type, mount point count and kernel client group.", "fstype", "client_group", "mountpoints"),
+		age:         m("age_seconds", "Time since the superblock was mounted (mountstats age:)."),
+		readAhead:   m("read_ahead_bytes", "Current read-ahead of the superblock's backing device (/sys/class/bdi/<device>/read_ahead_kb times 1024)."),
+		connections: m("connections", "Effective transports of the mount's client group: the xprt: lines in mountstats."),
+		nconnect:    m("nconnect", "nconnect= option the kernel shows for the mount (0 when absent)."),
+		readBytes:   m("read_bytes_total", "Bytes read: normal (page cache reads by applications), direct (O_DIRECT) and server (READ payload from the server).", "source"),
+		writeBytes:  m("write_bytes_total", "Bytes written: normal (by applications), direct (O_DIRECT) and server (WRITE payload to the server).", "source"),
+
+		ops:           m("operations_total", "RPC operations completed, per NFS operation.", "operation"),
+		retrans:       m("operation_retransmissions_total", "RPC retransmissions (transmissions minus operations), per NFS operation.", "operation"),
+		majorTimeouts: m("operation_major_timeouts_total", "RPC major timeouts, per NFS operation.", "operation"),
+		opErrors:      m("operation_errors_total", "RPCs that completed with an error status, per NFS operation (RPC iostats 1.1 and later).", "operation"),
+		sentBytes:     m("operation_sent_bytes_total", "Bytes sent including RPC headers, per NFS operation.", "operation"),
+		recvBytes:     m("operation_received_bytes_total", "Bytes received including RPC headers, per NFS operation.", "operation"),
+		rttSeconds:    m("operation_rtt_seconds_total", "Cumulative round trip time from sending an RPC to receiving its reply, per NFS operation.", "operation"),
+		exeSeconds:    m("operation_execute_seconds_total", "Cumulative time from creating an RPC to its completion, RTT included, per NFS operation.", "operation"),
+		queueSec:      m("operation_queue_seconds_total", "Cumulative time RPCs waited before transmission, per NFS operation.", "operation"),
+
+		findings:  m("findings", "Audit findings for the mount, per rule and severity.", "rule", "severity"),
+		compliant: m("compliant", "1 when the audit found nothing for the mount, else 0."),
+
+		groupSends:       g("sends_total", "RPC requests sent over all transports of the kernel NFS client."),
+		groupRecvs:       g("receives_total", "RPC replies received over all transports of the kernel NFS client."),
+		groupBadXIDs:     g("bad_xids_total", "Replies with an unknown transaction ID over all transports of the kernel NFS client."),
+		groupBacklog:     g("backlog_queue_total", "Cumulative backlog queue length sampled at each send, over all transports of the kernel NFS client."),
+		groupConnects:    g("connects_total", "Transport (re)connections over all transports of the kernel NFS client."),
+		groupConnections: g("connections", "Transports (xprt: lines) of the kernel NFS client."),
+		groupMounts:      g("mounts", "NFS superblocks using the kernel NFS client."),
+
+		scrapeDuration: s("duration_seconds", "Time the last scrape of NFS state took."),
+		scrapeSuccess:  s("success", "1 when the last scrape read the NFS state, else 0."),
+		seriesDropped:  s("series_dropped", "Series left out of the last scrape by the series cap."),
+		mountsDropped:  s("mounts_dropped", "Mounts left out of the last scrape by the series cap."),
+		capHits: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: Namespace, Subsystem: "scrape", Name: "series_cap_hits_total",
+			Help: "Scrapes in which the series cap left mounts out.",
+		}),
+	}
+}
+
+// Describe implements prometheus.Collector. The collector is unchecked on purpose: its
+// series are known only at scrape time.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.scrapeDuration
+	ch <- c.scrapeSuccess
+	ch <- c.seriesDropped
+	ch <- c.mountsDropped
+	c.capHits.Describe(ch)
+	for _, d := range []*prometheus.Desc{
+		c.info, c.age, c.readAhead, c.connections, c.nconnect, c.readBytes, c.writeBytes,
+		c.ops, c.retrans, c.majorTimeouts, c.opErrors, c.sentBytes, c.recvBytes,
+		c.rttSeconds, c.exeSeconds, c.queueSec, c.findings, c.compliant,
+		c.groupSends, c.groupRecvs, c.groupBadXIDs, c.groupBacklog, c.groupConnects,
+		c.groupConnections, c.groupMounts,
+	} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector. A failing Source never fails the scrape: it
+// shows as nfstune_scrape_success 0.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	snap, err := c.source(ctx)
+	success := 1.0
+	switch {
+	case errors.Is(err, ErrNoData):
+		c.logger.Debug("no NFS state to export", "err", err)
+	case err != nil:
+		success = 0
+		c.logger.Error("reading NFS state for scrape", "err", err)
+	}
+	var droppedSeries, droppedMounts int
+	if snap.Inventory != nil {
+		droppedSeries, droppedMounts = c.collectInventory(ch, snap)
+	}
+	if droppedMounts > 0 {
+		c.capHits.Inc()
+	}
+	ch <- prometheus.MustNewConstMetric(c.seriesDropped, prometheus.GaugeValue, float64(droppedSeries))
+	ch <- prometheus.MustNewConstMetric(c.mountsDropped, prometheus.GaugeValue, float64(droppedMounts))
+	c.capHits.Collect(ch)
+	ch <- prometheus.MustNewConstMetric(c.scrapeSuccess, prometheus.GaugeValue, success)
+	ch <- prometheus.MustNewConstMetric(c.scrapeDuration, prometheus.GaugeValue, time.Since(start).Seconds())
+}
+
+// collectInventory sends group series first, then mounts in device order until the series
+// cap is reached. It returns the series and mounts it left out.
+func (c *Collector) collectInventory(ch chan<- prometheus.Metric, snap Snapshot) (droppedSeries, droppedMounts int) {
+	inv := snap.Inventory
+	budget := c.maxSeries
+	if budget <= 0 {
+		budget = int(^uint(0) >> 1)
+	}
+
+	groups := c.groupMetrics(inv)
+	if len(groups) > budget {
+		droppedSeries += len(groups) - budget
+		groups = groups[:budget]
+	}
+	for _, m := range groups {
+		ch <- m
+	}
+	budget -= len(groups)
+
+	byDevice := make(map[string][]Finding)
+	for _, f := range snap.Findings {
+		byDevice[f.Device] = append(byDevice[f.Device], f)
+	}
+	buf := make([]prometheus.Metric, 0, 128)
+	for i := range inv.Mounts {
+		buf = c.mountMetrics(buf[:0], &inv.Mounts[i], byDevice[inv.Mounts[i].Device])
+		if len(buf) > budget {
+			droppedSeries += len(buf)
+			droppedMounts++
+			continue
+		}
+		budget -= len(buf)
+		for _, m := range buf {
+			ch <- m
+		}
+	}
+	return droppedSeries, droppedMounts
+}
+
+func (c *Collector) mountMetrics(out []prometheus.Metric, m *inventory.Mount, findings []Finding) []prometheus.Metric {
+	first := ""
+	if len(m.MountPoints) > 0 {
+		first = m.MountPoints[0]
+	}
+	lv := []string{m.Device, first, m.Server, m.Export, m.Version, m.Backend}
+	with := func(extra ...string) []string { return append(append(make([]string, 0, len(lv)+len(extra)), lv...), extra...) }
+	gauge := func(d *prometheus.Desc, v float64, extra ...string) {
+		out = append(out, prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, with(extra...)...))
+	}
+	counter := func(d *prometheus.Desc, v float64, extra ...string) {
+		out = append(out, prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, with(extra...)...))
+	}
+
+	gauge(c.info, 1, m.FSType, m.ClientGroup, fmt.Sprint(len(m.MountPoints)))
+	if m.ReadAheadKB != nil {
+		gauge(c.readAhead, float64(*m.ReadAheadKB)*1024)
+	}
+	gauge(c.connections, float64(m.Connections))
+	gauge(c.nconnect, float64(m.NConnect))
+
+	rules := make(map[[2]string]int)
+	for _, f := range findings {
+		rules[[2]string{f.Rule, f.Severity}]++
+	}
+	keys := make([][2]string, 0, len(rules))
+	for k := range rules {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i][0] != keys[j][0] {
+			return keys[i][0] < keys[j][0]
+		}
+		return keys[i][1] < keys[j][1]
+	})
+	for _, k := range keys {
+		gauge(c.findings, float64(rules[k]), k[0], k[1])
+	}
+	if len(findings) == 0 {
+		gauge(c.compliant, 1)
+	} else {
+		gauge(c.compliant, 0)
+	}
+
+	st := m.Stats
+	if st == nil {
+		return out
+	}
+	gauge(c.age, st.Age.Seconds())
+	counter(c.readBytes, float64(st.Bytes.Read), "normal")
+	counter(c.readBytes, float64(st.Bytes.DirectRead), "direct")
+	counter(c.readBytes, float64(st.Bytes.ReadTotal), "server")
+	counter(c.writeBytes, float64(st.Bytes.Write), "normal")
+	counter(c.writeBytes, float64(st.Bytes.DirectWrite), "direct")
+	counter(c.writeBytes, float64(st.Bytes.WriteTotal), "server")
+	for _, op := range st.Operations {
+		if op.Requests == 0 && op.Transmissions == 0 {
+			// Most of the ~60 NFSv4 operations are never used; leaving idle ones out keeps
+			// the series count near what the mount really does.
+			continue
+		}
+		counter(c.ops, float64(op.Requests), op.Operation)
+		retrans := uint64(0)
+		if op.Transmissions > op.Requests {
+			retrans = op.Transmissions - op.Requests
+		}
+		counter(c.retrans, float64(retrans), op.Operation)
+		counter(c.majorTimeouts, float64(op.MajorTimeouts), op.Operation)
+		counter(c.opErrors, float64(op.Errors), op.Operation)
+		counter(c.sentBytes, float64(op.BytesSent), op.Operation)
+		counter(c.recvBytes, float64(op.BytesReceived), op.Operation)
+		counter(c.rttSeconds, msToSeconds(op.CumulativeTotalResponseMilliseconds), op.Operation)
+		counter(c.exeSeconds, msToSeconds(op.CumulativeTotalRequestMilliseconds), op.Operation)
+		counter(c.queueSec, msToSeconds(op.CumulativeQueueMilliseconds), op.Operation)
+	}
+	return out
+}
+
+// groupMetrics returns the per-client-group series. The transport counters are taken from
+// one mount of the group: every mount of the group prints the same xprt: lines.
+func (c *Collector) groupMetrics(inv *inventory.Inventory) []prometheus.Metric {
+	stats := make(map[string]*inventory.Stats)
+	for i := range inv.Mounts {
+		m := &inv.Mounts[i]
+		if m.Stats != nil && stats[m.ClientGroup] == nil {
+			stats[m.ClientGroup] = m.Stats
+		}
+	}
+	var out []prometheus.Metric
+	for _, g := range inv.Groups {
+		lv := []string{g.Key, g.ServerAddr, g.Version, g.Proto}
+		out = append(out,
+			prometheus.MustNewConstMetric(c.groupMounts, prometheus.GaugeValue, float64(len(g.Devices)), lv...),
+			prometheus.MustNewConstMetric(c.groupConnections, prometheus.GaugeValue, float64(g.Connections), lv...),
+		)
+		st := stats[g.Key]
+		if st == nil {
+			continue
+		}
+		t := SumTransports(st.Transports)
+		out = append(out,
+			prometheus.MustNewConstMetric(c.groupSends, prometheus.CounterValue, float64(t.Sends), lv...),
+			prometheus.MustNewConstMetric(c.groupRecvs, prometheus.CounterValue, float64(t.Receives), lv...),
+			prometheus.MustNewConstMetric(c.groupBadXIDs, prometheus.CounterValue, float64(t.BadTransactionIDs), lv...),
+			prometheus.MustNewConstMetric(c.groupBacklog, prometheus.CounterValue, float64(t.CumulativeBacklog), lv...),
+			prometheus.MustNewConstMetric(c.groupConnects, prometheus.CounterValue, float64(t.Connect), lv...),
+		)
+	}
+	return out
+}
+
+// msToSeconds converts a cumulative millisecond counter. Some old kernels print values near
+// 2^64 (procfs issue 166); like node_exporter, keep them within float64's exact range.
+func msToSeconds(ms uint64) float64 {
+	const mantissa = 1 << 53
+	return float64(ms%mantissa) / 1000
+}

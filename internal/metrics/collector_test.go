@@ -1,0 +1,184 @@
+package metrics
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/nfstune/nfstune/internal/inventory"
+)
+
+// twoMounts is one nconnect=4 client group holding two superblocks of the same server; both
+// show the same four xprt: lines, as the kernel prints them.
+func twoMounts(t *testing.T) Snapshot {
+	t.Helper()
+	st := loadStats(t, "t1").Mounts[0].Stats
+	ra, ra2 := 128, 16384
+	inv := &inventory.Inventory{
+		Mounts: []inventory.Mount{
+			{
+				Device: "0:52", MountPoints: []string{"/mnt/data", "/srv/data"}, Server: "files.example", Export: "/export/data",
+				FSType: "nfs4", Version: "4.2", ReadAheadKB: &ra, NConnect: 4, Connections: 4, Backend: "generic",
+				ClientGroup: "10.0.0.5:2049/4.2/tcp", Stats: st,
+			},
+			{
+				Device: "0:53", MountPoints: []string{"/mnt/scratch"}, Server: "files.example", Export: "/export/scratch",
+				FSType: "nfs4", Version: "4.2", ReadAheadKB: &ra2, NConnect: 4, Connections: 4, Backend: "generic",
+				ClientGroup: "10.0.0.5:2049/4.2/tcp", Stats: st,
+			},
+		},
+		Groups: []inventory.Group{{
+			Key: "10.0.0.5:2049/4.2/tcp", ServerAddr: "10.0.0.5", Version: "4.2", Proto: "tcp",
+			Devices: []string{"0:52", "0:53"}, NConnect: 4, Connections: 4,
+		}},
+	}
+	return Snapshot{Inventory: inv, Findings: []Finding{
+		{Device: "0:52", Rule: "readahead-low", Severity: "warning"},
+	}}
+}
+
+func newTestCollector(snap Snapshot, err error, opts Options) *Collector {
+	src := func(context.Context) (Snapshot, error) { return snap, err }
+	return NewCollector(src, slog.New(slog.NewTextHandler(io.Discard, nil)), opts)
+}
+
+func TestCollectorGroupCountersOnce(t *testing.T) {
+	t.Parallel()
+	c := newTestCollector(twoMounts(t), nil, Options{})
+	want := `
+# HELP nfstune_client_group_sends_total RPC requests sent over all transports of the kernel NFS client.
+# TYPE nfstune_client_group_sends_total counter
+nfstune_client_group_sends_total{client_group="10.0.0.5:2049/4.2/tcp",proto="tcp",server_addr="10.0.0.5",version="4.2"} 6243
+# HELP nfstune_client_group_connections Transports (xprt: lines) of the kernel NFS client.
+# TYPE nfstune_client_group_connections gauge
+nfstune_client_group_connections{client_group="10.0.0.5:2049/4.2/tcp",proto="tcp",server_addr="10.0.0.5",version="4.2"} 4
+# HELP nfstune_client_group_mounts NFS superblocks using the kernel NFS client.
+# TYPE nfstune_client_group_mounts gauge
+nfstune_client_group_mounts{client_group="10.0.0.5:2049/4.2/tcp",proto="tcp",server_addr="10.0.0.5",version="4.2"} 2
+# HELP nfstune_mount_read_ahead_bytes Current read-ahead of the superblock's backing device (/sys/class/bdi/<device>/read_ahead_kb times 1024).
+# TYPE nfstune_mount_read_ahead_bytes gauge
+nfstune_mount_read_ahead_bytes{backend="generic",device="0:52",export="/export/data",mountpoint="/mnt/data",server="files.example",version="4.2"} 131072
+nfstune_mount_read_ahead_bytes{backend="generic",device="0:53",export="/export/scratch",mountpoint="/mnt/scratch",server="files.example",version="4.2"} 1.6777216e+07
+# HELP nfstune_mount_findings Audit findings for the mount, per rule and severity.
+# TYPE nfstune_mount_findings gauge
+nfstune_mount_findings{backend="generic",device="0:52",export="/export/data",mountpoint="/mnt/data",rule="readahead-low",server="files.example",severity="warning",version="4.2"} 1
+# HELP nfstune_mount_compliant 1 when the audit found nothing for the mount, else 0.
+# TYPE nfstune_mount_compliant gauge
+nfstune_mount_compliant{backend="generic",device="0:52",export="/export/data",mountpoint="/mnt/data",server="files.example",version="4.2"} 0
+nfstune_mount_compliant{backend="generic",device="0:53",export="/export/scratch",mountpoint="/mnt/scratch",server="files.example",version="4.2"} 1
+# HELP nfstune_mount_operation_rtt_seconds_total Cumulative round trip time from sending an RPC to receiving its reply, per NFS operation.
+# TYPE nfstune_mount_operation_rtt_seconds_total counter
+nfstune_mount_operation_rtt_seconds_total{backend="generic",device="0:52",export="/export/data",mountpoint="/mnt/data",operation="GETATTR",server="files.example",version="4.2"} 1.2
+nfstune_mount_operation_rtt_seconds_total{backend="generic",device="0:52",export="/export/data",mountpoint="/mnt/data",operation="READ",server="files.example",version="4.2"} 28
+`
+	// One series per mount per used operation: 11 operations are used in the fixture.
+	names := []string{
+		"nfstune_client_group_sends_total", "nfstune_client_group_connections", "nfstune_client_group_mounts",
+		"nfstune_mount_read_ahead_bytes", "nfstune_mount_findings", "nfstune_mount_compliant",
+	}
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), names...); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(c, "nfstune_client_group_sends_total"); n != 1 {
+		t.Errorf("client group sends exported %d times, want once for two mounts", n)
+	}
+	if n := testutil.CollectAndCount(c, "nfstune_mount_operations_total"); n != 2*11 {
+		t.Errorf("operations series = %d, want %d (idle operations left out)", n, 2*11)
+	}
+	rtt, err := testutil.CollectAndFormat(c, expfmt.TypeTextPlain, "nfstune_mount_operation_rtt_seconds_total")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(want, "\n") {
+		if strings.HasPrefix(line, "nfstune_mount_operation_rtt_seconds_total{") && !bytes.Contains(rtt, []byte(line)) {
+			t.Errorf("missing %q in\n%s", line, rtt)
+		}
+	}
+}
+
+func TestCollectorSeriesCap(t *testing.T) {
+	t.Parallel()
+	snap := twoMounts(t)
+	// Enough for the group (7 series) and one mount (112), not both.
+	full := testutil.CollectAndCount(newTestCollector(snap, nil, Options{}))
+	c := newTestCollector(snap, nil, Options{MaxSeries: 150})
+	got := testutil.CollectAndCount(c, "nfstune_mount_info")
+	if got != 1 {
+		t.Errorf("mounts exported under the cap = %d, want 1", got)
+	}
+	want := `
+# HELP nfstune_scrape_mounts_dropped Mounts left out of the last scrape by the series cap.
+# TYPE nfstune_scrape_mounts_dropped gauge
+nfstune_scrape_mounts_dropped 1
+# HELP nfstune_scrape_series_cap_hits_total Scrapes in which the series cap left mounts out.
+# TYPE nfstune_scrape_series_cap_hits_total counter
+nfstune_scrape_series_cap_hits_total 2
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "nfstune_scrape_mounts_dropped", "nfstune_scrape_series_cap_hits_total"); err != nil {
+		t.Error(err)
+	}
+	if capped := testutil.CollectAndCount(c); capped >= full || capped > 150+6 {
+		t.Errorf("capped scrape has %d series, uncapped %d; want at most the cap plus 6 scrape series", capped, full)
+	}
+}
+
+func TestCollectorSourceError(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{name: "failure", err: errors.New("reading mountinfo: permission denied"), want: "0"},
+		{name: "no data", err: ErrNoData, want: "1"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newTestCollector(Snapshot{}, tt.err, Options{})
+			want := "# HELP nfstune_scrape_success 1 when the last scrape read the NFS state, else 0.\n# TYPE nfstune_scrape_success gauge\nnfstune_scrape_success " + tt.want + "\n"
+			if err := testutil.CollectAndCompare(c, strings.NewReader(want), "nfstune_scrape_success"); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// TestPromtoolCheck runs promtool's linter over the whole exposition. promtool ships with
+// Debian's prometheus package; .ci/run installs it.
+func TestPromtoolCheck(t *testing.T) {
+	t.Parallel()
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("promtool not installed")
+		}
+		t.Skip("promtool not installed")
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(newTestCollector(twoMounts(t), nil, Options{}))
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+	out, err := testutil.CollectAndFormat(newTestCollector(twoMounts(t), nil, Options{}), expfmt.TypeTextPlain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = bytes.NewReader(out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics: %v\n%s", err, b)
+	}
+}
