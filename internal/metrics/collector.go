@@ -239,7 +239,9 @@ func (c *Collector) mountMetrics(out []prometheus.Metric, m *inventory.Mount, fi
 		first = m.MountPoints[0]
 	}
 	lv := []string{m.Device, first, m.Server, m.Export, m.Version, m.Backend}
-	with := func(extra ...string) []string { return append(append(make([]string, 0, len(lv)+len(extra)), lv...), extra...) }
+	with := func(extra ...string) []string {
+		return append(append(make([]string, 0, len(lv)+len(extra)), lv...), extra...)
+	}
 	gauge := func(d *prometheus.Desc, v float64, extra ...string) {
 		out = append(out, prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, with(extra...)...))
 	}
