@@ -43,6 +43,9 @@ type Profile struct {
 	Mount MountOptions `json:"mount_options"`
 	// Sysctls are NFS-relevant sysctls by dotted name with their minimum values.
 	Sysctls map[string]int64 `json:"sysctls,omitempty"`
+	// SysctlsMax are sysctls with an upper bound, such as NetApp's cap of 128 on
+	// sunrpc.tcp_max_slot_table_entries; a host value above the bound is reported.
+	SysctlsMax map[string]int64 `json:"sysctls_max,omitempty"`
 }
 
 // MountOptions are the NFS mount options a profile has an opinion on.

@@ -1,0 +1,261 @@
+package policy
+
+import (
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Limits the kernel puts on mount options (nfs(5); fs/nfs/fs_context.c).
+const (
+	// MaxNConnect is NFS_MAX_CONNECTIONS: nconnect is accepted in 1..16.
+	MaxNConnect = 16
+	// MaxIOSize is the largest rsize/wsize the Linux client uses (1 MiB); larger values are
+	// lowered to it, and others are rounded down to a multiple of the page size.
+	MaxIOSize = 1 << 20
+	// ioSizeUnit is the page size rsize/wsize must be a multiple of in a config file, so that
+	// what is written is what the kernel will use.
+	ioSizeUnit = 4096
+	// MaxTimeo is the cap on timeo for TCP in tenths of a second: the kernel limits the
+	// initial timeout to NFS_MAX_TCP_TIMEOUT, 600 s.
+	MaxTimeo = 6000
+)
+
+// Overrides are profile values that a built-in catalog entry or a config rule sets. A nil
+// pointer (or nil map) means "not set here": the value comes from the layer below.
+type Overrides struct {
+	ReadAheadKB *int
+	Vers        *string
+	Proto       *string
+	NConnect    *int
+	RSize       *int
+	WSize       *int
+	Hard        *bool
+	Timeo       *int
+	Retrans     *int
+	ACTimeo     *int
+	NoCTO       *bool
+	NoLock      *bool
+	Extra       []string // nil: not set; empty: clear
+	Sysctls     map[string]int64
+	SysctlsMax  map[string]int64
+}
+
+// apply layers o over p. Sysctl maps are merged key by key.
+func (o *Overrides) apply(p *Profile) {
+	setInt(&p.ReadAheadKB, o.ReadAheadKB)
+	setStr(&p.Mount.Vers, o.Vers)
+	setStr(&p.Mount.Proto, o.Proto)
+	setInt(&p.Mount.NConnect, o.NConnect)
+	setInt(&p.Mount.RSize, o.RSize)
+	setInt(&p.Mount.WSize, o.WSize)
+	if o.Hard != nil {
+		h := *o.Hard
+		p.Mount.Hard = &h
+	}
+	setInt(&p.Mount.Timeo, o.Timeo)
+	setInt(&p.Mount.Retrans, o.Retrans)
+	setInt(&p.Mount.ACTimeo, o.ACTimeo)
+	if o.NoCTO != nil {
+		p.Mount.NoCTO = *o.NoCTO
+	}
+	if o.NoLock != nil {
+		p.Mount.NoLock = *o.NoLock
+	}
+	if o.Extra != nil {
+		p.Mount.Extra = append([]string(nil), o.Extra...)
+	}
+	if len(o.Sysctls) > 0 {
+		if p.Sysctls == nil {
+			p.Sysctls = make(map[string]int64, len(o.Sysctls))
+		}
+		maps.Copy(p.Sysctls, o.Sysctls)
+	}
+	if len(o.SysctlsMax) > 0 {
+		if p.SysctlsMax == nil {
+			p.SysctlsMax = make(map[string]int64, len(o.SysctlsMax))
+		}
+		maps.Copy(p.SysctlsMax, o.SysctlsMax)
+	}
+}
+
+func setInt(dst *int, v *int) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+func setStr(dst *string, v *string) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+// Values accepted for vers= and proto=.
+var (
+	knownVers   = []string{"3", "4", "4.0", "4.1", "4.2"}
+	knownProtos = []string{"tcp", "tcp6", "rdma", "rdma6", "udp", "udp6"}
+	// noEffect are options nfs(5) says have no effect on NFS; they are never recommended.
+	noEffect = []string{"atime", "noatime", "diratime", "nodiratime", "relatime", "norelatime", "strictatime", "nostrictatime"}
+)
+
+// sysctlName is a dotted sysctl name such as "sunrpc.tcp_slot_table_entries".
+var sysctlName = regexp.MustCompile(`^[a-z0-9_]+(\.[a-z0-9_]+)+$`)
+
+// profileFields returns the handlers for the profile value keys (readAheadKB, mountOptions,
+// sysctls, sysctlsMax), decoding into o.
+func (d *decoder) profileFields(o *Overrides) map[string]func(*yaml.Node, string) {
+	return map[string]func(*yaml.Node, string){
+		"readAheadKB": func(v *yaml.Node, key string) {
+			if n, ok := d.size(v, key); ok {
+				o.ReadAheadKB = &n
+			}
+		},
+		"mountOptions": func(v *yaml.Node, key string) { d.mountOptions(v, key, o) },
+		"sysctls":      func(v *yaml.Node, key string) { o.Sysctls = d.sysctls(v, key) },
+		"sysctlsMax":   func(v *yaml.Node, key string) { o.SysctlsMax = d.sysctls(v, key) },
+	}
+}
+
+func (d *decoder) mountOptions(n *yaml.Node, path string, o *Overrides) {
+	d.fields(n, path, map[string]func(*yaml.Node, string){
+		"vers": func(v *yaml.Node, key string) {
+			if s, ok := d.str(v, key); ok {
+				if !slices.Contains(knownVers, s) {
+					d.errorf(v, key, "unknown NFS version %q (want one of %s)", s, strings.Join(knownVers, ", "))
+					return
+				}
+				o.Vers = &s
+			}
+		},
+		"proto": func(v *yaml.Node, key string) {
+			if s, ok := d.str(v, key); ok {
+				if !slices.Contains(knownProtos, s) {
+					d.errorf(v, key, "unknown transport %q (want one of %s)", s, strings.Join(knownProtos, ", "))
+					return
+				}
+				o.Proto = &s
+			}
+		},
+		"nconnect": func(v *yaml.Node, key string) {
+			if n, ok := d.integer(v, key); ok {
+				if n < 1 || n > MaxNConnect {
+					d.errorf(v, key, "%d is out of range 1..%d", n, MaxNConnect)
+					return
+				}
+				i := int(n)
+				o.NConnect = &i
+			}
+		},
+		"rsize": func(v *yaml.Node, key string) { o.RSize = d.ioSize(v, key) },
+		"wsize": func(v *yaml.Node, key string) { o.WSize = d.ioSize(v, key) },
+		"hard": func(v *yaml.Node, key string) {
+			if b, ok := d.boolean(v, key); ok {
+				o.Hard = &b
+			}
+		},
+		"timeo": func(v *yaml.Node, key string) {
+			if n, ok := d.size(v, key); ok {
+				if n == 0 || n > MaxTimeo {
+					d.errorf(v, key, "%d is out of range 1..%d (tenths of a second)", n, MaxTimeo)
+					return
+				}
+				o.Timeo = &n
+			}
+		},
+		"retrans": func(v *yaml.Node, key string) {
+			if n, ok := d.size(v, key); ok {
+				o.Retrans = &n
+			}
+		},
+		"actimeo": func(v *yaml.Node, key string) {
+			if n, ok := d.size(v, key); ok {
+				o.ACTimeo = &n
+			}
+		},
+		"nocto": func(v *yaml.Node, key string) {
+			if b, ok := d.boolean(v, key); ok {
+				o.NoCTO = &b
+			}
+		},
+		"nolock": func(v *yaml.Node, key string) {
+			if b, ok := d.boolean(v, key); ok {
+				o.NoLock = &b
+			}
+		},
+		"extra": func(v *yaml.Node, key string) {
+			list, ok := d.strings(v, key)
+			if !ok {
+				return
+			}
+			good := true
+			for i, s := range list {
+				name, _, _ := strings.Cut(s, "=")
+				switch {
+				case s == "" || strings.ContainsAny(s, ", \t"):
+					d.errorf(v.Content[i], key, "%q is not a single mount option", s)
+					good = false
+				case slices.Contains(noEffect, name):
+					d.errorf(v.Content[i], key, "%q has no effect on NFS mounts (nfs(5))", s)
+					good = false
+				}
+			}
+			if good {
+				o.Extra = list
+			}
+		},
+	})
+}
+
+// ioSize decodes rsize or wsize: positive, at most 1 MiB, a multiple of 4096.
+func (d *decoder) ioSize(v *yaml.Node, key string) *int {
+	n, ok := d.size(v, key)
+	if !ok {
+		return nil
+	}
+	switch {
+	case n == 0:
+		d.errorf(v, key, "must be positive")
+		return nil
+	case n > MaxIOSize:
+		d.errorf(v, key, "%d is above the Linux client's maximum of %d (1 MiB)", n, MaxIOSize)
+		return nil
+	case n%ioSizeUnit != 0:
+		d.errorf(v, key, "%d is not a multiple of %d", n, ioSizeUnit)
+		return nil
+	}
+	return &n
+}
+
+func (d *decoder) sysctls(n *yaml.Node, path string) map[string]int64 {
+	if n.Kind != yaml.MappingNode {
+		d.errorf(n, path, "want a mapping of sysctl names to integers, got %s", kindName(n))
+		return nil
+	}
+	out := make(map[string]int64, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		key := join(path, k.Value)
+		if !sysctlName.MatchString(k.Value) {
+			d.errorf(k, key, "not a dotted sysctl name such as sunrpc.tcp_slot_table_entries")
+			continue
+		}
+		if _, dup := out[k.Value]; dup {
+			d.errorf(k, key, "duplicate key")
+			continue
+		}
+		val, ok := d.integer(v, key)
+		if !ok {
+			continue
+		}
+		if val < 0 {
+			d.errorf(v, key, "must not be negative, got %d", val)
+			continue
+		}
+		out[k.Value] = val
+	}
+	return out
+}

@@ -1,0 +1,431 @@
+package policy
+
+import (
+	"fmt"
+	"maps"
+	"net/netip"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/nfstune/nfstune/internal/inventory"
+)
+
+// Config file identification.
+const (
+	APIVersion = "nfstune.io/v1alpha1"
+	Kind       = "Policy"
+)
+
+// RuleBuiltIn is Resolved.Rule when no config rule matched a mount.
+const RuleBuiltIn = "built-in"
+
+// Policy is the desired state for every mount: the built-in catalog plus the user's rules.
+type Policy struct {
+	// File is the config file the policy was read from; empty for the built-in policy.
+	File string
+	// Workload is the workload of mounts no rule names one for ("general" unless the config's
+	// defaults say otherwise).
+	Workload string
+	// Mode applies to mounts no rule gives a mode ("enforce" unless the config says otherwise).
+	Mode Mode
+	// Rules are tried in order; the first whose match fits a mount applies to it.
+	Rules []Rule
+
+	cat *catalog
+}
+
+// Rule maps the mounts its Match selects to a backend, a workload and overrides.
+type Rule struct {
+	// Index is the 1-based position in the config's rules list.
+	Index int
+	// Line is where the rule starts in the config file.
+	Line     int
+	Name     string
+	Match    Match
+	Backend  string // empty: the backend the inventory derived from the server name
+	Workload string // empty: the policy's default workload
+	Static   *bool  // nil: the workload decides (static-tools is static)
+	Mode     Mode   // empty: the policy's default mode
+	// Overrides replace values of the built-in profile.
+	Overrides Overrides
+}
+
+// Match selects mounts. Every field that is set must match; a rule with an empty match
+// applies to every mount. Globs use path.Match syntax ("*" does not cross "/").
+type Match struct {
+	// Server is a glob matched against the server name and against its address,
+	// case-insensitively, e.g. "*.file.core.windows.net".
+	Server string
+	// CIDR is an address prefix the server's address must fall in, e.g. 10.0.0.0/24.
+	CIDR netip.Prefix
+	// Export is a glob matched against the export path.
+	Export string
+	// MountPoint is a glob matched against every mount point of the superblock.
+	MountPoint string
+}
+
+// Resolved is the desired state of one mount and where it came from.
+type Resolved struct {
+	Profile
+	Mode   Mode `json:"mode"`
+	Static bool `json:"static"`
+	// Rule is "built-in" or which config rule applied, e.g. "config.yaml rule 2".
+	Rule string `json:"rule"`
+}
+
+// Default returns the built-in policy: profiles by backend, workload "general", mode enforce.
+func Default() *Policy {
+	cat, err := parseCatalog("profiles.yaml", profilesYAML)
+	if err != nil {
+		// The catalog is compiled in and checked by tests; failing here is a build defect.
+		panic(fmt.Sprintf("built-in profiles: %v", err))
+	}
+	return &Policy{Workload: WorkloadGeneral, Mode: ModeEnforce, cat: cat}
+}
+
+// Load reads and strictly decodes a config file; see Parse.
+func Load(file string) (*Policy, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading policy: %w", err)
+	}
+	return Parse(file, b)
+}
+
+// Parse strictly decodes config file contents; name is used in error messages and in
+// Resolved.Rule. Every problem (unknown key, bad glob or CIDR, impossible value, unknown
+// backend or workload) is reported with name:line and the key, joined in one error.
+func Parse(name string, b []byte) (*Policy, error) {
+	p := Default()
+	p.File = name
+	var root yaml.Node
+	if err := yaml.Unmarshal(b, &root); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(root.Content) == 0 {
+		return nil, fmt.Errorf("%s: empty policy: want apiVersion: %s and kind: %s", name, APIVersion, Kind)
+	}
+	doc := root.Content[0]
+	d := &decoder{file: name}
+	var apiVersion, kind string
+	ok := d.fields(doc, "", map[string]func(*yaml.Node, string){
+		"apiVersion": func(v *yaml.Node, key string) {
+			if s, ok := d.str(v, key); ok {
+				apiVersion = s
+				if s != APIVersion {
+					d.errorf(v, key, "unsupported version %q (want %s)", s, APIVersion)
+				}
+			}
+		},
+		"kind": func(v *yaml.Node, key string) {
+			if s, ok := d.str(v, key); ok {
+				kind = s
+				if s != Kind {
+					d.errorf(v, key, "unsupported kind %q (want %s)", s, Kind)
+				}
+			}
+		},
+		"defaults": func(v *yaml.Node, key string) {
+			d.fields(v, key, map[string]func(*yaml.Node, string){
+				"workload": func(v *yaml.Node, key string) {
+					if s, ok := d.workloadName(v, key); ok {
+						p.Workload = s
+					}
+				},
+				"mode": func(v *yaml.Node, key string) {
+					if m, ok := d.mode(v, key); ok {
+						p.Mode = m
+					}
+				},
+			})
+		},
+		"rules": func(v *yaml.Node, key string) {
+			if v.Kind != yaml.SequenceNode {
+				d.errorf(v, key, "want a list, got %s", kindName(v))
+				return
+			}
+			for i, n := range v.Content {
+				p.Rules = append(p.Rules, d.rule(n, i+1))
+			}
+		},
+	})
+	if ok && apiVersion == "" {
+		d.errorf(doc, "apiVersion", "missing (want %s)", APIVersion)
+	}
+	if ok && kind == "" {
+		d.errorf(doc, "kind", "missing (want %s)", Kind)
+	}
+	if err := d.err(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (d *decoder) rule(n *yaml.Node, index int) Rule {
+	r := Rule{Index: index, Line: n.Line}
+	prefix := fmt.Sprintf("rules[%d]", index)
+	handlers := d.profileFields(&r.Overrides)
+	handlers["name"] = func(v *yaml.Node, key string) { r.Name, _ = d.str(v, key) }
+	handlers["match"] = func(v *yaml.Node, key string) { r.Match = d.match(v, key) }
+	handlers["backend"] = func(v *yaml.Node, key string) {
+		if s, ok := d.str(v, key); ok {
+			if !slices.Contains(Backends(), s) {
+				d.errorf(v, key, "unknown backend %q (want one of %s)", s, strings.Join(Backends(), ", "))
+				return
+			}
+			r.Backend = s
+		}
+	}
+	handlers["workload"] = func(v *yaml.Node, key string) { r.Workload, _ = d.workloadName(v, key) }
+	handlers["static"] = func(v *yaml.Node, key string) {
+		if b, ok := d.boolean(v, key); ok {
+			r.Static = &b
+		}
+	}
+	handlers["mode"] = func(v *yaml.Node, key string) { r.Mode, _ = d.mode(v, key) }
+	d.fields(n, prefix, handlers)
+	return r
+}
+
+func (d *decoder) match(n *yaml.Node, prefix string) Match {
+	var m Match
+	glob := func(dst *string) func(*yaml.Node, string) {
+		return func(v *yaml.Node, key string) {
+			s, ok := d.str(v, key)
+			if !ok {
+				return
+			}
+			if _, err := path.Match(s, ""); err != nil || s == "" {
+				d.errorf(v, key, "bad glob %q", s)
+				return
+			}
+			*dst = s
+		}
+	}
+	d.fields(n, prefix, map[string]func(*yaml.Node, string){
+		"server":     glob(&m.Server),
+		"export":     glob(&m.Export),
+		"mountpoint": glob(&m.MountPoint),
+		"cidr": func(v *yaml.Node, key string) {
+			s, ok := d.str(v, key)
+			if !ok {
+				return
+			}
+			pfx, err := netip.ParsePrefix(s)
+			if err != nil {
+				d.errorf(v, key, "bad CIDR %q (want an address prefix such as 10.0.0.0/24)", s)
+				return
+			}
+			m.CIDR = pfx.Masked()
+		},
+	})
+	return m
+}
+
+func (d *decoder) workloadName(v *yaml.Node, key string) (string, bool) {
+	s, ok := d.str(v, key)
+	if !ok {
+		return "", false
+	}
+	if !slices.Contains(Workloads(), s) {
+		d.errorf(v, key, "unknown workload %q (want one of %s)", s, strings.Join(Workloads(), ", "))
+		return "", false
+	}
+	return s, true
+}
+
+func (d *decoder) mode(v *yaml.Node, key string) (Mode, bool) {
+	s, ok := d.str(v, key)
+	if !ok {
+		return "", false
+	}
+	if m := Mode(s); m == ModeEnforce || m == ModeObserve {
+		return m, true
+	}
+	d.errorf(v, key, "unknown mode %q (want enforce or observe)", s)
+	return "", false
+}
+
+// Matches reports whether the rule's match selects m.
+func (r *Rule) Matches(m *inventory.Mount) bool { return r.Match.matches(m) }
+
+func (mt *Match) matches(m *inventory.Mount) bool {
+	if mt.Server != "" {
+		pat := strings.ToLower(mt.Server)
+		if !globOK(pat, strings.ToLower(m.Server)) && !globOK(pat, strings.ToLower(m.ServerAddr)) {
+			return false
+		}
+	}
+	if mt.CIDR.IsValid() {
+		a, err := netip.ParseAddr(strings.Trim(m.ServerAddr, "[]"))
+		if err != nil {
+			a, err = netip.ParseAddr(strings.Trim(m.Server, "[]"))
+		}
+		if err != nil || !mt.CIDR.Contains(a.Unmap()) {
+			return false
+		}
+	}
+	if mt.Export != "" && !globOK(mt.Export, m.Export) {
+		return false
+	}
+	if mt.MountPoint != "" && !slices.ContainsFunc(m.MountPoints, func(mp string) bool { return globOK(mt.MountPoint, mp) }) {
+		return false
+	}
+	return true
+}
+
+func globOK(pattern, name string) bool {
+	if name == "" {
+		return false
+	}
+	ok, _ := path.Match(pattern, name)
+	return ok
+}
+
+// Resolve returns the desired state of m: the first matching rule's backend (else the one
+// the inventory derived from the server name, else generic), its workload (else the
+// policy's default), the built-in profile for them, and the rule's overrides on top.
+func (p *Policy) Resolve(m *inventory.Mount) Resolved {
+	backend := m.Backend
+	if _, ok := p.cat.backends[backend]; !ok {
+		backend = BackendGeneric
+	}
+	workload, mode := p.Workload, p.Mode
+	var static *bool
+	var rule *Rule
+	for i := range p.Rules {
+		if p.Rules[i].Match.matches(m) {
+			rule = &p.Rules[i]
+			break
+		}
+	}
+	src := RuleBuiltIn
+	if rule != nil {
+		src = fmt.Sprintf("%s rule %d", filepath.Base(p.File), rule.Index)
+		if rule.Name != "" {
+			src += " (" + rule.Name + ")"
+		}
+		if rule.Backend != "" {
+			backend = rule.Backend
+		}
+		if rule.Workload != "" {
+			workload = rule.Workload
+		}
+		if rule.Mode != "" {
+			mode = rule.Mode
+		}
+		static = rule.Static
+	}
+	prof, err := p.cat.profile(backend, workload)
+	if err != nil {
+		// Names are validated when the policy is built; fall back rather than fail.
+		prof, _ = p.cat.profile(BackendGeneric, WorkloadGeneral)
+	}
+	if rule != nil {
+		rule.Overrides.apply(&prof)
+	}
+	st := p.cat.workloads[prof.Workload].Static
+	if static != nil {
+		st = *static
+	}
+	return Resolved{Profile: prof, Mode: mode, Static: st, Rule: src}
+}
+
+// Profile returns the built-in profile for a backend and workload.
+func (p *Policy) Profile(backend, workload string) (Profile, error) {
+	return p.cat.profile(backend, workload)
+}
+
+// Backend returns the facts about a backend.
+func (p *Policy) Backend(name string) (Backend, bool) {
+	b, ok := p.cat.backends[name]
+	if !ok {
+		return Backend{}, false
+	}
+	return *b, true
+}
+
+// WorkloadInfo returns the description of a workload.
+func (p *Policy) WorkloadInfo(name string) (Workload, bool) {
+	w, ok := p.cat.workloads[name]
+	if !ok {
+		return Workload{}, false
+	}
+	return *w, true
+}
+
+// Sysctls returns the sysctl minimums the inventory's mounts need: for each name, the
+// largest value any mount's profile asks for.
+func (p *Policy) Sysctls(inv *inventory.Inventory) map[string]int64 {
+	out := map[string]int64{}
+	for i := range inv.Mounts {
+		for k, v := range p.Resolve(&inv.Mounts[i]).Sysctls {
+			if cur, ok := out[k]; !ok || v > cur {
+				out[k] = v
+			}
+		}
+	}
+	return out
+}
+
+// SysctlsMax returns the sysctl upper bounds the inventory's mounts need: for each name,
+// the smallest bound any mount's profile sets.
+func (p *Policy) SysctlsMax(inv *inventory.Inventory) map[string]int64 {
+	out := map[string]int64{}
+	for i := range inv.Mounts {
+		for k, v := range p.Resolve(&inv.Mounts[i]).SysctlsMax {
+			if cur, ok := out[k]; !ok || v < cur {
+				out[k] = v
+			}
+		}
+	}
+	return out
+}
+
+// List returns the options as mount -o words in a stable order: vers, proto, nconnect,
+// rsize, wsize, hard/soft, timeo, retrans, actimeo, nocto, nolock, then Extra.
+func (o MountOptions) List() []string {
+	var out []string
+	add := func(name string, v int) {
+		if v > 0 {
+			out = append(out, name+"="+strconv.Itoa(v))
+		}
+	}
+	if o.Vers != "" {
+		out = append(out, "vers="+o.Vers)
+	}
+	if o.Proto != "" {
+		out = append(out, "proto="+o.Proto)
+	}
+	add("nconnect", o.NConnect)
+	add("rsize", o.RSize)
+	add("wsize", o.WSize)
+	if o.Hard != nil {
+		if *o.Hard {
+			out = append(out, "hard")
+		} else {
+			out = append(out, "soft")
+		}
+	}
+	add("timeo", o.Timeo)
+	add("retrans", o.Retrans)
+	add("actimeo", o.ACTimeo)
+	if o.NoCTO {
+		out = append(out, "nocto")
+	}
+	if o.NoLock {
+		out = append(out, "nolock")
+	}
+	return append(out, o.Extra...)
+}
+
+// SysctlNames returns the sorted names of a sysctl map, for stable output.
+func SysctlNames(m map[string]int64) []string {
+	return slices.Sorted(maps.Keys(m))
+}

@@ -1,0 +1,327 @@
+package policy
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/nfstune/nfstune/internal/inventory"
+)
+
+// configTests covers every testdata file: valid ones must parse, invalid ones must report
+// each listed problem (file:line: key: message fragment), all at once.
+var configTests = []struct {
+	file    string
+	wantErr []string
+}{
+	{file: "valid-minimal.yaml"},
+	{file: "valid-full.yaml"},
+	{file: docsExample},
+	{file: "invalid-unknown-key.yaml", wantErr: []string{
+		`invalid-unknown-key.yaml:6: rules[1].match.host: unknown key`,
+		`invalid-unknown-key.yaml:7: rules[1].readahead: unknown key`,
+	}},
+	{file: "invalid-values.yaml", wantErr: []string{
+		`invalid-values.yaml:5: rules[1].match.server: bad glob "nfs[1"`,
+		`invalid-values.yaml:6: rules[1].match.cidr: bad CIDR "10.0.0.0/33"`,
+		`invalid-values.yaml:7: rules[1].backend: unknown backend "netapp"`,
+		`invalid-values.yaml:8: rules[1].workload: unknown workload "batch"`,
+		`invalid-values.yaml:9: rules[1].readAheadKB: must not be negative, got -1`,
+		`invalid-values.yaml:11: rules[1].mountOptions.nconnect: 0 is out of range 1..16`,
+		`invalid-values.yaml:12: rules[1].mountOptions.rsize: 2097152 is above the Linux client's maximum`,
+		`invalid-values.yaml:13: rules[1].mountOptions.wsize: 1000 is not a multiple of 4096`,
+		`invalid-values.yaml:15: rules[2].mountOptions.nconnect: 17 is out of range 1..16`,
+		`invalid-values.yaml:16: rules[2].mountOptions.extra: "noatime" has no effect on NFS mounts`,
+		`invalid-values.yaml:17: rules[2].mode: unknown mode "sometimes"`,
+	}},
+	{file: "invalid-header.yaml", wantErr: []string{
+		`invalid-header.yaml:1: apiVersion: unsupported version "nfstune.io/v2"`,
+		`invalid-header.yaml:2: rules: want a list, got a mapping`,
+		`invalid-header.yaml:1: kind: missing`,
+	}},
+	{file: "invalid-types.yaml", wantErr: []string{
+		`invalid-types.yaml:4: rules[1].static: want true or false, got "yes"`,
+		`invalid-types.yaml:6: rules[1].mountOptions.nconnect: want an integer, got "4"`,
+		`invalid-types.yaml:7: rules[1].mountOptions.hard: want true or false, got "1"`,
+		`invalid-types.yaml:8: rules[1].mountOptions.vers: unknown NFS version "5"`,
+		`invalid-types.yaml:10: rules[1].sysctls.NotASysctl: not a dotted sysctl name`,
+		`invalid-types.yaml:11: rules[1].sysctls.net.core.rmem_max: must not be negative, got -5`,
+	}},
+	{file: "invalid-syntax.yaml", wantErr: []string{`invalid-syntax.yaml: yaml: line 4`}},
+}
+
+// docsExample names the first yaml block of docs/policy.md, so the documented example is
+// always a valid config.
+const docsExample = "../../docs/policy.md"
+
+// readConfig reads a testdata file, or the example out of the docs.
+func readConfig(file string) ([]byte, error) {
+	if file != docsExample {
+		return os.ReadFile(filepath.Join("testdata", file))
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	_, rest, ok := strings.Cut(string(b), "```yaml\n")
+	if !ok {
+		return nil, fmt.Errorf("%s: no yaml example", file)
+	}
+	example, _, ok := strings.Cut(rest, "```")
+	if !ok {
+		return nil, fmt.Errorf("%s: unterminated yaml example", file)
+	}
+	return []byte(example), nil
+}
+
+func TestParseFiles(t *testing.T) {
+	t.Parallel()
+	for _, tt := range configTests {
+		t.Run(filepath.Base(tt.file), func(t *testing.T) {
+			t.Parallel()
+			b, err := readConfig(tt.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := Parse(filepath.Base(tt.file), b)
+			if len(tt.wantErr) == 0 {
+				if err != nil {
+					t.Fatalf("Parse: %v", err)
+				}
+				if p == nil || p.cat == nil {
+					t.Fatal("Parse returned no policy")
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("Parse succeeded, want errors")
+			}
+			msg := err.Error()
+			for _, want := range tt.wantErr {
+				if !strings.Contains(msg, want) {
+					t.Errorf("error lacks %q; got:\n%s", want, msg)
+				}
+			}
+			if got, want := strings.Count(msg, "\n")+1, len(tt.wantErr); got != want {
+				t.Errorf("got %d problems, want %d:\n%s", got, want, msg)
+			}
+		})
+	}
+}
+
+func TestLoad(t *testing.T) {
+	t.Parallel()
+	p, err := Load("testdata/valid-full.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Workload != WorkloadSmallRandom || p.Mode != ModeObserve || len(p.Rules) != 3 {
+		t.Errorf("defaults/rules not decoded: workload %q mode %q rules %d", p.Workload, p.Mode, len(p.Rules))
+	}
+	want := Match{CIDR: netip.MustParsePrefix("10.0.0.0/24"), Export: "/sasdata*"}
+	if diff := cmp.Diff(want, p.Rules[0].Match, cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); diff != "" {
+		t.Errorf("rule 1 match (-want +got):\n%s", diff)
+	}
+	if _, err := Load("testdata/does-not-exist.yaml"); err == nil {
+		t.Error("Load of a missing file succeeded")
+	}
+}
+
+func boolp(b bool) *bool { return &b }
+
+func TestResolve(t *testing.T) {
+	t.Parallel()
+	full, err := Load("testdata/valid-full.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		pol    *Policy
+		mount  inventory.Mount
+		rule   string
+		want   Profile
+		mode   Mode
+		static bool
+	}{
+		{
+			name:  "built-in by inventory backend",
+			pol:   Default(),
+			mount: inventory.Mount{Server: "acct.file.core.windows.net", Export: "/acct/share", Backend: BackendAzureFiles, MountPoints: []string{"/mnt/a"}},
+			rule:  RuleBuiltIn,
+			mode:  ModeEnforce,
+			want: Profile{Backend: BackendAzureFiles, Workload: WorkloadGeneral, ReadAheadKB: 15360, Mount: MountOptions{
+				Vers: "4.1", Proto: "tcp", NConnect: 4, RSize: 1 << 20, WSize: 1 << 20, Hard: boolp(true), ACTimeo: 30,
+				Extra: []string{"noresvport", "sec=sys"},
+			}},
+		},
+		{
+			name:  "unknown backend falls back to generic",
+			pol:   Default(),
+			mount: inventory.Mount{Server: "filer", Export: "/x", Backend: "mystery"},
+			rule:  RuleBuiltIn,
+			mode:  ModeEnforce,
+			want:  Profile{Backend: BackendGeneric, Workload: WorkloadGeneral, Mount: MountOptions{Proto: "tcp", Hard: boolp(true)}},
+		},
+		{
+			name:  "cidr and export rule sets backend, workload and overrides",
+			pol:   full,
+			mount: inventory.Mount{Server: "10.0.0.4", ServerAddr: "10.0.0.4", Export: "/sasdata1", Backend: BackendGeneric},
+			rule:  "valid-full.yaml rule 1 (sas data)",
+			mode:  ModeEnforce,
+			want: Profile{Backend: BackendAzureNetAppFiles, Workload: WorkloadSequentialRead, ReadAheadKB: 16384,
+				Mount:      MountOptions{Vers: "3", Proto: "tcp", NConnect: 8, RSize: 262144, WSize: 262144, Hard: boolp(true), Timeo: 600, Retrans: 2},
+				Sysctls:    map[string]int64{"sunrpc.tcp_slot_table_entries": 128},
+				SysctlsMax: map[string]int64{"sunrpc.tcp_max_slot_table_entries": 128},
+			},
+		},
+		{
+			name:   "server glob and mountpoint glob, static",
+			pol:    full,
+			mount:  inventory.Mount{Server: "ACCT.file.core.windows.net", Export: "/acct/tools", Backend: BackendAzureFiles, MountPoints: []string{"/srv/x", "/mnt/tools/eda"}},
+			rule:   "valid-full.yaml rule 2",
+			mode:   ModeObserve,
+			static: true,
+			want: Profile{Backend: BackendAzureFiles, Workload: WorkloadStaticTools, ReadAheadKB: 15360, Mount: MountOptions{
+				Vers: "4.1", Proto: "tcp", NConnect: 4, RSize: 1 << 20, WSize: 1 << 20, Hard: boolp(true), ACTimeo: 300, NoCTO: true,
+				Extra: []string{"noresvport"},
+			}},
+		},
+		{
+			name:  "address outside the cidr falls through to the catch-all rule",
+			pol:   full,
+			mount: inventory.Mount{Server: "10.0.1.4", ServerAddr: "10.0.1.4", Export: "/sasdata1", Backend: BackendGeneric},
+			rule:  "valid-full.yaml rule 3",
+			mode:  ModeObserve,
+			want: Profile{Backend: BackendGeneric, Workload: WorkloadSmallRandom, Mount: MountOptions{Proto: "tcp", Hard: boolp(true)},
+				SysctlsMax: map[string]int64{"sunrpc.tcp_max_slot_table_entries": 128}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := tt.pol.Resolve(&tt.mount)
+			if got.Rule != tt.rule || got.Mode != tt.mode || got.Static != tt.static {
+				t.Errorf("rule %q mode %q static %v, want %q %q %v", got.Rule, got.Mode, got.Static, tt.rule, tt.mode, tt.static)
+			}
+			if diff := cmp.Diff(tt.want, got.Profile); diff != "" {
+				t.Errorf("profile (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCatalogComplete(t *testing.T) {
+	t.Parallel()
+	p := Default()
+	for _, b := range Backends() {
+		info, ok := p.Backend(b)
+		if !ok || info.Source == "" || info.Description == "" || info.MaxNConnect < 1 || info.MaxNConnect > MaxNConnect {
+			t.Errorf("backend %q: incomplete facts %+v", b, info)
+		}
+		for _, w := range Workloads() {
+			prof, err := p.Profile(b, w)
+			if err != nil {
+				t.Fatalf("Profile(%s, %s): %v", b, w, err)
+			}
+			if prof.Mount.NConnect > info.MaxNConnect {
+				t.Errorf("%s/%s: nconnect %d above the backend's useful maximum %d", b, w, prof.Mount.NConnect, info.MaxNConnect)
+			}
+			if info.MaxRSize > 0 && (prof.Mount.RSize > info.MaxRSize || prof.Mount.WSize > info.MaxRSize) {
+				t.Errorf("%s/%s: rsize/wsize above the backend's maximum", b, w)
+			}
+			if len(info.Versions) > 0 && prof.Mount.Vers != "" && !contains(info.Versions, prof.Mount.Vers) {
+				t.Errorf("%s/%s: vers %s not supported by the backend %v", b, w, prof.Mount.Vers, info.Versions)
+			}
+			if w == WorkloadSequentialRead && prof.ReadAheadKB < 15360 {
+				t.Errorf("%s/%s: read-ahead %d below 15360", b, w, prof.ReadAheadKB)
+			}
+		}
+	}
+	if _, err := p.Profile("nope", WorkloadGeneral); err == nil {
+		t.Error("unknown backend accepted")
+	}
+	if _, err := p.Profile(BackendGeneric, "nope"); err == nil {
+		t.Error("unknown workload accepted")
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestMountOptionsList(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		in   MountOptions
+		want []string
+	}{
+		{name: "empty", in: MountOptions{}, want: nil},
+		{name: "soft", in: MountOptions{Hard: boolp(false), Timeo: 100}, want: []string{"soft", "timeo=100"}},
+		{name: "all in order", in: MountOptions{
+			Extra: []string{"noresvport"}, NoLock: true, NoCTO: true, ACTimeo: 600, Retrans: 2, Timeo: 600, Hard: boolp(true),
+			WSize: 65536, RSize: 65536, NConnect: 8, Proto: "tcp", Vers: "3",
+		}, want: []string{"vers=3", "proto=tcp", "nconnect=8", "rsize=65536", "wsize=65536", "hard", "timeo=600", "retrans=2", "actimeo=600", "nocto", "nolock", "noresvport"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if diff := cmp.Diff(tt.want, tt.in.List()); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSysctls(t *testing.T) {
+	t.Parallel()
+	pol, err := Parse("c.yaml", []byte(`apiVersion: nfstune.io/v1alpha1
+kind: Policy
+rules:
+  - match: {server: big}
+    sysctls: {sunrpc.tcp_slot_table_entries: 256}
+    sysctlsMax: {sunrpc.tcp_max_slot_table_entries: 64}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := &inventory.Inventory{Mounts: []inventory.Mount{
+		{Server: "10.1.1.1", Backend: BackendAzureNetAppFiles, Export: "/a"},
+		{Server: "big", Backend: BackendAzureNetAppFiles, Export: "/b"},
+		{Server: "x.file.core.windows.net", Backend: BackendAzureFiles, Export: "/c"},
+	}}
+	if diff := cmp.Diff(map[string]int64{"sunrpc.tcp_slot_table_entries": 256}, pol.Sysctls(inv)); diff != "" {
+		t.Errorf("Sysctls (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]int64{"sunrpc.tcp_max_slot_table_entries": 64}, pol.SysctlsMax(inv)); diff != "" {
+		t.Errorf("SysctlsMax (-want +got):\n%s", diff)
+	}
+	if got := Default().Sysctls(&inventory.Inventory{}); len(got) != 0 {
+		t.Errorf("no mounts, got sysctls %v", got)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, tt := range configTests {
+		if b, err := readConfig(tt.file); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := Parse("fuzz.yaml", b)
+		if err == nil {
+			p.Resolve(&inventory.Mount{Server: "10.0.0.1", ServerAddr: "10.0.0.1", Export: "/x", MountPoints: []string{"/mnt/x"}})
+		}
+	})
+}
