@@ -1,0 +1,239 @@
+package tune
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/nfstune/nfstune/internal/hostfs"
+)
+
+// Item statuses in a Result.
+const (
+	StatusDone      = "done"
+	StatusFailed    = "failed"
+	StatusUnchanged = "unchanged"
+	StatusGone      = "gone"
+)
+
+// ApplyOptions change how a plan is carried out.
+type ApplyOptions struct {
+	// Delay is slept before each action; the lab uses it to kill apply half way.
+	Delay time.Duration
+	// stopAfter ends Apply after that many actions as if the process had died (tests only).
+	stopAfter int
+}
+
+// ItemResult is what happened to one action.
+type ItemResult struct {
+	Action Action `json:"action"`
+	Status string `json:"status"`
+	// Value is the value read back after a live write.
+	Value string `json:"value,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// Result is the outcome of Apply or Revert.
+type Result struct {
+	Items []ItemResult `json:"items"`
+	// Journal is the journal's path (relative to the root) while one exists.
+	Journal string `json:"journal,omitempty"`
+}
+
+// Failed counts the items that failed.
+func (r *Result) Failed() int {
+	n := 0
+	for _, it := range r.Items {
+		if it.Status == StatusFailed {
+			n++
+		}
+	}
+	return n
+}
+
+// ErrPartial wraps the per-item errors of an apply or revert that changed some things but not
+// all; callers turn it into exit code 1.
+var ErrPartial = errors.New("some changes failed")
+
+// Apply carries out the plan. Before the first write it records in the journal the original
+// of everything the plan touches (keeping originals already journaled by an earlier run), and
+// it marks each action done as it goes. A failing action does not stop the others; their
+// errors are returned joined with ErrPartial. An error without ErrPartial means nothing was
+// changed.
+func Apply(ctx context.Context, root hostfs.Root, p *Plan, opts ApplyOptions) (*Result, error) {
+	res := &Result{}
+	if p.Empty() {
+		return res, nil
+	}
+	j, err := loadJournal(root)
+	if err != nil {
+		return res, err
+	}
+	if j == nil {
+		j = &Journal{Version: journalVersion, Created: missingDirs(root, JournalPath)}
+	}
+	// An item whose original cannot be read is not changed: it could not be put back.
+	unrecorded := map[int]error{}
+	for i, a := range p.Actions {
+		if err := j.record(root, a); err != nil {
+			unrecorded[i] = fmt.Errorf("not changed, the original could not be recorded: %w", err)
+		}
+	}
+	if len(unrecorded) == len(p.Actions) {
+		return res, errors.Join(append([]error{ErrPartial}, slices.Collect(maps.Values(unrecorded))...)...)
+	}
+	if err := j.save(root); err != nil {
+		return res, err
+	}
+	res.Journal = JournalPath
+	var errs []error
+	for i, a := range p.Actions {
+		if opts.stopAfter > 0 && i == opts.stopAfter {
+			return res, nil
+		}
+		if opts.Delay > 0 {
+			select {
+			case <-ctx.Done():
+				return res, errors.Join(ErrPartial, ctx.Err())
+			case <-time.After(opts.Delay):
+			}
+		}
+		it := ItemResult{Action: a, Status: StatusDone}
+		idx := j.find(a.Path)
+		err := unrecorded[i]
+		if err != nil {
+			// Already explained.
+		} else if a.Kind.Live() {
+			it.Value, err = writeLive(root, a.Path, a.New)
+		} else {
+			err = writeFileAtomic(root, a.Path, []byte(a.New), j.Entries[idx].Mode)
+		}
+		if err != nil {
+			it.Status, it.Error = StatusFailed, explain(err)
+			errs = append(errs, errors.New(it.Error))
+		} else {
+			j.Entries[idx].Done = true
+			if err := j.save(root); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		res.Items = append(res.Items, it)
+	}
+	if len(errs) > 0 {
+		return res, errors.Join(append([]error{ErrPartial}, errs...)...)
+	}
+	return res, nil
+}
+
+// explain adds what to do about the usual reasons a write is refused.
+func explain(err error) string {
+	msg := err.Error()
+	switch {
+	case errors.Is(err, syscall.EROFS):
+		msg += " (read-only file system: is /sys or /etc mounted read-only, as in an unprivileged container?)"
+	case errors.Is(err, fs.ErrPermission):
+		msg += " (permission denied: run as root)"
+	case errors.Is(err, syscall.EINVAL):
+		msg += " (the kernel rejected the value)"
+	}
+	return msg
+}
+
+// Revert puts back every value and file recorded in the journal, newest first: it writes
+// original values and bytes, removes files and directories apply created, and then removes
+// the journal. Read-ahead of a superblock that has been unmounted since is gone with it.
+// Without a journal it does nothing, so it can be run any number of times.
+func Revert(root hostfs.Root) (*Result, error) {
+	res := &Result{}
+	j, err := loadJournal(root)
+	if err != nil || j == nil {
+		return res, err
+	}
+	var errs []error
+	var keep []Entry
+	for _, e := range slices.Backward(j.Entries) {
+		it := ItemResult{Action: Action{Kind: e.Kind, Path: e.Path, New: string(e.Original), OldAbsent: e.Absent}}
+		status, value, err := revertEntry(root, e)
+		it.Status, it.Value = status, value
+		if err != nil {
+			it.Status, it.Error = StatusFailed, explain(err)
+			errs = append(errs, errors.New(it.Error))
+			keep = append([]Entry{e}, keep...)
+		}
+		res.Items = append(res.Items, it)
+	}
+	if len(errs) > 0 {
+		j.Entries = keep
+		if err := j.save(root); err != nil {
+			errs = append(errs, err)
+		}
+		res.Journal = JournalPath
+		return res, errors.Join(append([]error{ErrPartial}, errs...)...)
+	}
+	if err := removeFile(root, JournalPath); err != nil {
+		return res, err
+	}
+	removeTemps(root, JournalPath)
+	for _, d := range slices.Backward(j.Created) {
+		os.Remove(root.Path(d)) // only if empty
+	}
+	return res, nil
+}
+
+func revertEntry(root hostfs.Root, e Entry) (status, value string, err error) {
+	switch {
+	case e.Kind == KindDir:
+		err := os.Remove(root.Path(e.Path))
+		if err == nil || errors.Is(err, fs.ErrNotExist) {
+			return StatusDone, "", nil
+		}
+		// Something else now lives in the directory: leave it.
+		return StatusUnchanged, "", nil
+	case e.Kind.Live():
+		if e.Kind == KindReadAhead {
+			if _, err := os.Lstat(root.Path(path.Dir(e.Path))); errors.Is(err, fs.ErrNotExist) {
+				return StatusGone, "", nil
+			}
+		}
+		cur, err := readLive(root, e.Path)
+		if err != nil {
+			return "", "", err
+		}
+		if sameValue(cur, string(e.Original)) {
+			return StatusUnchanged, cur, nil
+		}
+		got, err := writeLive(root, e.Path, string(e.Original))
+		return StatusDone, got, err
+	}
+	defer removeTemps(root, e.Path)
+	content, absent, err := readFile(root, e.Path)
+	if err != nil {
+		return "", "", err
+	}
+	if e.Absent {
+		if absent {
+			return StatusUnchanged, "", nil
+		}
+		return StatusDone, "", removeFile(root, e.Path)
+	}
+	if !absent && bytes.Equal([]byte(content), e.Original) {
+		if fi, err := os.Stat(root.Path(e.Path)); err == nil && fi.Mode().Perm() == e.Mode {
+			return StatusUnchanged, "", nil
+		}
+	}
+	return StatusDone, "", writeFileAtomic(root, e.Path, e.Original, e.Mode)
+}
+
+// Pending reports whether a journal exists, i.e. whether there is something to revert.
+func Pending(root hostfs.Root) (bool, error) {
+	j, err := loadJournal(root)
+	return j != nil, err
+}

@@ -1,0 +1,117 @@
+package tune
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/nfstune/nfstune/internal/hostfs"
+)
+
+// KindDir is a journal entry for a directory apply created to hold a file.
+const KindDir Kind = "dir"
+
+const journalVersion = 1
+
+// Journal records the original of every value and file apply changes, so that Revert can
+// put them back. It is written (and fsync'd) before the first change and after each one.
+type Journal struct {
+	Version int     `json:"version"`
+	Entries []Entry `json:"entries"`
+	// Created are the directories made to hold the journal itself.
+	Created []string `json:"created_dirs,omitempty"`
+}
+
+// Entry is the original state of one attribute, file or directory.
+type Entry struct {
+	Kind Kind   `json:"kind"`
+	Path string `json:"path"`
+	// Absent means the file or directory did not exist: revert removes it.
+	Absent bool `json:"absent,omitempty"`
+	// Original is the attribute value as the kernel printed it, or the file's bytes.
+	Original []byte `json:"original,omitempty"`
+	// Mode is the file's permission bits.
+	Mode fs.FileMode `json:"mode,omitempty"`
+	// Done is set once apply has made its change.
+	Done bool `json:"done"`
+}
+
+func (j *Journal) find(p string) int {
+	for i, e := range j.Entries {
+		if e.Path == p {
+			return i
+		}
+	}
+	return -1
+}
+
+// loadJournal reads the journal; it returns nil, nil when there is none.
+func loadJournal(root hostfs.Root) (*Journal, error) {
+	b, err := os.ReadFile(root.Path(JournalPath))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading journal %q: %w", JournalPath, err)
+	}
+	j := &Journal{}
+	if err := json.Unmarshal(b, j); err != nil {
+		return nil, fmt.Errorf("reading journal %q: %w", JournalPath, err)
+	}
+	if j.Version != journalVersion {
+		return nil, fmt.Errorf("reading journal %q: version %d, want %d", JournalPath, j.Version, journalVersion)
+	}
+	return j, nil
+}
+
+// save writes the journal atomically and durably.
+func (j *Journal) save(root hostfs.Root) error {
+	b, err := json.MarshalIndent(j, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(root, JournalPath, append(b, '\n'), 0o600); err != nil {
+		return fmt.Errorf("saving journal: %w", err)
+	}
+	return nil
+}
+
+// record adds the original state of what an action writes, unless the journal already has
+// it: after an interrupted or repeated apply the first original is the one to go back to.
+func (j *Journal) record(root hostfs.Root, a Action) error {
+	if !a.Kind.Live() {
+		for _, d := range missingDirs(root, a.Path) {
+			if j.find(d) < 0 {
+				j.Entries = append(j.Entries, Entry{Kind: KindDir, Path: d, Absent: true})
+			}
+		}
+	}
+	if j.find(a.Path) >= 0 {
+		return nil
+	}
+	e := Entry{Kind: a.Kind, Path: a.Path}
+	if a.Kind.Live() {
+		v, err := readLiveRaw(root, a.Path)
+		if err != nil {
+			return err
+		}
+		e.Original = []byte(v)
+	} else {
+		content, absent, err := readFile(root, a.Path)
+		if err != nil {
+			return err
+		}
+		e.Absent = absent
+		e.Mode = 0o644
+		if !absent {
+			e.Original = []byte(content)
+			if fi, err := os.Stat(root.Path(a.Path)); err == nil {
+				e.Mode = fi.Mode().Perm()
+			}
+		}
+	}
+	j.Entries = append(j.Entries, e)
+	return nil
+}

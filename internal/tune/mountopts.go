@@ -1,0 +1,352 @@
+package tune
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/nfstune/nfstune/internal/hostfs"
+	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/policy"
+)
+
+// clientWide reports whether an option is fixed by the first mount of a kernel NFS client
+// (nfs_match_client does not compare nconnect; vers and proto select the client).
+func clientWide(name string) bool { return name == "vers" || name == "proto" || name == "nconnect" }
+
+// acDefault is the kernel default of an attribute cache timer, in seconds (nfs(5));
+// mountinfo omits the timers that are at their default.
+func acDefault(name string) string {
+	switch name {
+	case "acregmin":
+		return "3"
+	case "acdirmin":
+		return "30"
+	}
+	return "60"
+}
+
+// optionChanges compares the effective options of a mount with the profile. Numbers with
+// "at least" semantics (nconnect, rsize, wsize) change only when below the profile. Want is
+// the option as it must be written in fstab.
+func optionChanges(m *inventory.Mount, want policy.MountOptions) []OptionChange {
+	have := m.Options
+	var out []OptionChange
+	add := func(name, h, w string) { out = append(out, OptionChange{Name: name, Have: h, Want: w}) }
+	if want.Vers != "" && normVers(have["vers"]) != normVers(want.Vers) {
+		add("vers", have["vers"], "vers="+want.Vers)
+	}
+	if want.Proto != "" && have["proto"] != want.Proto {
+		add("proto", have["proto"], "proto="+want.Proto)
+	}
+	atLeast := func(name string, cur, w int) {
+		if w > 0 && cur < w {
+			add(name, strconv.Itoa(cur), fmt.Sprintf("%s=%d", name, w))
+		}
+	}
+	nconnect := m.NConnect
+	if nconnect == 0 {
+		nconnect = intOpt(have, "nconnect", 1)
+	}
+	atLeast("nconnect", nconnect, want.NConnect)
+	atLeast("rsize", firstNonZero(m.RSize, intOpt(have, "rsize", 0)), want.RSize)
+	atLeast("wsize", firstNonZero(m.WSize, intOpt(have, "wsize", 0)), want.WSize)
+	if want.Hard != nil {
+		_, hard := have["hard"]
+		cur := "hard"
+		if !hard {
+			cur = "soft"
+			if _, ok := have["softerr"]; ok {
+				cur = "softerr"
+			}
+		}
+		if *want.Hard != hard {
+			w := "soft"
+			if *want.Hard {
+				w = "hard"
+			}
+			add("hard", cur, w)
+		}
+	}
+	exact := func(name string, w int) {
+		if w > 0 && have[name] != strconv.Itoa(w) {
+			add(name, have[name], fmt.Sprintf("%s=%d", name, w))
+		}
+	}
+	exact("timeo", want.Timeo)
+	exact("retrans", want.Retrans)
+	if want.ACTimeo > 0 {
+		w := strconv.Itoa(want.ACTimeo)
+		var cur []string
+		differs := false
+		for _, k := range []string{"acregmin", "acregmax", "acdirmin", "acdirmax"} {
+			v, ok := have[k]
+			if !ok {
+				v = acDefault(k)
+			}
+			cur = append(cur, k+"="+v)
+			differs = differs || v != w
+		}
+		if differs {
+			add("actimeo", strings.Join(cur, ","), "actimeo="+w)
+		}
+	}
+	flag := func(name string, on bool) {
+		if _, ok := have[name]; on && !ok {
+			add(name, "", name)
+		}
+	}
+	flag("nocto", want.NoCTO)
+	flag("nolock", want.NoLock)
+	for _, e := range want.Extra {
+		k, v, kv := strings.Cut(e, "=")
+		if cur, ok := have[k]; !ok || (kv && cur != v) {
+			add(k, cur, e)
+		}
+	}
+	return out
+}
+
+func normVers(v string) string {
+	if v == "4" {
+		return "4.0"
+	}
+	return v
+}
+
+func intOpt(opts map[string]string, k string, def int) int {
+	if n, err := strconv.Atoi(opts[k]); err == nil {
+		return n
+	}
+	return def
+}
+
+func firstNonZero(a, b int) int {
+	if a != 0 {
+		return a
+	}
+	return b
+}
+
+// conflicting lists the options a new option replaces.
+func conflicting(key string) []string {
+	switch key {
+	case "hard", "soft", "softerr":
+		return []string{"hard", "soft", "softerr"}
+	case "actimeo":
+		return []string{"actimeo", "acregmin", "acregmax", "acdirmin", "acdirmax", "noac"}
+	case "vers":
+		return []string{"vers", "nfsvers", "minorversion"}
+	case "proto":
+		return []string{"proto", "tcp", "udp", "rdma"}
+	case "nolock":
+		return []string{"nolock", "lock"}
+	case "nocto":
+		return []string{"nocto", "cto"}
+	}
+	return []string{key}
+}
+
+// mergeOptions applies the changes to a comma-separated option string, keeping the order and
+// every option the changes do not touch.
+func mergeOptions(opts string, changes []OptionChange) string {
+	var toks []string
+	if opts != "" && opts != "defaults" {
+		toks = strings.Split(opts, ",")
+	}
+	for _, c := range changes {
+		key, _, _ := strings.Cut(c.Want, "=")
+		drop := conflicting(key)
+		toks = slices.DeleteFunc(toks, func(t string) bool {
+			k, _, _ := strings.Cut(t, "=")
+			return slices.Contains(drop, k)
+		})
+		toks = append(toks, c.Want)
+	}
+	return strings.Join(toks, ",")
+}
+
+// fstabLine is one parsed /etc/fstab line. Fields keep their text; spans locate the options
+// field so that a rewrite changes nothing else on the line.
+type fstabLine struct {
+	text       string
+	spec, file string
+	vfstype    string
+	opts       string
+	optStart   int
+	optEnd     int
+	ok         bool // a mount entry (not a comment, blank or malformed line)
+}
+
+func parseFstabLine(s string) fstabLine {
+	l := fstabLine{text: s}
+	trimmed := strings.TrimSpace(s)
+	if trimmed == "" || strings.HasPrefix(trimmed, "#") {
+		return l
+	}
+	type span struct{ start, end int }
+	var spans []span
+	start := -1
+	for i := 0; i <= len(s); i++ {
+		ws := i == len(s) || s[i] == ' ' || s[i] == '\t'
+		if ws && start >= 0 {
+			spans = append(spans, span{start, i})
+			start = -1
+		} else if !ws && start < 0 {
+			start = i
+		}
+	}
+	if len(spans) < 4 {
+		return l
+	}
+	l.spec = s[spans[0].start:spans[0].end]
+	l.file = unescapeOctal(s[spans[1].start:spans[1].end])
+	l.vfstype = s[spans[2].start:spans[2].end]
+	l.opts = s[spans[3].start:spans[3].end]
+	l.optStart, l.optEnd = spans[3].start, spans[3].end
+	l.ok = true
+	return l
+}
+
+// unescapeOctal decodes the \ooo escapes fstab(5) and mountinfo use for spaces and tabs.
+func unescapeOctal(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// escapeOctal encodes spaces, tabs and backslashes for fstab and mount commands.
+func escapeOctal(s string) string {
+	r := strings.NewReplacer(`\`, `\134`, " ", `\040`, "\t", `\011`, "\n", `\012`)
+	return r.Replace(s)
+}
+
+func isNFSType(t string) bool { return t == "nfs" || t == "nfs4" }
+
+// planMountOptions lists, per client group, the mounts whose options must change, with their
+// new fstab lines and mount commands, and with opts.Fstab an /etc/fstab rewrite.
+func planMountOptions(root hostfs.Root, p *Plan, inv *inventory.Inventory, desired []Desired, opts Options) error {
+	fstab, absent, err := readFile(root, FstabPath)
+	if err != nil {
+		return fmt.Errorf("planning mount options: %w", err)
+	}
+	lines := strings.SplitAfter(fstab, "\n")
+	parsed := make([]fstabLine, len(lines))
+	for i, l := range lines {
+		parsed[i] = parseFstabLine(strings.TrimRight(l, "\n"))
+	}
+	groups := map[string]*RemountGroup{}
+	byGroup := map[string][]string{}
+	for _, m := range inv.Mounts {
+		byGroup[m.ClientGroup] = append(byGroup[m.ClientGroup], m.MountPoints...)
+	}
+	newLines := slices.Clone(lines)
+	edited := false
+	for i := range inv.Mounts {
+		m := &inv.Mounts[i]
+		if desired[i].Mode == policy.ModeObserve {
+			continue
+		}
+		changes := optionChanges(m, desired[i].Profile.Mount)
+		if len(changes) == 0 {
+			continue
+		}
+		r := Remount{Device: m.Device, MountPoints: slices.Clone(m.MountPoints), Changes: changes}
+		for _, mp := range m.MountPoints {
+			idx := slices.IndexFunc(parsed, func(l fstabLine) bool { return l.ok && isNFSType(l.vfstype) && l.file == mp })
+			var line string
+			if idx >= 0 {
+				l := parsed[idx]
+				merged := mergeOptions(l.opts, changes)
+				line = l.text[:l.optStart] + merged + l.text[l.optEnd:]
+				if opts.Fstab && line != l.text {
+					newLines[idx] = line + strings.TrimPrefix(lines[idx], l.text)
+					edited = true
+				}
+				r.Commands = append(r.Commands, fmt.Sprintf("mount -t %s -o %s %s %s", l.vfstype, merged, l.spec, escapeOctal(mp)))
+			} else {
+				base := ""
+				if m.Requested != nil {
+					base = joinOptions(m.Requested.Options)
+				}
+				merged := mergeOptions(base, changes)
+				spec := m.Server + ":" + m.Export
+				line = fmt.Sprintf("%s %s %s %s 0 0", spec, escapeOctal(mp), m.FSType, merged)
+				r.Commands = append(r.Commands, fmt.Sprintf("mount -t %s -o %s %s %s", m.FSType, merged, spec, escapeOctal(mp)))
+				if opts.Fstab {
+					p.note("%s is not in /etc/fstab; add this line by hand: %s", mp, line)
+				}
+			}
+			r.FstabLines = append(r.FstabLines, line)
+		}
+		g := groups[m.ClientGroup]
+		if g == nil {
+			g = &RemountGroup{Key: m.ClientGroup}
+			groups[m.ClientGroup] = g
+		}
+		for _, c := range changes {
+			g.ClientWide = g.ClientWide || clientWide(c.Name)
+		}
+		g.Mounts = append(g.Mounts, r)
+	}
+	for _, k := range sortedKeys(groups) {
+		g := groups[k]
+		var mps []string
+		if g.ClientWide {
+			mps = slices.Clone(byGroup[k])
+		} else {
+			for _, r := range g.Mounts {
+				mps = append(mps, r.MountPoints...)
+			}
+		}
+		// Unmount the deepest mount points first.
+		sort.SliceStable(mps, func(a, b int) bool { return strings.Count(mps[a], "/") > strings.Count(mps[b], "/") })
+		g.UnmountTogether = mps
+		p.Remounts = append(p.Remounts, *g)
+	}
+	if len(p.Remounts) > 0 {
+		p.note("mount options are never changed on a mounted file system (remount cannot change them); unmount each group together, then mount again")
+	}
+	if edited {
+		if absent {
+			return nil
+		}
+		content := strings.Join(newLines, "")
+		b, ok, err := fileAction(root, KindBackup, FstabBackup, fstab, "copy of /etc/fstab before nfstune edits it")
+		if err != nil {
+			return fmt.Errorf("planning fstab backup: %w", err)
+		}
+		if ok {
+			p.Actions = append(p.Actions, b)
+		}
+		p.Actions = append(p.Actions, Action{Kind: KindFstab, Path: FstabPath, Old: fstab, New: content, Reason: "new options for NFS mounts; they take effect at the next mount"})
+	}
+	return nil
+}
+
+// joinOptions turns an option map back into a sorted option string.
+func joinOptions(m map[string]string) string {
+	var toks []string
+	for _, k := range sortedKeys(m) {
+		if m[k] == "" {
+			toks = append(toks, k)
+		} else {
+			toks = append(toks, k+"="+m[k])
+		}
+	}
+	return strings.Join(toks, ",")
+}

@@ -1,0 +1,188 @@
+package tune
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/nfstune/nfstune/internal/hostfs"
+	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/policy"
+)
+
+// ErrNoReadAhead means the udev helper has no value to set: the bdi is not an NFS superblock,
+// the policy has no read-ahead for it or observes it, or it is already at least as large.
+// The helper then exits non-zero so that udev does not write the attribute.
+var ErrNoReadAhead = errors.New("no read-ahead to set")
+
+// UdevOptions bound the udev helper.
+type UdevOptions struct {
+	// Wait is the longest time to wait for the mountinfo entry; udev runs the helper while
+	// the mount is being set up, before the entry exists. Default 1s.
+	Wait time.Duration
+	// Poll is the time between two reads of mountinfo. Default 15ms.
+	Poll time.Duration
+	// Exact sets the profile value even when the bdi's value is already larger.
+	Exact bool
+}
+
+// UdevReadAhead computes the read_ahead_kb for a new bdi, for the udev rule's PROGRAM. It
+// polls /proc/self/mountinfo (then /proc/1/mountinfo) for the superblock's entry for at most
+// opts.Wait, resolves the policy for its server, export and mount point, and returns the
+// profile's value. If no entry appears in time but /proc/fs/nfsfs/volumes lists the device,
+// the policy is resolved from the server address and NFS version found there.
+func UdevReadAhead(ctx context.Context, root hostfs.Root, dev string, resolve func(*inventory.Mount) Desired, opts UdevOptions) (int, *inventory.Mount, error) {
+	if !isAnonDevice(dev) {
+		return 0, nil, fmt.Errorf("%w: %q is not an anonymous device", ErrNoReadAhead, dev)
+	}
+	if opts.Wait <= 0 {
+		opts.Wait = time.Second
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = 15 * time.Millisecond
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.Wait)
+	defer cancel()
+	m := findMount(root, dev)
+	for m == nil && ctx.Err() == nil {
+		t := time.NewTimer(opts.Poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+			m = findMount(root, dev)
+		}
+	}
+	if m != nil && !isNFSType(m.FSType) {
+		return 0, m, fmt.Errorf("%w: %s is %s, not NFS", ErrNoReadAhead, dev, m.FSType)
+	}
+	if m == nil {
+		b, err := hostfs.ReadSmall(root.Proc("fs", "nfsfs", "volumes"))
+		if err == nil {
+			m = mountFromVolumes(b, dev)
+		}
+		if m == nil {
+			return 0, nil, fmt.Errorf("%w: no NFS mount of %s appeared within %s", ErrNoReadAhead, dev, opts.Wait)
+		}
+	}
+	d := resolve(m)
+	if d.Mode == policy.ModeObserve {
+		return 0, m, fmt.Errorf("%w: %s is in observe mode", ErrNoReadAhead, dev)
+	}
+	want := d.Profile.ReadAheadKB
+	if want <= 0 {
+		return 0, m, fmt.Errorf("%w: the profile of %s has no read-ahead", ErrNoReadAhead, dev)
+	}
+	if !opts.Exact {
+		if dir, err := root.BDI(dev); err == nil {
+			if cur, err := hostfs.ReadInt(dir + "/read_ahead_kb"); err == nil && cur >= int64(want) {
+				return 0, m, fmt.Errorf("%w: %s already has %d KiB, the profile wants %d", ErrNoReadAhead, dev, cur, want)
+			}
+		}
+	}
+	return want, m, nil
+}
+
+// findMount looks for dev in the mountinfo of this process, then of PID 1.
+func findMount(root hostfs.Root, dev string) *inventory.Mount {
+	for _, pid := range []string{"self", "1"} {
+		if b, err := hostfs.ReadSmall(root.Proc(pid, "mountinfo")); err == nil {
+			if m := mountFromMountinfo(b, dev); m != nil {
+				return m
+			}
+		}
+	}
+	return nil
+}
+
+// mountFromMountinfo finds the mount of superblock dev in mountinfo (proc_pid_mountinfo(5)):
+//
+//	36 35 0:53 / /mnt/data rw,relatime shared:1 - nfs4 srv:/export rw,vers=4.2,rsize=1048576,...
+//
+// fields 3 (major:minor), 5 (mount point, octal-escaped), 6 (mount options), then after the
+// "-" separator the file system type, the source and the super options. Every mount point
+// showing dev is collected; nil when there is none.
+func mountFromMountinfo(b []byte, dev string) *inventory.Mount {
+	var m *inventory.Mount
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 10 || f[2] != dev {
+			continue
+		}
+		sep := -1
+		for i := 6; i < len(f); i++ {
+			if f[i] == "-" {
+				sep = i
+				break
+			}
+		}
+		if sep < 0 || sep+2 >= len(f) {
+			continue
+		}
+		if m != nil {
+			m.MountPoints = append(m.MountPoints, unescapeOctal(f[4]))
+			continue
+		}
+		m = &inventory.Mount{Device: dev, MountPoints: []string{unescapeOctal(f[4])}, FSType: f[sep+1], Options: map[string]string{}}
+		opts := f[5]
+		if sep+3 < len(f) {
+			opts += "," + f[sep+3]
+		}
+		for _, o := range strings.Split(opts, ",") {
+			k, v, _ := strings.Cut(o, "=")
+			if k != "" {
+				m.Options[k] = v
+			}
+		}
+		m.Server, m.Export = splitSource(unescapeOctal(f[sep+2]))
+		m.ServerAddr = m.Options["addr"]
+		m.Version = m.Options["vers"]
+	}
+	return m
+}
+
+// splitSource splits "server:/export" or "[v6addr]:/export".
+func splitSource(s string) (server, export string) {
+	if strings.HasPrefix(s, "[") {
+		if i := strings.Index(s, "]:"); i > 0 {
+			return s[1:i], s[i+2:]
+		}
+	}
+	server, export, ok := strings.Cut(s, ":")
+	if !ok {
+		return "", s
+	}
+	return server, export
+}
+
+// mountFromVolumes builds what /proc/fs/nfsfs/volumes says about dev: NFS version and the
+// server address, printed in hex (4 bytes for IPv4, 16 for IPv6).
+func mountFromVolumes(b []byte, dev string) *inventory.Mount {
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 4 || f[3] != dev || !strings.HasPrefix(f[0], "v") {
+			continue
+		}
+		m := &inventory.Mount{Device: dev, FSType: "nfs", Version: strings.TrimPrefix(f[0], "v")}
+		if m.Version == "4" {
+			m.FSType = "nfs4"
+		}
+		if raw, err := hex.DecodeString(f[1]); err == nil {
+			if a, ok := netip.AddrFromSlice(raw); ok {
+				m.ServerAddr = a.String()
+				m.Server = m.ServerAddr
+			}
+		}
+		return m
+	}
+	return nil
+}
