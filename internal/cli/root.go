@@ -60,6 +60,7 @@ and plans capacity per NFS service.`,
 
 	root.AddCommand(
 		newVersionCommand(streams),
+		newK8sCommand(g, streams),
 	)
 	return root
 }

@@ -1,0 +1,152 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nfstune/nfstune/internal/render"
+	"github.com/nfstune/nfstune/internal/version"
+)
+
+func newK8sCommand(g *globals, streams IOStreams) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "k8s",
+		Short: "Render Kubernetes manifests for the node agent, the node installer and NFS volumes",
+		Args:  cobra.NoArgs,
+	}
+	c.AddCommand(
+		newK8sRenderCommand(streams),
+		newK8sPauseCommand(),
+	)
+	return c
+}
+
+type k8sRenderFlags struct {
+	Config      string
+	Namespace   string
+	Image       string
+	ImageDigest string
+	Mode        string
+	Output      string
+}
+
+func newK8sRenderCommand(streams IOStreams) *cobra.Command {
+	flags := &k8sRenderFlags{}
+	c := &cobra.Command{
+		Use:   "render",
+		Short: "Render the nfstune DaemonSet and its Namespace, ServiceAccount, ConfigMap and Service",
+		Long: `render prints the objects that run nfstune on every selected node, in apply order.
+
+--config reads a values file with the keys of the Helm chart's values.yaml
+(deploy/helm/nfstune), so that both produce the same objects. Flags override the file.
+
+Mode agent runs "nfstune agent" (not privileged, all capabilities dropped, read-only root
+filesystem; the host's /proc read-only and its bdi directory, writable only with
+agent.policyMode: enforce). Mode installer copies nfstune's udev rule and binary onto each
+node from an init container, and renders a DaemonSet that logs each node's read-ahead.`,
+		Example: `  nfstune k8s render | kubectl apply -f -
+  nfstune k8s render --config values.yaml --image-digest sha256:... -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runK8sRender(c, streams, flags)
+		},
+	}
+	c.Flags().StringVar(&flags.Config, "config", "", "values file (the Helm chart's keys), or - for stdin")
+	c.Flags().StringVar(&flags.Namespace, "namespace", "", "namespace for every object (default nfstune)")
+	c.Flags().StringVar(&flags.Image, "image", "", "image repository, optionally with :tag (default "+render.DefaultRepository+":"+version.Version+")")
+	c.Flags().StringVar(&flags.ImageDigest, "image-digest", "", "pin the image by digest: sha256:<hex>")
+	c.Flags().StringVar(&flags.Mode, "mode", "", "agent or installer (default agent)")
+	c.Flags().StringVarP(&flags.Output, "output", "o", OutputYAML, "output format: yaml or json")
+	return c
+}
+
+func runK8sRender(c *cobra.Command, streams IOStreams, flags *k8sRenderFlags) error {
+	if err := checkOutput(flags.Output, OutputYAML, OutputJSON); err != nil {
+		return err
+	}
+	var raw []byte
+	if flags.Config != "" {
+		b, err := readConfig(streams.In, flags.Config)
+		if err != nil {
+			return &ExitError{Code: ExitError2, Err: err}
+		}
+		raw = b
+	}
+	v, err := render.LoadValues(raw)
+	if err != nil {
+		return &ExitError{Code: ExitError2, Err: fmt.Errorf("%s: %w", configName(flags.Config), err)}
+	}
+	set := c.Flags().Changed
+	if set("namespace") {
+		v.Namespace = flags.Namespace
+	}
+	if set("mode") {
+		v.Mode = flags.Mode
+	}
+	if set("image") {
+		v.Image.Repository, v.Image.Tag = splitImage(flags.Image)
+	}
+	if set("image-digest") {
+		v.Image.Digest = flags.ImageDigest
+	}
+	objs, err := render.Render(v, version.Version)
+	if err != nil {
+		return &ExitError{Code: ExitError2, Err: fmt.Errorf("rendering manifests: %w", err)}
+	}
+	return render.Write(streams.Out, flags.Output, objs)
+}
+
+// readConfig reads a file, or stdin for "-".
+func readConfig(in io.Reader, name string) ([]byte, error) {
+	if name == "-" {
+		return io.ReadAll(in)
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("reading values: %w", err)
+	}
+	return b, nil
+}
+
+func configName(name string) string {
+	if name == "" {
+		return "default values"
+	}
+	if name == "-" {
+		return "stdin"
+	}
+	return name
+}
+
+// splitImage splits "registry:5000/repo:tag" into repository and tag; the tag is empty
+// when the reference has none. A digest belongs in --image-digest.
+func splitImage(ref string) (repo, tag string) {
+	slash := strings.LastIndex(ref, "/")
+	if colon := strings.LastIndex(ref, ":"); colon > slash {
+		return ref[:colon], ref[colon+1:]
+	}
+	return ref, ""
+}
+
+func newK8sPauseCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:    "pause",
+		Short:  "Block until terminated; keeps installer and validation pods running without a second image",
+		Args:   cobra.NoArgs,
+		Hidden: true,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return pause(c.Context())
+		},
+	}
+}
+
+// pause returns when ctx ends: app.Main cancels it on SIGTERM and SIGINT.
+func pause(ctx context.Context) error {
+	<-ctx.Done()
+	return nil
+}

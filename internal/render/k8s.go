@@ -1,0 +1,349 @@
+package render
+
+import (
+	"path"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Object is one rendered Kubernetes object: typed, with apiVersion and kind set.
+type Object interface {
+	runtime.Object
+	metav1.Object
+}
+
+// Paths inside the containers. The host's filesystem appears under HostRoot, laid out as
+// hostfs.Root expects, so the binary runs with --root=/host.
+const (
+	HostRoot = "/host"
+	// HostProc is the host's procfs, mounted read-only. The agent reads
+	// /proc/1/mountinfo, /proc/1/mountstats and /proc/1/net/nfsfs/* below it: pid 1's
+	// mount and network namespaces are the host's, where kubelet mounts NFS volumes.
+	HostProc = "/proc"
+	// HostBDI is the directory the bdi entries live in. /sys/class/bdi/<maj:min> are
+	// relative symlinks to ../../devices/virtual/bdi/<maj:min>, which dangle when only
+	// /sys/class/bdi is mounted, so the target directory itself is mounted, at the place
+	// the symlinks name: /host/sys/class/bdi/<maj:min>/read_ahead_kb is then the real
+	// attribute. It is the only host path that is ever writable, and only in enforce mode.
+	HostBDI = "/sys/devices/virtual/bdi"
+	// BDIMountPath is where HostBDI appears in the container.
+	BDIMountPath = HostRoot + "/sys/class/bdi"
+	// PolicyDir is where the policy ConfigMap is mounted (a directory, not a subPath, so
+	// that kubelet's atomic updates reach the agent, which reloads the file).
+	PolicyDir = "/etc/nfstune"
+	// PolicyFile is the policy's key in the ConfigMap.
+	PolicyFile = "policy.yaml"
+)
+
+// Object names.
+const (
+	Name          = "nfstune"
+	policyMapName = "nfstune-policy"
+	agentName     = "nfstune-agent"
+	serviceName   = "nfstune-metrics"
+	installerName = "nfstune-installer"
+	validateName  = "nfstune-validate"
+)
+
+// Render returns the objects for v in apply order: Namespace, ServiceAccount, ConfigMap,
+// then the workloads. version is the default image tag.
+func Render(v Values, version string) ([]Object, error) {
+	if err := v.Validate(); err != nil {
+		return nil, err
+	}
+	var objs []Object
+	if v.CreateNamespace {
+		objs = append(objs, namespace(v))
+	}
+	objs = append(objs, serviceAccount(v), policyConfigMap(v))
+	switch v.Mode {
+	case ModeAgent:
+		objs = append(objs, agentDaemonSet(v, version))
+		if v.Metrics.Service {
+			objs = append(objs, metricsService(v))
+		}
+	case ModeInstaller:
+		objs = append(objs, installerDaemonSet(v, version))
+		if v.Installer.Validate {
+			objs = append(objs, validateDaemonSet(v, version))
+		}
+	}
+	return objs, nil
+}
+
+func labels(component string) map[string]string {
+	return map[string]string{
+		"app.kubernetes.io/name":      Name,
+		"app.kubernetes.io/component": component,
+	}
+}
+
+func meta(v Values, name, component string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: v.Namespace, Labels: labels(component)}
+}
+
+// namespace needs Pod Security "privileged": Baseline already rejects every hostPath
+// volume, which reading the host's /proc and writing its bdi attributes require.
+func namespace(v Values) *corev1.Namespace {
+	return &corev1.Namespace{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: v.Namespace,
+			Labels: map[string]string{
+				"app.kubernetes.io/name":             Name,
+				"pod-security.kubernetes.io/enforce": "privileged",
+				// Warn and audit at baseline, so that the hostPath use stays visible.
+				"pod-security.kubernetes.io/warn":  "baseline",
+				"pod-security.kubernetes.io/audit": "baseline",
+			},
+		},
+	}
+}
+
+// serviceAccount has no API token: neither the agent nor the installer calls the API.
+func serviceAccount(v Values) *corev1.ServiceAccount {
+	return &corev1.ServiceAccount{
+		TypeMeta:                     metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+		ObjectMeta:                   meta(v, Name, "agent"),
+		AutomountServiceAccountToken: new(false),
+	}
+}
+
+func policyConfigMap(v Values) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: meta(v, policyMapName, "policy"),
+		Data:       map[string]string{PolicyFile: v.Policy},
+	}
+}
+
+// containerSecurity is the security context of every container: root in the initial user
+// namespace (the bdi attributes are root-owned 0644 and need no capability), nothing else.
+func containerSecurity() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		RunAsUser:                new(int64(0)),
+		RunAsGroup:               new(int64(0)),
+		RunAsNonRoot:             new(false),
+		Privileged:               new(false),
+		AllowPrivilegeEscalation: new(false),
+		ReadOnlyRootFilesystem:   new(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+func hostPathVolume(name, hostPath string, typ corev1.HostPathType) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+		HostPath: &corev1.HostPathVolumeSource{Path: hostPath, Type: new(typ)},
+	}}
+}
+
+func policyVolume() corev1.Volume {
+	return corev1.Volume{Name: "policy", VolumeSource: corev1.VolumeSource{
+		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: policyMapName}},
+	}}
+}
+
+// readVolumes are the host paths every nfstune container reads: /proc and the bdi
+// directory. bdiWritable makes the bdi mount writable.
+func readVolumes(bdiWritable bool) ([]corev1.Volume, []corev1.VolumeMount) {
+	vols := []corev1.Volume{
+		hostPathVolume("host-proc", HostProc, corev1.HostPathDirectory),
+		hostPathVolume("host-bdi", HostBDI, corev1.HostPathDirectory),
+	}
+	mounts := []corev1.VolumeMount{
+		{Name: "host-proc", MountPath: HostRoot + HostProc, ReadOnly: true},
+		{Name: "host-bdi", MountPath: BDIMountPath, ReadOnly: !bdiWritable},
+	}
+	return vols, mounts
+}
+
+// podSpec is the scheduling and security frame shared by the DaemonSets.
+func podSpec(v Values) corev1.PodSpec {
+	return corev1.PodSpec{
+		ServiceAccountName:           Name,
+		AutomountServiceAccountToken: new(false),
+		PriorityClassName:            v.PriorityClassName,
+		NodeSelector:                 v.NodeSelector,
+		Affinity:                     v.Affinity,
+		Tolerations:                  v.Tolerations,
+		SecurityContext: &corev1.PodSecurityContext{
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+		TerminationGracePeriodSeconds: new(int64(10)),
+	}
+}
+
+func nodeNameEnv() []corev1.EnvVar {
+	return []corev1.EnvVar{{
+		Name: "NODE_NAME",
+		ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
+			APIVersion: "v1", FieldPath: "spec.nodeName",
+		}},
+	}}
+}
+
+func daemonSet(v Values, name, component string, pod corev1.PodSpec, annotations map[string]string) *appsv1.DaemonSet {
+	maxUnavailable := v.MaxUnavailable
+	return &appsv1.DaemonSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
+		ObjectMeta: meta(v, name, component),
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels(component)},
+			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{
+				Type:          appsv1.RollingUpdateDaemonSetStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDaemonSet{MaxUnavailable: &maxUnavailable},
+			},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels(component), Annotations: annotations},
+				Spec:       pod,
+			},
+		},
+	}
+}
+
+func agentDaemonSet(v Values, version string) *appsv1.DaemonSet {
+	vols, mounts := readVolumes(v.Agent.PolicyMode == PolicyEnforce)
+	vols = append(vols, policyVolume())
+	mounts = append(mounts, corev1.VolumeMount{Name: "policy", MountPath: PolicyDir, ReadOnly: true})
+
+	probe := func(p string, period int32) *corev1.Probe {
+		return &corev1.Probe{
+			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+				Path: p, Port: intstr.FromString("metrics"),
+			}},
+			PeriodSeconds:    period,
+			TimeoutSeconds:   2,
+			FailureThreshold: 3,
+		}
+	}
+	pod := podSpec(v)
+	pod.Volumes = vols
+	pod.Containers = []corev1.Container{{
+		Name:            "agent",
+		Image:           v.ImageRef(version),
+		ImagePullPolicy: v.Image.PullPolicy,
+		Args: []string{
+			"agent",
+			"--root=" + HostRoot,
+			"--config=" + path.Join(PolicyDir, PolicyFile),
+			"--mode=" + v.Agent.PolicyMode,
+			"--interval=" + v.Agent.Interval,
+			// The pod has its own network namespace: this is the pod IP, not the node's.
+			"--listen=:" + strconv.Itoa(MetricsPort),
+			"--log-level=" + v.Agent.LogLevel,
+			"--log-format=json",
+		},
+		Env:             nodeNameEnv(),
+		Ports:           []corev1.ContainerPort{{Name: "metrics", ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP}},
+		Resources:       v.Resources,
+		LivenessProbe:   probe("/healthz", 20),
+		ReadinessProbe:  probe("/readyz", 10),
+		VolumeMounts:    mounts,
+		SecurityContext: containerSecurity(),
+	}}
+	var ann map[string]string
+	if v.Metrics.PodAnnotations {
+		ann = map[string]string{
+			"prometheus.io/scrape": "true",
+			"prometheus.io/port":   strconv.Itoa(MetricsPort),
+			"prometheus.io/path":   "/metrics",
+		}
+	}
+	return daemonSet(v, agentName, "agent", pod, ann)
+}
+
+// metricsService is headless: Prometheus scrapes every agent pod, not one behind a VIP.
+func metricsService(v Values) *corev1.Service {
+	return &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: meta(v, serviceName, "agent"),
+		Spec: corev1.ServiceSpec{
+			ClusterIP: corev1.ClusterIPNone,
+			Selector:  labels("agent"),
+			Ports: []corev1.ServicePort{{
+				Name: "metrics", Port: MetricsPort, TargetPort: intstr.FromString("metrics"), Protocol: corev1.ProtocolTCP,
+			}},
+		},
+	}
+}
+
+// pauseContainer keeps a DaemonSet pod alive after its init containers did the work,
+// using the nfstune binary itself so that no second image is needed.
+func pauseContainer(v Values, version string) corev1.Container {
+	return corev1.Container{
+		Name:            "pause",
+		Image:           v.ImageRef(version),
+		ImagePullPolicy: v.Image.PullPolicy,
+		Args:            []string{"k8s", "pause"},
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1m"), corev1.ResourceMemory: resource.MustParse("8Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
+		},
+		SecurityContext: containerSecurity(),
+	}
+}
+
+// installerDaemonSet copies the binary, the policy and nfstune's udev rule onto the node
+// from an init container, then idles. The host directories are the only mounts, all
+// below HostRoot at their host paths.
+func installerDaemonSet(v Values, version string) *appsv1.DaemonSet {
+	pod := podSpec(v)
+	pod.Volumes = []corev1.Volume{
+		hostPathVolume("host-bin", v.Installer.BinDir, corev1.HostPathDirectoryOrCreate),
+		hostPathVolume("host-config", v.Installer.ConfigDir, corev1.HostPathDirectoryOrCreate),
+		hostPathVolume("host-rules", v.Installer.RulesDir, corev1.HostPathDirectory),
+		policyVolume(),
+	}
+	pod.InitContainers = []corev1.Container{{
+		Name:            "install",
+		Image:           v.ImageRef(version),
+		ImagePullPolicy: v.Image.PullPolicy,
+		Args: []string{
+			"k8s", "install-node",
+			"--host=" + HostRoot,
+			"--bin-dir=" + v.Installer.BinDir,
+			"--config-dir=" + v.Installer.ConfigDir,
+			"--rules-dir=" + v.Installer.RulesDir,
+			"--policy=" + path.Join(PolicyDir, PolicyFile),
+		},
+		Env:       nodeNameEnv(),
+		Resources: v.Resources,
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: "host-bin", MountPath: HostRoot + v.Installer.BinDir},
+			{Name: "host-config", MountPath: HostRoot + v.Installer.ConfigDir},
+			{Name: "host-rules", MountPath: HostRoot + v.Installer.RulesDir},
+			{Name: "policy", MountPath: PolicyDir, ReadOnly: true},
+		},
+		SecurityContext: containerSecurity(),
+	}}
+	pod.Containers = []corev1.Container{pauseContainer(v, version)}
+	return daemonSet(v, installerName, "installer", pod, nil)
+}
+
+// validateDaemonSet prints each node's NFS mounts with their read-ahead, as JSON, from an
+// init container (`kubectl logs -l app.kubernetes.io/component=validate -c audit`). It
+// only reads.
+func validateDaemonSet(v Values, version string) *appsv1.DaemonSet {
+	vols, mounts := readVolumes(false)
+	pod := podSpec(v)
+	pod.Volumes = vols
+	pod.InitContainers = []corev1.Container{{
+		Name:            "audit",
+		Image:           v.ImageRef(version),
+		ImagePullPolicy: v.Image.PullPolicy,
+		Args:            []string{"audit", "--root=" + HostRoot, "-o", "json", "--fail-on=none"},
+		Env:             nodeNameEnv(),
+		Resources:       v.Resources,
+		VolumeMounts:    mounts,
+		SecurityContext: containerSecurity(),
+	}}
+	pod.Containers = []corev1.Container{pauseContainer(v, version)}
+	return daemonSet(v, validateName, "validate", pod, nil)
+}

@@ -1,0 +1,290 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"sigs.k8s.io/yaml"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden.yaml")
+
+// renderCases are the values files with golden manifests; the chart test renders the same.
+var renderCases = []string{"agent-default", "agent-enforce-cas", "installer"}
+
+func renderFile(t *testing.T, name, format string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name+".values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := LoadValues(b)
+	if err != nil {
+		t.Fatalf("LoadValues: %v", err)
+	}
+	objs, err := Render(v, "v0.0.0-test")
+	if err != nil {
+		t.Fatalf("Render: %v", err)
+	}
+	var out bytes.Buffer
+	if err := Write(&out, format, objs); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
+
+func TestRenderGolden(t *testing.T) {
+	t.Parallel()
+	for _, name := range renderCases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			got := renderFile(t, name, FormatYAML)
+			golden := filepath.Join("testdata", name+".golden.yaml")
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update)", err)
+			}
+			if diff := cmp.Diff(string(want), string(got)); diff != "" {
+				t.Errorf("%s differs (-want +got), run go test -update if intended:\n%s", golden, diff)
+			}
+		})
+	}
+}
+
+// DecodeStrict decodes one object by its kind into its k8s.io/api type, rejecting unknown
+// fields. It is how tests read manifests back, whoever rendered them.
+func decodeStrict(doc []byte) (Object, error) {
+	var tm struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	if err := yaml.Unmarshal(doc, &tm); err != nil {
+		return nil, err
+	}
+	var o Object
+	switch tm.APIVersion + "/" + tm.Kind {
+	case "v1/Namespace":
+		o = &corev1.Namespace{}
+	case "v1/ServiceAccount":
+		o = &corev1.ServiceAccount{}
+	case "v1/ConfigMap":
+		o = &corev1.ConfigMap{}
+	case "v1/Service":
+		o = &corev1.Service{}
+	case "v1/PersistentVolume":
+		o = &corev1.PersistentVolume{}
+	case "v1/PersistentVolumeClaim":
+		o = &corev1.PersistentVolumeClaim{}
+	case "apps/v1/DaemonSet":
+		o = &appsv1.DaemonSet{}
+	case "storage.k8s.io/v1/StorageClass":
+		o = &storagev1.StorageClass{}
+	default:
+		return nil, fmt.Errorf("unexpected object %s %s", tm.APIVersion, tm.Kind)
+	}
+	if err := yaml.UnmarshalStrict(doc, o); err != nil {
+		return nil, fmt.Errorf("%s: %w", tm.Kind, err)
+	}
+	return o, nil
+}
+
+// splitDocs splits a multi-document YAML stream, dropping empty documents and comments-only
+// ones (helm template writes "# Source:" headers).
+func splitDocs(b []byte) [][]byte {
+	var docs [][]byte
+	for _, d := range strings.Split("\n"+string(b), "\n---") {
+		body := strings.TrimSpace(d)
+		var lines []string
+		for _, l := range strings.Split(body, "\n") {
+			if !strings.HasPrefix(strings.TrimSpace(l), "#") {
+				lines = append(lines, l)
+			}
+		}
+		if strings.TrimSpace(strings.Join(lines, "\n")) != "" {
+			docs = append(docs, []byte(body+"\n"))
+		}
+	}
+	return docs
+}
+
+func decodeAll(t *testing.T, b []byte) []Object {
+	t.Helper()
+	var objs []Object
+	for _, d := range splitDocs(b) {
+		o, err := decodeStrict(d)
+		if err != nil {
+			t.Fatalf("decoding %q: %v", d, err)
+		}
+		objs = append(objs, o)
+	}
+	return objs
+}
+
+func kinds(objs []Object) []string {
+	var out []string
+	for _, o := range objs {
+		out = append(out, o.GetObjectKind().GroupVersionKind().Kind+"/"+o.GetName())
+	}
+	return out
+}
+
+func TestRenderDecodesStrictly(t *testing.T) {
+	t.Parallel()
+	wantKinds := map[string][]string{
+		"agent-default":     {"Namespace/nfstune", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "DaemonSet/nfstune-agent", "Service/nfstune-metrics"},
+		"agent-enforce-cas": {"Namespace/nfstune-system", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "DaemonSet/nfstune-agent"},
+		"installer":         {"Namespace/nfstune", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "DaemonSet/nfstune-installer", "DaemonSet/nfstune-validate"},
+	}
+	for _, name := range renderCases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			objs := decodeAll(t, renderFile(t, name, FormatYAML))
+			if diff := cmp.Diff(wantKinds[name], kinds(objs)); diff != "" {
+				t.Errorf("objects (-want +got):\n%s", diff)
+			}
+			// JSON: one v1 List whose items decode the same way, unknown fields rejected.
+			var list struct {
+				APIVersion string            `json:"apiVersion"`
+				Kind       string            `json:"kind"`
+				Items      []json.RawMessage `json:"items"`
+			}
+			dec := json.NewDecoder(bytes.NewReader(renderFile(t, name, FormatJSON)))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&list); err != nil {
+				t.Fatal(err)
+			}
+			if list.Kind != "List" || list.APIVersion != "v1" || len(list.Items) != len(objs) {
+				t.Fatalf("json: %s %s with %d items, want v1 List with %d", list.APIVersion, list.Kind, len(list.Items), len(objs))
+			}
+			for i, item := range list.Items {
+				o, err := decodeStrict(item)
+				if err != nil {
+					t.Fatalf("json item %d: %v", i, err)
+				}
+				if diff := cmp.Diff(toMap(t, objs[i]), toMap(t, o)); diff != "" {
+					t.Errorf("json item %d differs from yaml (-yaml +json):\n%s", i, diff)
+				}
+			}
+		})
+	}
+}
+
+// toMap is an object's canonical JSON form, so that quantities written "100Mi" and
+// "104857600" compare equal.
+func toMap(t *testing.T, o Object) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestRenderNamespacePodSecurity(t *testing.T) {
+	t.Parallel()
+	objs := decodeAll(t, renderFile(t, "agent-default", FormatYAML))
+	ns := objs[0].(*corev1.Namespace)
+	if got := ns.Labels["pod-security.kubernetes.io/enforce"]; got != "privileged" {
+		t.Errorf("enforce level = %q, want privileged (Baseline rejects hostPath volumes)", got)
+	}
+}
+
+func TestRenderImagePinnedByDigest(t *testing.T) {
+	t.Parallel()
+	objs := decodeAll(t, renderFile(t, "agent-enforce-cas", FormatYAML))
+	ds := objs[3].(*appsv1.DaemonSet)
+	want := "registry.example.com/platform/nfstune@sha256:0f3e9d6c2a1b4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7"
+	if got := ds.Spec.Template.Spec.Containers[0].Image; got != want {
+		t.Errorf("image = %q, want %q", got, want)
+	}
+}
+
+func TestLoadValuesInvalid(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		file string
+		want []string // substrings every one of which the joined error must contain
+	}{
+		{"invalid-unknown-key", []string{`unknown field "hostNetwork"`}},
+		{"invalid-values", []string{
+			`namespace "NFS_Tune"`, `mode "sidecar"`, `image.digest "sha256:short"`,
+			`agent.policyMode "fix"`, `agent.interval "soon"`, `installer.binDir "relative/bin"`,
+			`maxUnavailable "0"`, "policy: want a policy file",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			t.Parallel()
+			b, err := os.ReadFile(filepath.Join("testdata", tt.file+".values.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = LoadValues(b)
+			if err == nil {
+				t.Fatal("LoadValues accepted invalid values")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestImageRef(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		img  Image
+		want string
+	}{
+		{"default tag is the version", Image{Repository: "r/n"}, "r/n:v1.2.3"},
+		{"explicit tag", Image{Repository: "r/n", Tag: "edge"}, "r/n:edge"},
+		{"digest wins", Image{Repository: "r/n", Tag: "edge", Digest: "sha256:" + strings.Repeat("a", 64)}, "r/n@sha256:" + strings.Repeat("a", 64)},
+	}
+	for _, tt := range tests {
+		if got := (Values{Image: tt.img}).ImageRef("v1.2.3"); got != tt.want {
+			t.Errorf("%s: ImageRef = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+func FuzzLoadValues(f *testing.F) {
+	for _, name := range []string{"agent-default", "agent-enforce-cas", "installer", "invalid-values"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name+".values.yaml"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, err := LoadValues(b)
+		if err != nil {
+			return
+		}
+		// Whatever validates must render.
+		if _, err := Render(v, "v0"); err != nil {
+			t.Fatalf("valid values failed to render: %v", err)
+		}
+	})
+}

@@ -1,0 +1,242 @@
+// Package render builds what nfstune hands to other systems: Kubernetes objects for the
+// node agent, the node installer and NFS volumes, all as typed k8s.io/api structs in a
+// stable order. The same Values drive `nfstune k8s render` and the Helm chart in
+// deploy/helm/nfstune, whose values.yaml has the same keys.
+package render
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+)
+
+// Deployment modes.
+const (
+	// ModeAgent runs `nfstune agent` on every selected node: it keeps read-ahead tuned
+	// (policy mode enforce) or only reports (observe) and serves metrics.
+	ModeAgent = "agent"
+	// ModeInstaller installs nfstune's udev rule and binary on each node from an init
+	// container and then idles; nothing privileged-ish keeps running.
+	ModeInstaller = "installer"
+)
+
+// Policy modes the agent accepts with --mode.
+const (
+	PolicyEnforce = "enforce"
+	PolicyObserve = "observe"
+)
+
+// DefaultRepository is where release images are published.
+const DefaultRepository = "ghcr.io/nfstune/nfstune"
+
+// MetricsPort is the port the agent serves /metrics, /healthz and /readyz on in the pod.
+const MetricsPort = 9477
+
+// Values are the settings of the rendered objects. The JSON names are the keys of the
+// Helm chart's values.yaml, so one file feeds both `nfstune k8s render --config` and
+// `helm template -f`.
+type Values struct {
+	// Namespace holds every object; it is created with the Pod Security level the
+	// DaemonSet needs.
+	Namespace string `json:"namespace"`
+	// CreateNamespace renders the Namespace object. Leave it on unless the namespace is
+	// managed elsewhere, and then label it pod-security.kubernetes.io/enforce=privileged.
+	CreateNamespace bool `json:"createNamespace"`
+	// Mode is "agent" or "installer".
+	Mode  string `json:"mode"`
+	Image Image  `json:"image"`
+	Agent Agent  `json:"agent"`
+	// Installer configures installer mode.
+	Installer Installer `json:"installer"`
+	// Policy is the nfstune policy file (YAML) placed in the ConfigMap as policy.yaml.
+	Policy  string  `json:"policy"`
+	Metrics Metrics `json:"metrics"`
+	// Resources are the agent container's requests and limits.
+	Resources corev1.ResourceRequirements `json:"resources"`
+	// PriorityClassName keeps the agent scheduled on full nodes.
+	PriorityClassName string            `json:"priorityClassName"`
+	NodeSelector      map[string]string `json:"nodeSelector"`
+	// Affinity selects nodes, e.g. only node pools labelled for compute or CAS workloads.
+	Affinity    *corev1.Affinity    `json:"affinity"`
+	Tolerations []corev1.Toleration `json:"tolerations"`
+	// MaxUnavailable is the DaemonSet's rolling-update budget, a count or a percentage.
+	MaxUnavailable intstr.IntOrString `json:"maxUnavailable"`
+}
+
+// Image names the container image. Digest, when set, pins it: repository@digest.
+type Image struct {
+	Repository string            `json:"repository"`
+	Tag        string            `json:"tag"`
+	Digest     string            `json:"digest"`
+	PullPolicy corev1.PullPolicy `json:"pullPolicy"`
+}
+
+// Agent configures `nfstune agent`.
+type Agent struct {
+	// PolicyMode is "observe" (report only; the bdi mount is read-only) or "enforce"
+	// (write read_ahead_kb; the bdi mount is writable).
+	PolicyMode string `json:"policyMode"`
+	// Interval is how often the agent reconciles, as a Go duration.
+	Interval string `json:"interval"`
+	// LogLevel is passed as --log-level.
+	LogLevel string `json:"logLevel"`
+}
+
+// Installer configures installer mode.
+type Installer struct {
+	// BinDir is the host directory the nfstune binary is copied to; the udev rule runs it
+	// from there. It must be on a writable, executable host filesystem.
+	BinDir string `json:"binDir"`
+	// ConfigDir is the host directory the policy is copied to.
+	ConfigDir string `json:"configDir"`
+	// RulesDir is the host's udev rules directory.
+	RulesDir string `json:"rulesDir"`
+	// Validate also renders a DaemonSet that prints each node's read-ahead per NFS
+	// mount (`nfstune audit -o json`) to its log.
+	Validate bool `json:"validate"`
+}
+
+// Metrics configures scraping of the agent.
+type Metrics struct {
+	// Service renders a headless Service over the agent pods' metrics port.
+	Service bool `json:"service"`
+	// PodAnnotations adds prometheus.io/scrape, port and path annotations.
+	PodAnnotations bool `json:"podAnnotations"`
+}
+
+// DefaultPolicy is the policy file of DefaultValues: the built-in profiles, no rules.
+const DefaultPolicy = "apiVersion: nfstune.io/v1alpha1\nkind: Policy\n"
+
+// DefaultValues are the values of `nfstune k8s render` without --config, and of the chart's
+// values.yaml.
+func DefaultValues() Values {
+	return Values{
+		Namespace:       "nfstune",
+		CreateNamespace: true,
+		Mode:            ModeAgent,
+		Image:           Image{Repository: DefaultRepository, PullPolicy: corev1.PullIfNotPresent},
+		Agent:           Agent{PolicyMode: PolicyObserve, Interval: "30s", LogLevel: "info"},
+		Installer: Installer{
+			BinDir:    "/opt/nfstune/bin",
+			ConfigDir: "/etc/nfstune",
+			RulesDir:  "/etc/udev/rules.d",
+			Validate:  true,
+		},
+		Policy:  DefaultPolicy,
+		Metrics: Metrics{Service: true, PodAnnotations: true},
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{
+				corev1.ResourceCPU:    resource.MustParse("10m"),
+				corev1.ResourceMemory: resource.MustParse("32Mi"),
+			},
+			Limits: corev1.ResourceList{
+				corev1.ResourceCPU:    resource.MustParse("100m"),
+				corev1.ResourceMemory: resource.MustParse("64Mi"),
+			},
+		},
+		PriorityClassName: "system-node-critical",
+		NodeSelector:      map[string]string{"kubernetes.io/os": "linux"},
+		// A node agent must run wherever NFS volumes can be mounted, tainted pools too.
+		Tolerations:    []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+		MaxUnavailable: intstr.FromString("10%"),
+	}
+}
+
+// LoadValues decodes a values file over DefaultValues. Unknown keys are errors; keys the
+// file sets replace the default (maps and lists are replaced, not merged).
+func LoadValues(b []byte) (Values, error) {
+	v := DefaultValues()
+	if len(bytes.TrimSpace(b)) == 0 {
+		return v, v.Validate()
+	}
+	// Lists and maps the file sets replace the defaults, as Helm does for lists. Helm merges
+	// maps key by key, so a file that sets nodeSelector or resources should spell them out
+	// in full; the chart test keeps both renderers in agreement for the files in testdata.
+	if err := yaml.UnmarshalStrict(b, &v); err != nil {
+		return Values{}, fmt.Errorf("decoding values: %w", err)
+	}
+	return v, v.Validate()
+}
+
+var (
+	digestRE   = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	durationRE = regexp.MustCompile(`^([0-9]+(ns|us|ms|s|m|h))+$`)
+	percentRE  = regexp.MustCompile(`^[0-9]+%$`)
+)
+
+// Validate returns every problem with v, joined.
+func (v Values) Validate() error {
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	for _, msg := range validation.IsDNS1123Label(v.Namespace) {
+		add("namespace %q: %s", v.Namespace, msg)
+	}
+	if v.Mode != ModeAgent && v.Mode != ModeInstaller {
+		add("mode %q: want %q or %q", v.Mode, ModeAgent, ModeInstaller)
+	}
+	if v.Image.Repository == "" || strings.ContainsAny(v.Image.Repository, " \t\n") {
+		add("image.repository %q: want a repository such as %s", v.Image.Repository, DefaultRepository)
+	}
+	if strings.Contains(v.Image.Repository, "@") {
+		add("image.repository %q: put the digest in image.digest", v.Image.Repository)
+	}
+	if v.Image.Digest != "" && !digestRE.MatchString(v.Image.Digest) {
+		add("image.digest %q: want sha256:<64 hex digits>", v.Image.Digest)
+	}
+	switch v.Image.PullPolicy {
+	case corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
+	default:
+		add("image.pullPolicy %q: want Always, IfNotPresent or Never", v.Image.PullPolicy)
+	}
+	if v.Agent.PolicyMode != PolicyObserve && v.Agent.PolicyMode != PolicyEnforce {
+		add("agent.policyMode %q: want %q or %q", v.Agent.PolicyMode, PolicyObserve, PolicyEnforce)
+	}
+	if !durationRE.MatchString(v.Agent.Interval) {
+		add("agent.interval %q: want a duration such as 30s", v.Agent.Interval)
+	}
+	switch v.Agent.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		add("agent.logLevel %q: want debug, info, warn or error", v.Agent.LogLevel)
+	}
+	for name, dir := range map[string]string{"installer.binDir": v.Installer.BinDir, "installer.configDir": v.Installer.ConfigDir, "installer.rulesDir": v.Installer.RulesDir} {
+		if !strings.HasPrefix(dir, "/") || strings.Contains(dir, "..") || dir == "/" {
+			add("%s %q: want an absolute host directory other than /", name, dir)
+		}
+	}
+	if mu := v.MaxUnavailable; mu.Type == intstr.Int && mu.IntVal <= 0 ||
+		mu.Type == intstr.String && (!percentRE.MatchString(mu.StrVal) || strings.TrimLeft(mu.StrVal, "0%") == "") {
+		add("maxUnavailable %q: want a positive count or percentage", mu.String())
+	}
+	if v.PriorityClassName != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(v.PriorityClassName) {
+			add("priorityClassName %q: %s", v.PriorityClassName, msg)
+		}
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal([]byte(v.Policy), &m); err != nil || m == nil {
+		add("policy: want a policy file (a YAML mapping with apiVersion and kind)")
+	}
+	return errors.Join(errs...)
+}
+
+// ImageRef is the image reference the pods run: repository@digest when pinned, else
+// repository:tag with the tag defaulting to version.
+func (v Values) ImageRef(version string) string {
+	if v.Image.Digest != "" {
+		return v.Image.Repository + "@" + v.Image.Digest
+	}
+	tag := v.Image.Tag
+	if tag == "" {
+		tag = version
+	}
+	return v.Image.Repository + ":" + tag
+}
