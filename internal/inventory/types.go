@@ -102,6 +102,10 @@ type Inventory struct {
 	Sysctls map[string]string `json:"sysctls"`
 	// ReadAhead is the host configuration that sets read-ahead on future NFS mounts.
 	ReadAhead ReadAheadConfig `json:"readahead_config"`
+	// NFSServers and NFSVolumes are the rows of /proc/fs/nfsfs/servers and volumes (or
+	// /proc/<pid>/net/nfsfs/...): the kernel NFS clients and superblocks of the namespace.
+	NFSServers []NFSServer `json:"nfs_servers,omitempty"`
+	NFSVolumes []NFSVolume `json:"nfs_volumes,omitempty"`
 	// Warnings are entries that were dropped or could not be read; the rest of the
 	// inventory is still valid.
 	Warnings []string `json:"warnings,omitempty"`
@@ -119,6 +123,12 @@ type ReadAheadConfig struct {
 	// NFSRahead is the [nfsrahead] section merged from /etc/nfs.conf and /etc/nfs.conf.d/*.conf:
 	// keys "nfs", "nfs4", "default" in KiB, as written.
 	NFSRahead map[string]string `json:"nfsrahead,omitempty"`
+	// NFSRaheadFrom names, for each NFSRahead key, the file and line that set it last
+	// ("/etc/nfs.conf.d/local.conf:3").
+	NFSRaheadFrom map[string]string `json:"nfsrahead_from,omitempty"`
+	// Masked are udev rules files disabled by a same-named symlink to /dev/null in a
+	// directory of higher precedence (usually /etc/udev/rules.d).
+	Masked []string `json:"masked_udev_rules,omitempty"`
 }
 
 // UdevRule is one rule line that sets a bdi's read_ahead_kb.

@@ -1,0 +1,58 @@
+package inventory
+
+import (
+	"net/netip"
+	"regexp"
+	"strings"
+)
+
+// Backend names, equal to the policy package's constants (a test checks they agree); the
+// inventory cannot import policy, which builds on it.
+const (
+	backendAzureFiles   = "azure-files"
+	backendAzureBlobNFS = "azure-blob-nfs"
+	backendAWSEFS       = "aws-efs"
+	backendGeneric      = "generic"
+)
+
+// reEFS matches an EFS file system's DNS name, "fs-0123abcd.efs.us-east-1.amazonaws.com",
+// and its per-AZ mount target name "us-east-1a.fs-0123abcd.efs.us-east-1.amazonaws.com"
+// (efs-utils mount_options; also amazonaws.com.cn in China regions).
+var reEFS = regexp.MustCompile(`^(?:[a-z0-9-]+\.)?fs-[0-9a-f]{8,40}\.efs\.[a-z0-9-]+\.amazonaws\.com(?:\.cn)?$`)
+
+// DetectBackend names the service behind an NFS server from its DNS name:
+//
+//   - azure-files: <account>.file.core.windows.net, including the private endpoint name
+//     <account>.privatelink.file.core.windows.net and the sovereign clouds' file endpoints;
+//   - azure-blob-nfs: <account>.blob.core.windows.net (and privatelink.blob);
+//   - aws-efs: fs-<id>.efs.<region>.amazonaws.com and <az>.fs-<id>.efs.<region>.amazonaws.com.
+//
+// Anything else, including every bare IP address, is "generic": Azure NetApp Files and
+// Google Filestore are reached by IP address (Filestore instances have no DNS name), so
+// those backends come from the user's configuration, matched by address range.
+func DetectBackend(server string) string {
+	s := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(server)), ".")
+	s = strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
+	if s == "" {
+		return backendGeneric
+	}
+	if _, err := netip.ParseAddr(s); err == nil {
+		return backendGeneric
+	}
+	for _, suffix := range []string{".core.windows.net", ".core.chinacloudapi.cn", ".core.usgovcloudapi.net"} {
+		host, ok := strings.CutSuffix(s, suffix)
+		if !ok {
+			continue
+		}
+		switch {
+		case strings.HasSuffix(host, ".file") && len(host) > len(".file"):
+			return backendAzureFiles
+		case strings.HasSuffix(host, ".blob") && len(host) > len(".blob"):
+			return backendAzureBlobNFS
+		}
+	}
+	if reEFS.MatchString(s) {
+		return backendAWSEFS
+	}
+	return backendGeneric
+}

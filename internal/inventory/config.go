@@ -1,0 +1,285 @@
+package inventory
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+)
+
+// FstabEntry is one NFS line of /etc/fstab (fstab(5)).
+type FstabEntry struct {
+	// Line is the 1-based line number in the file.
+	Line int
+	// Spec is the source, "server:/export", octal escapes decoded.
+	Spec string
+	// MountPoint is the cleaned mount point, octal escapes decoded.
+	MountPoint string
+	FSType     string
+	// Options are the mount options as written; flags have an empty value.
+	Options map[string]string
+}
+
+// ParseFstab returns the nfs and nfs4 entries of an fstab file. Fields are separated by
+// blanks and "\040"-style escapes are decoded, as mount(8) does. Lines with fewer than three
+// fields are skipped with a warning; other filesystems are ignored.
+func ParseFstab(r io.Reader) ([]FstabEntry, []string) {
+	var out []FstabEntry
+	var warnings []string
+	s := bufio.NewScanner(r)
+	s.Buffer(make([]byte, 0, 4096), 1<<20)
+	for n := 1; s.Scan(); n++ {
+		line := strings.TrimSpace(s.Text())
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			warnings = append(warnings, fmt.Sprintf("fstab line %d: want at least 3 fields, got %d", n, len(f)))
+			continue
+		}
+		fstype := unescapeOctal(f[2])
+		if !isNFSType(fstype) {
+			continue
+		}
+		e := FstabEntry{
+			Line:       n,
+			Spec:       unescapeOctal(f[0]),
+			MountPoint: cleanMountPoint(unescapeOctal(f[1])),
+			FSType:     fstype,
+			Options:    map[string]string{},
+		}
+		if len(f) > 3 {
+			e.Options = parseOptions(unescapeOctal(f[3]))
+			delete(e.Options, "defaults")
+		}
+		out = append(out, e)
+	}
+	return out, warnings
+}
+
+func cleanMountPoint(p string) string {
+	if p == "" {
+		return p
+	}
+	return path.Clean(p)
+}
+
+// parseOptions splits "a,b=c" into a map; flags get an empty value.
+func parseOptions(s string) map[string]string {
+	m := make(map[string]string)
+	for _, o := range strings.Split(s, ",") {
+		if o == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(o, "=")
+		m[k] = v
+	}
+	return m
+}
+
+// INISection is one "[name]" or "[name "arg"]" section of an nfs.conf or nfsmount.conf
+// file, keys lower-cased.
+type INISection struct {
+	// Name is the lower-cased section name; Arg the quoted argument, if any.
+	Name, Arg string
+	// File and Line locate the section header.
+	File string
+	Line int
+	Keys map[string]string
+}
+
+// ParseINI parses the INI dialect of nfs.conf(5) and nfsmount.conf(5): "[section]" or
+// "[section "arg"]" headers (blanks inside the brackets allowed), "key = value" lines,
+// whole-line and trailing comments starting with '#' or ';', surrounding quotes stripped,
+// names case-insensitive. Values are kept as written: "$VAR" is not expanded. Lines that
+// are neither are reported as warnings. Keys outside a section go to a section named "".
+// "include" keys are returned like any other key; ReadNFSConf follows them.
+func ParseINI(r io.Reader, file string) ([]INISection, []string) {
+	var out []INISection
+	var warnings []string
+	cur := -1
+	s := bufio.NewScanner(r)
+	s.Buffer(make([]byte, 0, 4096), 1<<20)
+	for n := 1; s.Scan(); n++ {
+		line := strings.TrimSpace(stripComment(s.Text()))
+		if line == "" {
+			continue
+		}
+		if line[0] == '[' {
+			end := strings.LastIndexByte(line, ']')
+			if end < 0 {
+				warnings = append(warnings, fmt.Sprintf("%s:%d: unterminated section header", file, n))
+				cur = -1
+				continue
+			}
+			name, arg := splitSectionHeader(line[1:end])
+			out = append(out, INISection{Name: name, Arg: arg, File: file, Line: n, Keys: map[string]string{}})
+			cur = len(out) - 1
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			warnings = append(warnings, fmt.Sprintf("%s:%d: want key = value", file, n))
+			continue
+		}
+		k = strings.ToLower(strings.TrimSpace(k))
+		if k == "" {
+			warnings = append(warnings, fmt.Sprintf("%s:%d: empty key", file, n))
+			continue
+		}
+		if cur < 0 {
+			out = append(out, INISection{File: file, Line: n, Keys: map[string]string{}})
+			cur = len(out) - 1
+		}
+		out[cur].Keys[k] = unquote(strings.TrimSpace(v))
+	}
+	return out, warnings
+}
+
+// stripComment removes a '#' or ';' comment that is not inside double quotes.
+func stripComment(s string) string {
+	inQuote := false
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '"':
+			inQuote = !inQuote
+		case '#', ';':
+			if !inQuote {
+				return s[:i]
+			}
+		}
+	}
+	return s
+}
+
+func splitSectionHeader(h string) (name, arg string) {
+	h = strings.TrimSpace(h)
+	name, arg, _ = strings.Cut(h, " ")
+	return strings.ToLower(strings.TrimSpace(name)), unquote(strings.TrimSpace(arg))
+}
+
+func unquote(s string) string {
+	if len(s) >= 2 && (s[0] == '"' && s[len(s)-1] == '"' || s[0] == '\'' && s[len(s)-1] == '\'') {
+		return s[1 : len(s)-1]
+	}
+	return s
+}
+
+// NFSMountConf is /etc/nfsmount.conf as mount.nfs reads it (nfsmount.conf(5)): global
+// defaults, per-server and per-mount-point sections.
+type NFSMountConf struct {
+	Global      *INISection
+	Servers     map[string]*INISection
+	MountPoints map[string]*INISection
+}
+
+// ParseNFSMountConf sorts the sections of an nfsmount.conf file. Unknown sections are
+// reported as warnings; a repeated section merges into the first, later keys winning.
+func ParseNFSMountConf(r io.Reader, file string) (NFSMountConf, []string) {
+	secs, warnings := ParseINI(r, file)
+	c := NFSMountConf{Servers: map[string]*INISection{}, MountPoints: map[string]*INISection{}}
+	merge := func(dst **INISection, s INISection) {
+		if *dst == nil {
+			cp := s
+			*dst = &cp
+			return
+		}
+		for k, v := range s.Keys {
+			(*dst).Keys[k] = v
+		}
+	}
+	for _, s := range secs {
+		switch s.Name {
+		case "nfsmount_global_options":
+			merge(&c.Global, s)
+		case "server":
+			d := c.Servers[s.Arg]
+			merge(&d, s)
+			c.Servers[s.Arg] = d
+		case "mountpoint":
+			key := cleanMountPoint(s.Arg)
+			d := c.MountPoints[key]
+			merge(&d, s)
+			c.MountPoints[key] = d
+		default:
+			warnings = append(warnings, fmt.Sprintf("%s:%d: unknown section %q", s.File, s.Line, s.Name))
+		}
+	}
+	return c, warnings
+}
+
+// mountOptions turns nfsmount.conf keys into mount options the way mount.nfs does for the
+// common cases: names lower-cased, "True" adds the flag, "False" adds its "no" form, other
+// values become name=value. Defaultvers is mount.nfs's own setting and is kept as is.
+func mountOptions(s *INISection) map[string]string {
+	out := make(map[string]string, len(s.Keys))
+	for k, v := range s.Keys {
+		switch strings.ToLower(v) {
+		case "true":
+			out[k] = ""
+		case "false":
+			out["no"+k] = ""
+		default:
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// nfsConfInclude returns the include target of a key, and whether a missing file is
+// silent (a leading '-').
+func nfsConfInclude(v string) (target string, optional bool) {
+	v = strings.TrimSpace(v)
+	if strings.HasPrefix(v, "-") {
+		return strings.TrimSpace(v[1:]), true
+	}
+	return v, false
+}
+
+// nfsConfFile is a read function for ReadNFSConf; tests pass a map-backed fake.
+type nfsConfFile func(path string) ([]byte, error)
+
+// maxIncludeDepth stops include loops.
+const maxIncludeDepth = 10
+
+// readNFSConfFile parses one nfs.conf file and the files it includes, in order, into
+// sections. An "include" key is followed where it appears, relative paths resolved
+// against the including file's directory.
+func readNFSConfFile(read nfsConfFile, file string, depth int) ([]INISection, []string) {
+	b, err := read(file)
+	if err != nil {
+		return nil, []string{fmt.Sprintf("reading %s: %v", file, err)}
+	}
+	secs, warnings := ParseINI(bytes.NewReader(b), file)
+	var out []INISection
+	for _, s := range secs {
+		inc, ok := s.Keys["include"]
+		if !ok {
+			out = append(out, s)
+			continue
+		}
+		delete(s.Keys, "include")
+		out = append(out, s)
+		target, optional := nfsConfInclude(inc)
+		if target == "" {
+			continue
+		}
+		if !path.IsAbs(target) {
+			target = path.Join(path.Dir(file), target)
+		}
+		if depth >= maxIncludeDepth {
+			warnings = append(warnings, fmt.Sprintf("%s:%d: include %q nested too deep", s.File, s.Line, target))
+			continue
+		}
+		if _, err := read(target); err != nil && optional {
+			continue
+		}
+		sub, w := readNFSConfFile(read, target, depth+1)
+		out = append(out, sub...)
+		warnings = append(warnings, w...)
+	}
+	return out, warnings
+}

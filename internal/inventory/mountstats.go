@@ -1,0 +1,289 @@
+package inventory
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/prometheus/procfs"
+)
+
+// mountStatsEntry is one "device ..." entry of /proc/<pid>/mountstats.
+type mountStatsEntry struct {
+	// MountPoint is the mount point with octal escapes decoded.
+	MountPoint string
+	FSType     string
+	// Stats is nil when the entry has no NFS statistics or was dropped.
+	Stats *Stats
+	// XprtLines counts the "xprt:" lines of the raw entry, kept even when the entry was
+	// dropped so that the connection count survives a malformed events line.
+	XprtLines int
+}
+
+// ParseMountStats parses /proc/<pid>/mountstats (fs/nfs/super.c nfs_show_stats and
+// net/sunrpc/stats.c rpc_clnt_show_stats) and returns the NFS statistics keyed by mount
+// point, octal escapes decoded. Entries that prometheus/procfs rejects are dropped one by
+// one; each drop, and each NFS entry without statistics, is reported in warnings. See
+// parseMountStats for how the whole-file parser is made tolerant.
+func ParseMountStats(r io.Reader) (map[string]*Stats, []string) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return map[string]*Stats{}, []string{fmt.Sprintf("reading mountstats: %v", err)}
+	}
+	entries, warnings := parseMountStats(b)
+	out := make(map[string]*Stats, len(entries))
+	for _, e := range entries {
+		if !isNFSType(e.FSType) {
+			continue
+		}
+		if e.Stats == nil {
+			continue
+		}
+		out[e.MountPoint] = e.Stats
+	}
+	return out, warnings
+}
+
+// parseMountStats is a tolerant wrapper around prometheus/procfs's mountstats parser.
+//
+// procfs parses the file as a whole and gives up on all of it when one entry has a shape
+// it does not expect: a statvers other than 1.0/1.1 with an xprt line, an "xprt: local"
+// transport, an events line that is not 27 counters, a per-op line with fewer than 8
+// counters, a non-NFS mount with statistics. One odd mount must not hide every other, so:
+//
+//  1. The whole file goes through procfs once (the fast path: one parse, no copies beyond
+//     the temporary file procfs reads from).
+//  2. If procfs rejects it, the file is split into per-device chunks at each line that
+//     starts with "device ", and the chunks are parsed by bisection: a half that procfs
+//     accepts is kept, a half it rejects is split again, and a single rejected chunk is
+//     dropped with a warning naming its mount point and procfs's reason. With k bad
+//     entries among n this costs O(k log n) parses instead of n.
+//
+// procfs only parses files it opens itself (Proc.MountStats), so the bytes are written to
+// a private temporary proc tree (<tmp>/1/mountstats) for each parse.
+func parseMountStats(b []byte) ([]mountStatsEntry, []string) {
+	chunks := splitMountStats(b)
+	if len(chunks) == 0 {
+		return nil, nil
+	}
+	p, err := newTempProc()
+	if err != nil {
+		return rawEntries(chunks), []string{fmt.Sprintf("parsing mountstats: %v", err)}
+	}
+	defer p.close()
+
+	entries := make([]mountStatsEntry, len(chunks))
+	var warnings []string
+	var parse func(lo, hi int)
+	parse = func(lo, hi int) {
+		mounts, err := p.parse(chunks[lo:hi])
+		if err == nil && len(mounts) == hi-lo {
+			for i, m := range mounts {
+				entries[lo+i] = entryFromProcfs(chunks[lo+i], m)
+			}
+			return
+		}
+		if err == nil {
+			err = fmt.Errorf("procfs returned %d entries for %d", len(mounts), hi-lo)
+		}
+		if hi-lo == 1 {
+			entries[lo] = chunks[lo].raw()
+			warnings = append(warnings, fmt.Sprintf("mountstats entry for %q dropped: %s",
+				chunks[lo].mountPoint, shorten(err.Error(), 200)))
+			return
+		}
+		mid := (lo + hi) / 2
+		parse(lo, mid)
+		parse(mid, hi)
+	}
+	parse(0, len(chunks))
+	for _, e := range entries {
+		if isNFSType(e.FSType) && e.Stats == nil && !chunkDropped(warnings, e.MountPoint) {
+			warnings = append(warnings, fmt.Sprintf("mountstats entry for %q has no NFS statistics", e.MountPoint))
+		}
+	}
+	return entries, warnings
+}
+
+func chunkDropped(warnings []string, mountPoint string) bool {
+	prefix := fmt.Sprintf("mountstats entry for %q dropped", mountPoint)
+	for _, w := range warnings {
+		if strings.HasPrefix(w, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// statsChunk is the text of one mountstats entry: its device line and the lines after it
+// up to the next device line.
+type statsChunk struct {
+	text       []byte
+	mountPoint string
+	fsType     string
+	xprtLines  int
+}
+
+func (c statsChunk) raw() mountStatsEntry {
+	return mountStatsEntry{MountPoint: c.mountPoint, FSType: c.fsType, XprtLines: c.xprtLines}
+}
+
+func rawEntries(chunks []statsChunk) []mountStatsEntry {
+	out := make([]mountStatsEntry, len(chunks))
+	for i, c := range chunks {
+		out[i] = c.raw()
+	}
+	return out
+}
+
+// splitMountStats cuts the file at every line whose first field is "device". Text before
+// the first device line is ignored, as procfs ignores it.
+func splitMountStats(b []byte) []statsChunk {
+	var chunks []statsChunk
+	start := -1
+	flush := func(end int) {
+		if start >= 0 {
+			chunks = append(chunks, newStatsChunk(b[start:end]))
+		}
+	}
+	for off := 0; off < len(b); {
+		end := bytes.IndexByte(b[off:], '\n')
+		next := len(b)
+		if end >= 0 {
+			next = off + end + 1
+		}
+		line := b[off:next]
+		if f := firstField(line); string(f) == "device" {
+			flush(off)
+			start = off
+		}
+		off = next
+	}
+	flush(len(b))
+	return chunks
+}
+
+func firstField(line []byte) []byte {
+	line = bytes.TrimLeft(line, " \t")
+	if i := bytes.IndexAny(line, " \t\r\n"); i >= 0 {
+		return line[:i]
+	}
+	return line
+}
+
+func newStatsChunk(text []byte) statsChunk {
+	c := statsChunk{text: text}
+	head, rest, _ := bytes.Cut(text, []byte("\n"))
+	// device SOURCE mounted on MOUNTPOINT with fstype TYPE [statvers=X]
+	f := strings.Fields(string(head))
+	if len(f) >= 8 && f[2] == "mounted" && f[3] == "on" && f[5] == "with" && f[6] == "fstype" {
+		c.mountPoint = unescapeOctal(f[4])
+		c.fsType = f[7]
+	} else {
+		c.mountPoint = shorten(string(head), 80)
+	}
+	for len(rest) > 0 {
+		var line []byte
+		line, rest, _ = bytes.Cut(rest, []byte("\n"))
+		if string(firstField(line)) == "xprt:" {
+			c.xprtLines++
+		}
+	}
+	return c
+}
+
+func entryFromProcfs(c statsChunk, m *procfs.Mount) mountStatsEntry {
+	e := mountStatsEntry{MountPoint: unescapeOctal(m.Mount), FSType: m.Type, XprtLines: c.xprtLines}
+	if s, ok := m.Stats.(*procfs.MountStatsNFS); ok && s != nil {
+		e.Stats = &Stats{
+			StatVersion: s.StatVersion,
+			Age:         s.Age,
+			Bytes:       s.Bytes,
+			Events:      s.Events,
+			Operations:  s.Operations,
+			Transports:  s.Transport,
+		}
+	}
+	return e
+}
+
+// tempProc is a private directory laid out as a proc tree with one process, so that
+// procfs's Proc.MountStats can parse bytes that did not come from a real /proc file.
+type tempProc struct {
+	dir  string
+	file string
+	proc procfs.Proc
+}
+
+func newTempProc() (*tempProc, error) {
+	dir, err := os.MkdirTemp("", "nfstune-mountstats-")
+	if err != nil {
+		return nil, fmt.Errorf("creating temporary proc tree: %w", err)
+	}
+	p := &tempProc{dir: dir, file: filepath.Join(dir, "1", "mountstats")}
+	if err := os.Mkdir(filepath.Join(dir, "1"), 0o700); err != nil {
+		p.close()
+		return nil, fmt.Errorf("creating temporary proc tree: %w", err)
+	}
+	fs, err := procfs.NewFS(dir)
+	if err != nil {
+		p.close()
+		return nil, fmt.Errorf("opening temporary proc tree: %w", err)
+	}
+	if p.proc, err = fs.Proc(1); err != nil {
+		p.close()
+		return nil, fmt.Errorf("opening temporary proc tree: %w", err)
+	}
+	return p, nil
+}
+
+func (p *tempProc) parse(chunks []statsChunk) ([]*procfs.Mount, error) {
+	var buf bytes.Buffer
+	for _, c := range chunks {
+		buf.Write(c.text)
+		if n := len(c.text); n > 0 && c.text[n-1] != '\n' {
+			buf.WriteByte('\n')
+		}
+	}
+	if err := os.WriteFile(p.file, buf.Bytes(), 0o600); err != nil {
+		return nil, err
+	}
+	return p.proc.MountStats()
+}
+
+func (p *tempProc) close() { os.RemoveAll(p.dir) }
+
+func isNFSType(t string) bool { return t == "nfs" || t == "nfs4" }
+
+// unescapeOctal decodes the \ooo escapes the kernel uses for space, tab, newline and
+// backslash in mount points (fs/proc_namespace.c mangle()).
+func unescapeOctal(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) && isOctal(s[i+1]) && isOctal(s[i+2]) && isOctal(s[i+3]) {
+			v := (int(s[i+1]-'0') << 6) | (int(s[i+2]-'0') << 3) | int(s[i+3]-'0')
+			if v <= 0xff {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func isOctal(c byte) bool { return c >= '0' && c <= '7' }
+
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

@@ -1,0 +1,547 @@
+package inventory
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/netip"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/moby/sys/mountinfo"
+	"github.com/prometheus/procfs"
+
+	"github.com/nfstune/nfstune/internal/hostfs"
+)
+
+// ReadOptions select whose view of the mounts Read takes.
+type ReadOptions struct {
+	// PID is the process whose mount namespace is read: 0 reads /proc/self/mountinfo,
+	// /proc/self/mountstats and /proc/fs/nfsfs; any other value reads /proc/<pid>/mountinfo,
+	// /proc/<pid>/mountstats and /proc/<pid>/net/nfsfs (e.g. 1 for the host's namespace
+	// from a container that shares the host's PID namespace).
+	PID int
+}
+
+// Read builds the inventory of NFS mounts under root. Only kernel pseudo-files under
+// /proc and /sys and configuration under /etc (and the udev directories) are read; no
+// path below a mount point is ever opened or stat'ed, so a dead hard mount cannot hang it.
+//
+// The only error is an unreadable or unusable mountinfo: without it there is no
+// inventory. Every other problem (a malformed mountstats entry, a missing bdi attribute,
+// an unreadable fstab) drops just that datum and adds a line to Inventory.Warnings.
+func Read(root hostfs.Root, opts ReadOptions) (*Inventory, error) {
+	if opts.PID < 0 {
+		return nil, fmt.Errorf("invalid pid %d", opts.PID)
+	}
+	procDir := "self"
+	if opts.PID > 0 {
+		procDir = strconv.Itoa(opts.PID)
+	}
+	inv := &Inventory{Sysctls: map[string]string{}}
+	warn := func(w ...string) { inv.Warnings = append(inv.Warnings, w...) }
+
+	infoPath := root.Proc(procDir, "mountinfo")
+	b, err := hostfs.ReadSmall(infoPath)
+	if err != nil {
+		return nil, fmt.Errorf("reading mountinfo: %w", err)
+	}
+	infos, w := parseMountInfo(b)
+	warn(w...)
+
+	var nfsfsDir []string
+	if opts.PID > 0 {
+		nfsfsDir = []string{procDir, "net", "nfsfs"}
+	} else {
+		nfsfsDir = []string{"fs", "nfsfs"}
+	}
+	if len(infos) > 0 {
+		if b, err := hostfs.ReadSmall(root.Proc(append(nfsfsDir, "servers")...)); err == nil {
+			inv.NFSServers, w = ParseNFSServers(bytes.NewReader(b))
+			warn(w...)
+		} else {
+			warn(fmt.Sprintf("reading nfsfs servers: %v", err))
+		}
+		if b, err := hostfs.ReadSmall(root.Proc(append(nfsfsDir, "volumes")...)); err == nil {
+			inv.NFSVolumes, w = ParseNFSVolumes(bytes.NewReader(b))
+			warn(w...)
+		} else {
+			warn(fmt.Sprintf("reading nfsfs volumes: %v", err))
+		}
+	}
+
+	var stats map[string]mountStatsEntry
+	if len(infos) > 0 {
+		stats, w = readMountStats(root, opts.PID, procDir)
+		warn(w...)
+	}
+	req := readRequested(root)
+	warn(req.warnings...)
+
+	inv.Mounts = buildMounts(root, infos, stats, inv.NFSVolumes, req, warn)
+	inv.Groups = buildGroups(inv.Mounts)
+	inv.KernelRelease, w = readKernelRelease(root)
+	warn(w...)
+	inv.Sysctls = readSysctls(root)
+	inv.ReadAhead, w = readReadAheadConfig(root)
+	warn(w...)
+	return inv, nil
+}
+
+// parseMountInfo returns the nfs and nfs4 entries of a mountinfo file through
+// moby/sys/mountinfo. That parser fails the whole file on one malformed line, so when it
+// does, the file is parsed again line by line and only the lines it rejects are dropped.
+func parseMountInfo(b []byte) ([]*mountinfo.Info, []string) {
+	filter := mountinfo.FSTypeFilter("nfs", "nfs4")
+	infos, err := mountinfo.GetMountsFromReader(bytes.NewReader(b), filter)
+	if err == nil {
+		return infos, nil
+	}
+	infos = infos[:0]
+	var warnings []string
+	for n, line := range bytes.Split(b, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		got, err := mountinfo.GetMountsFromReader(bytes.NewReader(line), filter)
+		if err != nil {
+			warnings = append(warnings, fmt.Sprintf("mountinfo line %d dropped: %s", n+1, shorten(err.Error(), 200)))
+			continue
+		}
+		infos = append(infos, got...)
+	}
+	return infos, warnings
+}
+
+// readMountStats returns the mountstats entries keyed by mount point. The fast path hands
+// the kernel file straight to procfs; if procfs rejects it (or /proc/self is not a link,
+// as in a copied tree), the bytes go through the tolerant per-entry parser.
+func readMountStats(root hostfs.Root, pid int, procDir string) (map[string]mountStatsEntry, []string) {
+	var entries []mountStatsEntry
+	var warnings []string
+	if mounts, err := procfsMountStats(root, pid); err == nil {
+		entries = make([]mountStatsEntry, 0, len(mounts))
+		for _, m := range mounts {
+			e := entryFromProcfs(statsChunk{}, m)
+			if e.Stats != nil {
+				e.XprtLines = len(e.Stats.Transports)
+			}
+			entries = append(entries, e)
+			if isNFSType(e.FSType) && e.Stats == nil {
+				warnings = append(warnings, fmt.Sprintf("mountstats entry for %q has no NFS statistics", e.MountPoint))
+			}
+		}
+	} else {
+		b, err := hostfs.ReadSmall(root.Proc(procDir, "mountstats"))
+		if err != nil {
+			return nil, []string{fmt.Sprintf("reading mountstats: %v", err)}
+		}
+		entries, warnings = parseMountStats(b)
+	}
+	out := make(map[string]mountStatsEntry, len(entries))
+	for _, e := range entries {
+		if isNFSType(e.FSType) {
+			// An over-mounted mount point appears twice; the later entry is the visible one.
+			out[e.MountPoint] = e
+		}
+	}
+	return out, warnings
+}
+
+func procfsMountStats(root hostfs.Root, pid int) ([]*procfs.Mount, error) {
+	pfs, err := procfs.NewFS(root.Proc())
+	if err != nil {
+		return nil, err
+	}
+	var p procfs.Proc
+	if pid > 0 {
+		p, err = pfs.Proc(pid)
+	} else {
+		p, err = pfs.Self()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return p.MountStats()
+}
+
+// requested is what /etc/fstab and /etc/nfsmount.conf ask for.
+type requested struct {
+	fstab    map[string]FstabEntry // by mount point
+	conf     NFSMountConf
+	confFile string
+	warnings []string
+}
+
+func readRequested(root hostfs.Root) requested {
+	r := requested{fstab: map[string]FstabEntry{}, confFile: "/etc/nfsmount.conf"}
+	if b, err := hostfs.ReadSmall(root.Etc("fstab")); err == nil {
+		entries, w := ParseFstab(bytes.NewReader(b))
+		r.warnings = append(r.warnings, w...)
+		for _, e := range entries {
+			if _, dup := r.fstab[e.MountPoint]; !dup {
+				r.fstab[e.MountPoint] = e
+			}
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		r.warnings = append(r.warnings, fmt.Sprintf("reading fstab: %v", err))
+	}
+	if b, err := hostfs.ReadSmall(root.Etc("nfsmount.conf")); err == nil {
+		var w []string
+		r.conf, w = ParseNFSMountConf(bytes.NewReader(b), r.confFile)
+		r.warnings = append(r.warnings, w...)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		r.warnings = append(r.warnings, fmt.Sprintf("reading nfsmount.conf: %v", err))
+	}
+	return r
+}
+
+// forMount merges what the configuration asks for one mount, lowest precedence first, as
+// mount.nfs applies it: nfsmount.conf global options, the [Server] section, the
+// [MountPoint] section, then the fstab line. Nil when nothing applies.
+func (r requested) forMount(server string, mountPoints []string) *Requested {
+	opts := map[string]string{}
+	var sources []string
+	add := func(m map[string]string, src string) {
+		for k, v := range m {
+			opts[k] = v
+		}
+		sources = append(sources, src)
+	}
+	if g := r.conf.Global; g != nil {
+		add(mountOptions(g), fmt.Sprintf("%s:%d", r.confFile, g.Line))
+	}
+	if s := r.conf.Servers[server]; s != nil {
+		add(mountOptions(s), fmt.Sprintf("%s:%d", r.confFile, s.Line))
+	}
+	for _, mp := range mountPoints {
+		if s := r.conf.MountPoints[mp]; s != nil {
+			add(mountOptions(s), fmt.Sprintf("%s:%d", r.confFile, s.Line))
+			break
+		}
+	}
+	for _, mp := range mountPoints {
+		if e, ok := r.fstab[mp]; ok {
+			add(e.Options, fmt.Sprintf("/etc/fstab:%d", e.Line))
+			break
+		}
+	}
+	if len(sources) == 0 {
+		return nil
+	}
+	return &Requested{Source: strings.Join(sources, ", "), Options: opts}
+}
+
+func buildMounts(root hostfs.Root, infos []*mountinfo.Info, stats map[string]mountStatsEntry,
+	volumes []NFSVolume, req requested, warn func(...string)) []Mount {
+	byDev := map[string]*Mount{}
+	var order []string
+	perMount := map[string]string{}
+	for _, in := range infos {
+		dev := fmt.Sprintf("%d:%d", in.Major, in.Minor)
+		m, ok := byDev[dev]
+		if !ok {
+			m = &Mount{Device: dev, FSType: in.FSType}
+			m.Server, m.Export = splitSource(in.Source)
+			m.Options = parseOptions(in.VFSOptions)
+			byDev[dev] = m
+			order = append(order, dev)
+			perMount[dev] = in.Options
+		}
+		if !slices.Contains(m.MountPoints, in.Mountpoint) {
+			m.MountPoints = append(m.MountPoints, in.Mountpoint)
+		}
+	}
+	volAddr := map[string]string{}
+	for _, v := range volumes {
+		volAddr[v.Device] = v.Addr
+	}
+	out := make([]Mount, 0, len(order))
+	for _, dev := range order {
+		m := byDev[dev]
+		sort.Strings(m.MountPoints)
+		mergePerMountOptions(m.Options, perMount[dev])
+		m.ServerAddr = m.Options["addr"]
+		if m.ServerAddr == "" {
+			m.ServerAddr = volAddr[dev]
+		}
+		m.Version = nfsVersion(m.FSType, m.Options)
+		m.RSize = atoiOr0(m.Options["rsize"])
+		m.WSize = atoiOr0(m.Options["wsize"])
+		m.NConnect = atoiOr0(m.Options["nconnect"])
+		m.Backend = DetectBackend(m.Server)
+		m.ClientGroup = groupKey(m)
+		if bdi, err := root.BDI(dev); err == nil {
+			if v, err := hostfs.ReadInt(filepath.Join(bdi, "read_ahead_kb")); err == nil {
+				ra := int(v)
+				m.ReadAheadKB = &ra
+			} else {
+				warn(fmt.Sprintf("reading read_ahead_kb of %s: %v", dev, err))
+			}
+		}
+		if stats != nil {
+			found := false
+			for _, mp := range m.MountPoints {
+				if e, ok := stats[mp]; ok {
+					m.Stats = e.Stats
+					m.Connections = e.XprtLines
+					found = true
+					break
+				}
+			}
+			if !found {
+				warn(fmt.Sprintf("no mountstats entry for %s (%s)", dev, strings.Join(m.MountPoints, ", ")))
+			}
+		}
+		m.Requested = req.forMount(m.Server, m.MountPoints)
+		out = append(out, *m)
+	}
+	slices.SortFunc(out, func(a, b Mount) int { return compareDevices(a.Device, b.Device) })
+	return out
+}
+
+// mergePerMountOptions adds the per-mount options (mountinfo field 6, e.g. "ro,relatime")
+// to the superblock options. A read-only mount point or superblock makes the result "ro".
+func mergePerMountOptions(opts map[string]string, perMount string) {
+	for k, v := range parseOptions(perMount) {
+		if _, ok := opts[k]; !ok {
+			opts[k] = v
+		}
+	}
+	if _, ro := opts["ro"]; ro {
+		delete(opts, "rw")
+	}
+}
+
+// splitSource splits "server:/export" and "[v6addr]:/export".
+func splitSource(src string) (server, export string) {
+	if strings.HasPrefix(src, "[") {
+		if i := strings.Index(src, "]:"); i > 0 {
+			return src[1:i], src[i+2:]
+		}
+	}
+	if i := strings.IndexByte(src, ':'); i >= 0 {
+		return src[:i], src[i+1:]
+	}
+	return src, ""
+}
+
+// nfsVersion is the effective version from vers= (and minorversion= on kernels that print
+// "vers=4,minorversion=1"); "4" alone is 4.0.
+func nfsVersion(fstype string, opts map[string]string) string {
+	v := opts["vers"]
+	if v == "" {
+		v = opts["nfsvers"]
+	}
+	if v == "" && fstype == "nfs4" {
+		v = "4"
+	}
+	if v == "4" {
+		if minor := opts["minorversion"]; minor != "" {
+			return "4." + minor
+		}
+		return "4.0"
+	}
+	return v
+}
+
+// groupKey names the kernel NFS client a mount uses: "<proto>://<addr>[:port]/v<version>",
+// e.g. "tcp://10.0.0.5/v4.1" or "tcp://[fd00::5]:2049/v3". The port appears only when the
+// mount names one.
+func groupKey(m *Mount) string {
+	proto := m.Options["proto"]
+	if proto == "" {
+		proto = "tcp"
+	}
+	addr := m.ServerAddr
+	if addr == "" {
+		addr = m.Server
+	}
+	host := addr
+	if a, err := netip.ParseAddr(addr); err == nil && a.Is6() {
+		host = "[" + addr + "]"
+	}
+	if p := m.Options["port"]; p != "" && p != "0" {
+		host = net.JoinHostPort(addr, p)
+	}
+	return fmt.Sprintf("%s://%s/v%s", proto, host, m.Version)
+}
+
+func buildGroups(mounts []Mount) []Group {
+	idx := map[string]int{}
+	var groups []Group
+	var ages []float64
+	for _, m := range mounts {
+		i, ok := idx[m.ClientGroup]
+		if !ok {
+			proto := m.Options["proto"]
+			if proto == "" {
+				proto = "tcp"
+			}
+			addr := m.ServerAddr
+			if addr == "" {
+				addr = m.Server
+			}
+			groups = append(groups, Group{Key: m.ClientGroup, ServerAddr: addr, Version: m.Version, Proto: proto})
+			ages = append(ages, -1)
+			i = len(groups) - 1
+			idx[m.ClientGroup] = i
+		}
+		g := &groups[i]
+		g.Devices = append(g.Devices, m.Device)
+		g.NConnect = max(g.NConnect, m.NConnect)
+		g.Connections = max(g.Connections, m.Connections)
+		if m.Stats != nil && m.Stats.Age.Seconds() > ages[i] {
+			ages[i] = m.Stats.Age.Seconds()
+			g.SetBy = m.Device
+		}
+	}
+	slices.SortFunc(groups, func(a, b Group) int { return cmp.Compare(a.Key, b.Key) })
+	return groups
+}
+
+// compareDevices orders "major:minor" numerically.
+func compareDevices(a, b string) int {
+	amaj, amin, _ := strings.Cut(a, ":")
+	bmaj, bmin, _ := strings.Cut(b, ":")
+	if c := cmp.Compare(atoiOr0(amaj), atoiOr0(bmaj)); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(atoiOr0(amin), atoiOr0(bmin)); c != 0 {
+		return c
+	}
+	return cmp.Compare(a, b)
+}
+
+func atoiOr0(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// readKernelRelease returns the release field of /proc/version
+// ("Linux version 6.1.0-28-amd64 (debian-kernel@lists.debian.org) ...").
+func readKernelRelease(root hostfs.Root) (string, []string) {
+	s, err := hostfs.ReadString(root.Proc("version"))
+	if err != nil {
+		return "", []string{fmt.Sprintf("reading kernel version: %v", err)}
+	}
+	return parseKernelRelease(s), nil
+}
+
+func parseKernelRelease(s string) string {
+	f := strings.Fields(s)
+	if len(f) >= 3 && f[0] == "Linux" && f[1] == "version" {
+		return f[2]
+	}
+	return ""
+}
+
+// nfsSysctls are the sysctls that bound NFS client throughput: RPC slot tables (set before
+// the first mount to a server) and TCP buffers and queues.
+func nfsSysctls() []string {
+	return []string{
+		"sunrpc.tcp_slot_table_entries",
+		"sunrpc.tcp_max_slot_table_entries",
+		"sunrpc.udp_slot_table_entries",
+		"net.core.rmem_max",
+		"net.core.wmem_max",
+		"net.core.rmem_default",
+		"net.core.wmem_default",
+		"net.ipv4.tcp_rmem",
+		"net.ipv4.tcp_wmem",
+		"net.core.netdev_max_backlog",
+		"net.ipv4.tcp_window_scaling",
+		"net.ipv4.tcp_timestamps",
+		"net.ipv4.tcp_sack",
+		"net.ipv4.tcp_slow_start_after_idle",
+		"net.ipv4.tcp_congestion_control",
+	}
+}
+
+// readSysctls reads each of nfsSysctls from /proc/sys; white space runs in multi-value
+// sysctls ("4096\t131072\t6291456") become one space. Unreadable ones are left out.
+func readSysctls(root hostfs.Root) map[string]string {
+	out := map[string]string{}
+	for _, name := range nfsSysctls() {
+		s, err := hostfs.ReadString(root.Proc(append([]string{"sys"}, strings.Split(name, ".")...)...))
+		if err != nil {
+			continue
+		}
+		out[name] = strings.Join(strings.Fields(s), " ")
+	}
+	return out
+}
+
+// readReadAheadConfig gathers the udev rules touching bdi read_ahead_kb and the
+// [nfsrahead] section of nfs.conf, read the way nfsrahead reads it: /usr/etc/nfs.conf,
+// /usr/etc/nfs.conf.d/*.conf, /etc/nfs.conf, /etc/nfs.conf.d/*.conf, later files
+// overriding earlier ones, includes followed.
+func readReadAheadConfig(root hostfs.Root) (ReadAheadConfig, []string) {
+	var c ReadAheadConfig
+	var warnings []string
+	c.UdevRules, c.Masked = readUdevRules(root)
+	read := func(p string) ([]byte, error) { return hostfs.ReadSmall(root.Path(p)) }
+	for _, dir := range []string{"/usr/etc", "/etc"} {
+		files := []string{path.Join(dir, "nfs.conf")}
+		if matches, err := filepath.Glob(root.Path(dir, "nfs.conf.d", "*.conf")); err == nil {
+			sort.Strings(matches)
+			for _, m := range matches {
+				files = append(files, path.Join(dir, "nfs.conf.d", filepath.Base(m)))
+			}
+		}
+		for _, f := range files {
+			if _, err := read(f); err != nil {
+				if !errors.Is(err, fs.ErrNotExist) {
+					warnings = append(warnings, fmt.Sprintf("reading %s: %v", f, err))
+				}
+				continue
+			}
+			secs, w := readNFSConfFile(read, f, 0)
+			warnings = append(warnings, w...)
+			for _, s := range secs {
+				if s.Name != "nfsrahead" {
+					continue
+				}
+				for k, v := range s.Keys {
+					if c.NFSRahead == nil {
+						c.NFSRahead = map[string]string{}
+						c.NFSRaheadFrom = map[string]string{}
+					}
+					c.NFSRahead[k] = v
+					c.NFSRaheadFrom[k] = fmt.Sprintf("%s:%d", s.File, s.Line)
+				}
+			}
+		}
+	}
+	return c, warnings
+}
+
+// ByMountPoint returns the mount shown at path, or nil.
+func (inv Inventory) ByMountPoint(p string) *Mount {
+	for i := range inv.Mounts {
+		if slices.Contains(inv.Mounts[i].MountPoints, p) {
+			return &inv.Mounts[i]
+		}
+	}
+	return nil
+}
+
+// Group returns the client group with the given key, or nil.
+func (inv Inventory) Group(key string) *Group {
+	for i := range inv.Groups {
+		if inv.Groups[i].Key == key {
+			return &inv.Groups[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,190 @@
+package inventory
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"os"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/nfstune/nfstune/internal/hostfs"
+)
+
+// udevRuleDirs are the rules directories in udev's order of precedence, highest first:
+// a file in an earlier directory hides a file with the same name in a later one
+// (udev(7), "Rules Files"). /lib/udev/rules.d only matters on systems without merged /usr.
+var udevRuleDirs = []string{
+	"etc/udev/rules.d",
+	"run/udev/rules.d",
+	"usr/local/lib/udev/rules.d",
+	"usr/lib/udev/rules.d",
+	"lib/udev/rules.d",
+}
+
+var (
+	// ATTR{read_ahead_kb}="15360" or ="%c"; "==" is a match, not an assignment.
+	reAttrAssign = regexp.MustCompile(`ATTR\{read_ahead_kb\}\s*(?:\+|:)?=\s*"([^"]*)"`)
+	reProgram    = regexp.MustCompile(`(?:PROGRAM|RUN)\s*(?:\+|:)?=\s*"([^"]*)"`)
+	// RUN+="/bin/sh -c 'echo 15360 > /sys/class/bdi/%k/read_ahead_kb'"
+	reEchoValue = regexp.MustCompile(`echo\s+(\d+)\s*>\s*\S*read_ahead_kb`)
+)
+
+// readUdevRules returns the rule lines that set a bdi's read_ahead_kb, in the order udev
+// runs them (file names sorted across all directories, then line order), and the rules
+// files masked by a symlink to /dev/null.
+func readUdevRules(root hostfs.Root) (rules []UdevRule, masked []string) {
+	type pick struct{ file, hides string }
+	chosen := map[string]*pick{}
+	var names []string
+	seenDir := map[string]bool{}
+	for _, dir := range udevRuleDirs {
+		full := root.Path(dir)
+		// On merged-/usr systems /lib is a symlink to usr/lib: the same files, not an override.
+		if real := resolveUnderRoot(root, dir); seenDir[real] {
+			continue
+		} else {
+			seenDir[real] = true
+		}
+		entries, err := os.ReadDir(full)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			name := e.Name()
+			if !strings.HasSuffix(name, ".rules") {
+				continue
+			}
+			p := "/" + path.Join(dir, name)
+			if c, ok := chosen[name]; ok {
+				if c.hides == "" {
+					c.hides = p
+				}
+				continue
+			}
+			chosen[name] = &pick{file: p}
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		c := chosen[name]
+		if target, err := os.Readlink(root.Path(c.file)); err == nil && target == "/dev/null" {
+			if c.hides != "" {
+				masked = append(masked, c.hides)
+			} else {
+				masked = append(masked, c.file)
+			}
+			continue
+		}
+		b, err := hostfs.ReadSmall(root.Path(c.file))
+		if err != nil {
+			continue
+		}
+		for _, r := range ParseUdevRules(bytes.NewReader(b)) {
+			r.File = c.file
+			r.Hides = c.hides
+			rules = append(rules, r)
+		}
+	}
+	return rules, masked
+}
+
+// resolveUnderRoot follows a relative symlink of dir's first element (lib -> usr/lib), so
+// that two names for one directory are scanned once. Absolute link targets are taken as
+// relative to the root, never the caller's filesystem.
+func resolveUnderRoot(root hostfs.Root, dir string) string {
+	first, rest, _ := strings.Cut(dir, "/")
+	target, err := os.Readlink(root.Path(first))
+	if err != nil {
+		return dir
+	}
+	return path.Join(strings.TrimPrefix(path.Clean(target), "/"), rest)
+}
+
+// ParseUdevRules returns the rules of one udev rules file that set read_ahead_kb: an
+// ATTR{read_ahead_kb} assignment, or a PROGRAM/RUN that names nfsrahead or writes
+// read_ahead_kb itself. Lines continued with a trailing backslash are joined; Line is the
+// first physical line of the rule. File and Hides are left for the caller.
+func ParseUdevRules(r io.Reader) []UdevRule {
+	var out []UdevRule
+	s := bufio.NewScanner(r)
+	s.Buffer(make([]byte, 0, 4096), 1<<20)
+	var cont strings.Builder
+	start := 0
+	for n := 1; s.Scan(); n++ {
+		line := s.Text()
+		if cont.Len() == 0 {
+			start = n
+		}
+		if strings.HasSuffix(line, `\`) {
+			cont.WriteString(strings.TrimSuffix(line, `\`))
+			continue
+		}
+		cont.WriteString(line)
+		text := strings.TrimSpace(cont.String())
+		cont.Reset()
+		if r, ok := parseUdevRule(text); ok {
+			r.Line = start
+			out = append(out, r)
+		}
+	}
+	if cont.Len() > 0 {
+		if r, ok := parseUdevRule(strings.TrimSpace(cont.String())); ok {
+			r.Line = start
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func parseUdevRule(text string) (UdevRule, bool) {
+	if text == "" || text[0] == '#' || !strings.Contains(text, "read_ahead_kb") && !strings.Contains(text, "nfsrahead") {
+		return UdevRule{}, false
+	}
+	r := UdevRule{Text: text}
+	touches := false
+	if m := reAttrAssign.FindStringSubmatch(text); m != nil {
+		touches = true
+		if v, err := strconv.Atoi(strings.TrimSpace(m[1])); err == nil {
+			r.ReadAheadKB = &v
+		}
+	}
+	for _, m := range reProgram.FindAllStringSubmatch(text, -1) {
+		cmd := m[1]
+		if !strings.Contains(cmd, "nfsrahead") && !strings.Contains(cmd, "read_ahead_kb") && !strings.Contains(cmd, "nfstune") {
+			// A PROGRAM that only filters (awk over nfsfs/volumes) is kept as the helper
+			// only when the rule also assigns the attribute.
+			if touches && r.Program == "" && r.ReadAheadKB == nil {
+				r.Program = firstWord(cmd)
+			}
+			continue
+		}
+		if strings.Contains(cmd, "nfsrahead") || strings.Contains(cmd, "nfstune") || r.Program == "" {
+			r.Program = firstWord(cmd)
+		}
+		if strings.Contains(cmd, "read_ahead_kb") {
+			touches = true
+			if v := reEchoValue.FindStringSubmatch(cmd); v != nil && r.ReadAheadKB == nil {
+				if n, err := strconv.Atoi(v[1]); err == nil {
+					r.ReadAheadKB = &n
+				}
+			}
+		}
+		if strings.Contains(cmd, "nfsrahead") {
+			touches = touches || strings.Contains(text, "read_ahead_kb")
+		}
+	}
+	return r, touches
+}
+
+func firstWord(s string) string {
+	f := strings.Fields(s)
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
+}
