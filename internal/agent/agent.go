@@ -1,0 +1,340 @@
+// Package agent is nfstune's long-running node agent. It watches the mount table with
+// poll(2) on /proc/<pid>/mountinfo and resyncs periodically, gives every new NFS superblock
+// (NFSv4 submounts included) its profile's read-ahead, restores values that drift below the
+// profile, forgets mounts that vanish, and serves Prometheus metrics, /healthz and /readyz.
+//
+// Everything it reads comes from /proc and /sys under a hostfs.Root; it never opens, stats
+// or statfs's a path below an NFS mount point, so a dead server cannot stall it. It never
+// changes mount options.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nfstune/nfstune/internal/hostfs"
+	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/metrics"
+	"github.com/nfstune/nfstune/internal/policy"
+)
+
+// Desired is what the policy wants for one mount, as far as the agent acts on it.
+type Desired struct {
+	// ReadAheadKB is the profile's read-ahead in KiB; 0 means no opinion.
+	ReadAheadKB int
+	// Mode is enforce (set and restore read-ahead) or observe (report only).
+	Mode policy.Mode
+}
+
+// Policy resolves the desired state of mounts and audits an inventory. A Policy is
+// immutable; a reload replaces it.
+type Policy struct {
+	// Resolve returns the desired state of one mount.
+	Resolve func(*inventory.Mount) Desired
+	// Audit returns the findings for an inventory; nil means no audit.
+	Audit func(*inventory.Inventory) []metrics.Finding
+}
+
+// ReadFunc reads the host's NFS inventory. It must read only /proc and /sys.
+type ReadFunc func(ctx context.Context) (*inventory.Inventory, error)
+
+// LoadFunc loads the policy (the user's config file or the built-in default).
+type LoadFunc func() (*Policy, error)
+
+// Config configures an Agent.
+type Config struct {
+	// Root is the host filesystem root; the DaemonSet mounts the host's / or /proc here.
+	Root hostfs.Root
+	// PID names the process whose mount namespace (/proc/<pid>/mountinfo) and network
+	// namespace (/proc/<pid>/net/nfsfs) the agent follows; 1 is the host's init.
+	PID int
+	// Resync is the period of the full resync that catches drift and missed events.
+	Resync time.Duration
+	// Read reads the inventory; Load loads the policy.
+	Read ReadFunc
+	Load LoadFunc
+	// PolicyChanged reports whether the policy source changed since the last Load (a
+	// file's size or modification time); nil means never. It is checked at every resync
+	// and every PolicyCheck.
+	PolicyChanged func() bool
+	// PolicyCheck is how often PolicyChanged is asked; 0 means 10 s.
+	PolicyCheck time.Duration
+	// Exact makes the agent lower read-ahead that is above the profile too. By default
+	// profile values are minimums, as in the policy package.
+	Exact bool
+	// Logger receives structured logs; Metrics receives the agent's own metrics.
+	Logger  *slog.Logger
+	Metrics *Metrics
+}
+
+// Agent reconciles NFS read-ahead with the policy. Create it with New.
+type Agent struct {
+	cfg Config
+
+	mu         sync.Mutex
+	policy     *Policy
+	known      map[string]int // device -> read_ahead_kb seen at the last reconcile
+	lastOK     time.Time
+	lastResync time.Time
+	ready      bool
+}
+
+// New checks cfg and returns an Agent.
+func New(cfg Config) (*Agent, error) {
+	if cfg.Read == nil || cfg.Load == nil {
+		return nil, errors.New("agent: Read and Load are required")
+	}
+	if cfg.Resync <= 0 {
+		cfg.Resync = 30 * time.Second
+	}
+	if cfg.PolicyCheck <= 0 {
+		cfg.PolicyCheck = 10 * time.Second
+	}
+	if cfg.PID <= 0 {
+		cfg.PID = 1
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics()
+	}
+	return &Agent{cfg: cfg, known: make(map[string]int)}, nil
+}
+
+// Trigger names what started a reconcile; it is a label of nfstune_agent_reconciles_total.
+type Trigger string
+
+const (
+	TriggerStart     Trigger = "start"
+	TriggerMountinfo Trigger = "mountinfo"
+	TriggerResync    Trigger = "resync"
+	TriggerReload    Trigger = "reload"
+)
+
+// Run loads the policy, reconciles once, then reacts to mount table changes, resyncs and
+// reloads until ctx ends. reload receives a value for every SIGHUP. Run returns nil when ctx
+// ends and an error only when it cannot start.
+func (a *Agent) Run(ctx context.Context, reload <-chan struct{}) error {
+	if err := a.loadPolicy(); err != nil {
+		return err
+	}
+	mountinfo := a.cfg.Root.Proc(strconv.Itoa(a.cfg.PID), "mountinfo")
+	changes := make(chan time.Time, 1)
+	watchErr := make(chan error, 1)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		watchErr <- watchMountinfo(ctx, mountinfo, changes)
+	}()
+	defer wg.Wait()
+
+	a.Reconcile(ctx, TriggerStart, time.Now())
+	resync := time.NewTicker(a.cfg.Resync)
+	defer resync.Stop()
+	check := time.NewTicker(a.cfg.PolicyCheck)
+	defer check.Stop()
+	a.cfg.Logger.Info("agent started", "mountinfo", mountinfo, "resync", a.cfg.Resync)
+
+	for {
+		select {
+		case <-ctx.Done():
+			a.cfg.Logger.Info("agent stopping")
+			return nil
+		case err := <-watchErr:
+			if err != nil {
+				// Without change events the resync still keeps mounts tuned, only later.
+				a.cfg.Metrics.Errors.WithLabelValues("watch").Inc()
+				a.cfg.Logger.Error("mount table watch stopped; relying on resync", "err", err)
+			}
+		case at := <-changes:
+			a.Reconcile(ctx, TriggerMountinfo, at)
+		case <-resync.C:
+			if a.policyChanged() {
+				a.reloadPolicy(ctx)
+				continue
+			}
+			a.Reconcile(ctx, TriggerResync, time.Now())
+		case <-check.C:
+			if a.policyChanged() {
+				a.reloadPolicy(ctx)
+			}
+		case <-reload:
+			a.reloadPolicy(ctx)
+		}
+	}
+}
+
+func (a *Agent) policyChanged() bool {
+	return a.cfg.PolicyChanged != nil && a.cfg.PolicyChanged()
+}
+
+func (a *Agent) loadPolicy() error {
+	p, err := a.cfg.Load()
+	if err != nil {
+		return fmt.Errorf("loading policy: %w", err)
+	}
+	a.mu.Lock()
+	a.policy = p
+	a.mu.Unlock()
+	return nil
+}
+
+// reloadPolicy loads the policy again; on failure the previous one stays in force.
+func (a *Agent) reloadPolicy(ctx context.Context) {
+	if err := a.loadPolicy(); err != nil {
+		a.cfg.Metrics.Errors.WithLabelValues("policy").Inc()
+		a.cfg.Logger.Error("policy reload failed; keeping the previous policy", "err", err)
+		return
+	}
+	a.cfg.Logger.Info("policy reloaded")
+	a.Reconcile(ctx, TriggerReload, time.Now())
+}
+
+// Reconcile reads the inventory and brings every NFS superblock's read-ahead up to its
+// profile. since is when the triggering change happened; reactions are measured from it.
+func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time) {
+	m := a.cfg.Metrics
+	m.Reconciles.WithLabelValues(string(trigger)).Inc()
+	inv, err := a.cfg.Read(ctx)
+	if err != nil {
+		m.Errors.WithLabelValues("read").Inc()
+		a.cfg.Logger.Error("reading NFS inventory", "err", err)
+		return
+	}
+	a.mu.Lock()
+	pol := a.policy
+	prev := a.known
+	a.mu.Unlock()
+
+	var volumes map[string]bool
+	next := make(map[string]int, len(inv.Mounts))
+	for i := range inv.Mounts {
+		mnt := &inv.Mounts[i]
+		if mnt.ReadAheadKB == nil {
+			m.Errors.WithLabelValues("read").Inc()
+			a.cfg.Logger.Warn("read-ahead unreadable", "device", mnt.Device, "mountpoints", mnt.MountPoints)
+			continue
+		}
+		cur := *mnt.ReadAheadKB
+		last, seen := prev[mnt.Device]
+		next[mnt.Device] = cur
+		want := pol.Resolve(mnt)
+		if want.ReadAheadKB <= 0 || cur == want.ReadAheadKB || (cur > want.ReadAheadKB && !a.cfg.Exact) {
+			continue
+		}
+		reason := "new"
+		if seen {
+			if cur == last && trigger != TriggerReload {
+				// Already off at the last reconcile and not changed since: either observe
+				// mode or a write that keeps failing, both already reported.
+				if want.Mode == policy.ModeObserve {
+					continue
+				}
+				reason = "retry"
+			} else {
+				reason = "drift"
+				if trigger == TriggerReload && cur == last {
+					reason = "policy"
+				}
+			}
+		}
+		if reason == "drift" {
+			m.Drifts.Inc()
+		}
+		log := a.cfg.Logger.With("device", mnt.Device, "mountpoint", first(mnt.MountPoints), "current_kb", cur, "want_kb", want.ReadAheadKB, "reason", reason)
+		if want.Mode == policy.ModeObserve {
+			log.Info("read-ahead differs from profile; observe mode, left alone")
+			continue
+		}
+		if volumes == nil {
+			if volumes, err = nfsVolumes(a.cfg.Root, a.cfg.PID); err != nil {
+				m.Errors.WithLabelValues("read").Inc()
+				log.Error("cannot confirm NFS superblocks", "err", err)
+				volumes = map[string]bool{}
+			}
+		}
+		if err := setReadAhead(a.cfg.Root, mnt, volumes, want.ReadAheadKB); err != nil {
+			m.Errors.WithLabelValues("write").Inc()
+			log.Error("setting read-ahead", "err", err)
+			continue
+		}
+		next[mnt.Device] = want.ReadAheadKB
+		m.Repairs.WithLabelValues(reason).Inc()
+		took := time.Since(since)
+		if reason == "new" && trigger == TriggerMountinfo {
+			m.Reaction.Observe(took.Seconds())
+		}
+		log.Info("read-ahead set", "took", took)
+	}
+	m.Mounts.Set(float64(len(next)))
+	now := time.Now()
+	if trigger == TriggerResync || trigger == TriggerStart {
+		m.LastResync.Set(float64(now.UnixNano()) / 1e9)
+	}
+	a.mu.Lock()
+	a.known = next // vanished devices are dropped here
+	a.lastOK = now
+	if trigger == TriggerResync || trigger == TriggerStart {
+		a.lastResync = now
+	}
+	a.ready = true
+	a.mu.Unlock()
+}
+
+// Snapshot reads a fresh inventory and audits it under the current policy: the source of
+// every scrape.
+func (a *Agent) Snapshot(ctx context.Context) (metrics.Snapshot, error) {
+	inv, err := a.cfg.Read(ctx)
+	if err != nil {
+		return metrics.Snapshot{}, err
+	}
+	a.mu.Lock()
+	pol := a.policy
+	a.mu.Unlock()
+	s := metrics.Snapshot{Inventory: inv}
+	if pol != nil && pol.Audit != nil {
+		s.Findings = pol.Audit(inv)
+	}
+	return s, nil
+}
+
+// Ready reports whether the first reconcile has completed.
+func (a *Agent) Ready() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.ready
+}
+
+// Healthy reports whether a reconcile succeeded within three resync periods.
+func (a *Agent) Healthy(now time.Time) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.ready {
+		return nil // starting; readiness says so
+	}
+	if age := now.Sub(a.lastOK); age > 3*a.cfg.Resync {
+		return fmt.Errorf("last successful reconcile %s ago", age.Round(time.Second))
+	}
+	return nil
+}
+
+// Known returns how many superblocks the agent tracks; vanished ones are not counted.
+func (a *Agent) Known() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.known)
+}
+
+func first(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return s[0]
+}

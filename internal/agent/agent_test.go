@@ -1,0 +1,448 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/nfstune/nfstune/internal/hostfs"
+	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/metrics"
+	"github.com/nfstune/nfstune/internal/policy"
+)
+
+// volumesHeader is the header of /proc/fs/nfsfs/volumes on kernel 6.1 (fs/nfs/client.c).
+const volumesHeader = "NV SERVER   PORT DEV          FSID                              FSC\n"
+
+// fakeHost is a fixture root holding bdi attributes and nfsfs volumes for a set of NFS
+// superblocks; its read function builds the inventory from the files, as inventory.Read
+// would.
+type fakeHost struct {
+	t    *testing.T
+	root hostfs.Root
+	mu   sync.Mutex
+	devs []string
+}
+
+func newFakeHost(t *testing.T) *fakeHost {
+	t.Helper()
+	h := &fakeHost{t: t, root: hostfs.Root(t.TempDir())}
+	if err := os.MkdirAll(h.root.Proc("1", "net", "nfsfs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(h.root.Proc("1", "mountinfo"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.writeVolumes()
+	return h
+}
+
+// mount adds an NFS superblock with the kernel's default read-ahead (128 KiB since 5.4).
+func (h *fakeHost) mount(dev string, listed bool) {
+	h.t.Helper()
+	dir := h.root.Sys("class", "bdi", dev)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		h.t.Fatal(err)
+	}
+	h.setRA(dev, 128)
+	h.mu.Lock()
+	h.devs = append(h.devs, dev)
+	h.mu.Unlock()
+	if listed {
+		h.writeVolumes()
+	}
+}
+
+func (h *fakeHost) umount(dev string) {
+	h.mu.Lock()
+	for i, d := range h.devs {
+		if d == dev {
+			h.devs = append(h.devs[:i], h.devs[i+1:]...)
+			break
+		}
+	}
+	h.mu.Unlock()
+	os.RemoveAll(h.root.Sys("class", "bdi", dev))
+	h.writeVolumes()
+}
+
+func (h *fakeHost) writeVolumes() {
+	h.t.Helper()
+	var b strings.Builder
+	b.WriteString(volumesHeader)
+	h.mu.Lock()
+	for _, d := range h.devs {
+		b.WriteString("v4 0a000005  801 " + d + "         1f0b2c3d4e5f6071:8293a4b5c6d7e8f9  no\n")
+	}
+	h.mu.Unlock()
+	if err := os.WriteFile(h.root.Proc("1", "net", "nfsfs", "volumes"), []byte(b.String()), 0o644); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *fakeHost) setRA(dev string, kb int) {
+	h.t.Helper()
+	p := h.root.Sys("class", "bdi", dev, "read_ahead_kb")
+	if err := os.WriteFile(p, []byte(strconv.Itoa(kb)+"\n"), 0o644); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *fakeHost) ra(dev string) int {
+	h.t.Helper()
+	n, err := hostfs.ReadInt(h.root.Sys("class", "bdi", dev, "read_ahead_kb"))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return int(n)
+}
+
+func (h *fakeHost) read(context.Context) (*inventory.Inventory, error) {
+	h.mu.Lock()
+	devs := append([]string(nil), h.devs...)
+	h.mu.Unlock()
+	inv := &inventory.Inventory{}
+	for _, d := range devs {
+		m := inventory.Mount{Device: d, MountPoints: []string{"/mnt/" + d}, Server: "files.example", Export: "/x", FSType: "nfs4", Version: "4.2"}
+		if n, err := hostfs.ReadInt(h.root.Sys("class", "bdi", d, "read_ahead_kb")); err == nil {
+			v := int(n)
+			m.ReadAheadKB = &v
+		}
+		inv.Mounts = append(inv.Mounts, m)
+	}
+	return inv, nil
+}
+
+func fixedPolicy(kb int, mode policy.Mode) LoadFunc {
+	return func() (*Policy, error) {
+		return &Policy{
+			Resolve: func(*inventory.Mount) Desired { return Desired{ReadAheadKB: kb, Mode: mode} },
+			Audit: func(inv *inventory.Inventory) []metrics.Finding {
+				var f []metrics.Finding
+				for _, m := range inv.Mounts {
+					if m.ReadAheadKB != nil && *m.ReadAheadKB < kb {
+						f = append(f, metrics.Finding{Device: m.Device, Rule: "readahead-low", Severity: "warning"})
+					}
+				}
+				return f
+			},
+		}, nil
+	}
+}
+
+func newTestAgent(t *testing.T, h *fakeHost, load LoadFunc, exact bool) *Agent {
+	t.Helper()
+	a, err := New(Config{
+		Root: h.root, PID: 1, Read: h.read, Load: load, Exact: exact,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.loadPolicy(); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func TestReconcile(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name   string
+		mode   policy.Mode
+		exact  bool
+		listed bool
+		// before is the value someone else wrote before the first reconcile, 0 for none.
+		before   int
+		wantRA   int
+		repairs  float64
+		errors   float64
+		reaction bool
+	}{
+		{name: "new superblock enforced", mode: policy.ModeEnforce, listed: true, wantRA: 16384, repairs: 1, reaction: true},
+		{name: "observe leaves it", mode: policy.ModeObserve, listed: true, wantRA: 128},
+		{name: "not in nfsfs volumes", mode: policy.ModeEnforce, listed: false, wantRA: 128, errors: 1},
+		{name: "higher value is a minimum", mode: policy.ModeEnforce, listed: true, before: 32768, wantRA: 32768},
+		{name: "higher value lowered when exact", mode: policy.ModeEnforce, exact: true, listed: true, before: 32768, wantRA: 16384, repairs: 1, reaction: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := newFakeHost(t)
+			h.mount("0:52", tt.listed)
+			if tt.before != 0 {
+				h.setRA("0:52", tt.before)
+			}
+			a := newTestAgent(t, h, fixedPolicy(16384, tt.mode), tt.exact)
+			a.Reconcile(ctx, TriggerMountinfo, time.Now())
+			if got := h.ra("0:52"); got != tt.wantRA {
+				t.Errorf("read_ahead_kb = %d, want %d", got, tt.wantRA)
+			}
+			if got := testutil.ToFloat64(a.cfg.Metrics.Repairs.WithLabelValues("new")); got != tt.repairs {
+				t.Errorf("repairs{new} = %v, want %v", got, tt.repairs)
+			}
+			if got := testutil.ToFloat64(a.cfg.Metrics.Errors.WithLabelValues("write")); got != tt.errors {
+				t.Errorf("errors{write} = %v, want %v", got, tt.errors)
+			}
+			if got := histCount(t, a) == 1; got != tt.reaction {
+				t.Errorf("reaction observed = %v, want %v", got, tt.reaction)
+			}
+		})
+	}
+}
+
+func histCount(t *testing.T, a *Agent) uint64 {
+	t.Helper()
+	var m dto.Metric
+	if err := a.cfg.Metrics.Reaction.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount()
+}
+
+func TestReconcileDrift(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name    string
+		mode    policy.Mode
+		wantRA  int
+		repairs float64
+	}{
+		{name: "enforce restores", mode: policy.ModeEnforce, wantRA: 16384, repairs: 1},
+		{name: "observe reports", mode: policy.ModeObserve, wantRA: 256, repairs: 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := newFakeHost(t)
+			h.mount("0:52", true)
+			h.setRA("0:52", 16384)
+			a := newTestAgent(t, h, fixedPolicy(16384, tt.mode), false)
+			a.Reconcile(ctx, TriggerStart, time.Now())
+			h.setRA("0:52", 256) // someone else lowers it
+			a.Reconcile(ctx, TriggerResync, time.Now())
+			a.Reconcile(ctx, TriggerResync, time.Now()) // counted once, not per resync
+			if got := h.ra("0:52"); got != tt.wantRA {
+				t.Errorf("read_ahead_kb = %d, want %d", got, tt.wantRA)
+			}
+			if got := testutil.ToFloat64(a.cfg.Metrics.Drifts); got != 1 {
+				t.Errorf("drifts = %v, want 1", got)
+			}
+			if got := testutil.ToFloat64(a.cfg.Metrics.Repairs.WithLabelValues("drift")); got != tt.repairs {
+				t.Errorf("repairs{drift} = %v, want %v", got, tt.repairs)
+			}
+		})
+	}
+}
+
+func TestReconcileForgetsVanished(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h := newFakeHost(t)
+	a := newTestAgent(t, h, fixedPolicy(4096, policy.ModeEnforce), false)
+	for i := range 200 {
+		dev := "0:" + strconv.Itoa(60+i)
+		h.mount(dev, true)
+		a.Reconcile(ctx, TriggerMountinfo, time.Now())
+		if got := h.ra(dev); got != 4096 {
+			t.Fatalf("cycle %d: read_ahead_kb = %d, want 4096", i, got)
+		}
+		h.umount(dev)
+		a.Reconcile(ctx, TriggerMountinfo, time.Now())
+	}
+	if n := a.Known(); n != 0 {
+		t.Errorf("agent still tracks %d superblocks after every unmount", n)
+	}
+	if got := testutil.ToFloat64(a.cfg.Metrics.Repairs.WithLabelValues("new")); got != 200 {
+		t.Errorf("repairs{new} = %v, want 200", got)
+	}
+}
+
+func TestReloadRaisesProfile(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h := newFakeHost(t)
+	h.mount("0:52", true)
+	kb := 1024
+	load := func() (*Policy, error) { return fixedPolicy(kb, policy.ModeEnforce)() }
+	a := newTestAgent(t, h, load, false)
+	a.Reconcile(ctx, TriggerStart, time.Now())
+	kb = 8192
+	a.reloadPolicy(ctx)
+	if got := h.ra("0:52"); got != 8192 {
+		t.Errorf("read_ahead_kb after reload = %d, want 8192", got)
+	}
+	if got := testutil.ToFloat64(a.cfg.Metrics.Repairs.WithLabelValues("policy")); got != 1 {
+		t.Errorf("repairs{policy} = %v, want 1", got)
+	}
+}
+
+func TestReloadFailureKeepsPolicy(t *testing.T) {
+	t.Parallel()
+	h := newFakeHost(t)
+	fail := false
+	load := func() (*Policy, error) {
+		if fail {
+			return nil, errors.New("config.yaml: unknown key \"readahead\"")
+		}
+		return fixedPolicy(1024, policy.ModeEnforce)()
+	}
+	a := newTestAgent(t, h, load, false)
+	fail = true
+	a.reloadPolicy(context.Background())
+	if a.policy == nil {
+		t.Fatal("policy dropped after a failed reload")
+	}
+	if got := testutil.ToFloat64(a.cfg.Metrics.Errors.WithLabelValues("policy")); got != 1 {
+		t.Errorf("errors{policy} = %v, want 1", got)
+	}
+}
+
+func TestHandler(t *testing.T) {
+	t.Parallel()
+	h := newFakeHost(t)
+	h.mount("0:52", true)
+	a := newTestAgent(t, h, fixedPolicy(16384, policy.ModeObserve), false)
+	hd, err := a.Handler(HandlerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(path string) (int, string) {
+		rec := httptest.NewRecorder()
+		hd.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		return rec.Code, rec.Body.String()
+	}
+	if code, _ := get("/readyz"); code != http.StatusServiceUnavailable {
+		t.Errorf("/readyz before the first reconcile = %d, want 503", code)
+	}
+	a.Reconcile(context.Background(), TriggerStart, time.Now())
+	for _, p := range []string{"/readyz", "/healthz"} {
+		if code, body := get(p); code != http.StatusOK {
+			t.Errorf("%s = %d %q, want 200", p, code, body)
+		}
+	}
+	code, body := get("/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("/metrics = %d", code)
+	}
+	for _, want := range []string{
+		`nfstune_mount_findings{backend="",device="0:52",export="/x",mountpoint="/mnt/0:52",rule="readahead-low",server="files.example",severity="warning",version="4.2"} 1`,
+		`nfstune_mount_read_ahead_bytes{backend="",device="0:52",export="/x",mountpoint="/mnt/0:52",server="files.example",version="4.2"} 131072`,
+		`nfstune_agent_reconciles_total{trigger="start"} 1`,
+		"go_goroutines ",
+		"process_open_fds ",
+		"nfstune_scrape_success 1",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}
+
+// TestScrapeDeadServer stands in for a hung read: the inventory read never returns, and
+// /metrics must still answer within a second, then again without piling up reads.
+func TestScrapeDeadServer(t *testing.T) {
+	t.Parallel()
+	h := newFakeHost(t)
+	block := make(chan struct{})
+	t.Cleanup(func() { close(block) })
+	var reads sync.WaitGroup
+	a, err := New(Config{
+		Root: h.root,
+		Read: func(ctx context.Context) (*inventory.Inventory, error) {
+			reads.Add(1)
+			defer reads.Done()
+			<-block
+			return nil, errors.New("unblocked")
+		},
+		Load:   fixedPolicy(1024, policy.ModeEnforce),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hd, err := a.Handler(HandlerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		start := time.Now()
+		rec := httptest.NewRecorder()
+		hd.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		if took := time.Since(start); took >= time.Second {
+			t.Errorf("scrape %d took %v, want < 1s", i, took)
+		}
+		if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "nfstune_scrape_success 0") {
+			t.Errorf("scrape %d: code %d, want 200 with nfstune_scrape_success 0", i, rec.Code)
+		}
+	}
+}
+
+// TestRunShutdown runs the whole loop on a fixture root and checks that it reconciles at
+// start and returns cleanly when its context ends.
+func TestRunShutdown(t *testing.T) {
+	t.Parallel()
+	h := newFakeHost(t)
+	h.mount("0:52", true)
+	a := newTestAgent(t, h, fixedPolicy(2048, policy.ModeEnforce), false)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, nil) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for !a.Ready() && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := h.ra("0:52"); got != 2048 {
+		t.Errorf("read_ahead_kb = %d, want 2048", got)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run = %v, want nil", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+}
+
+func TestSetReadAheadRefuses(t *testing.T) {
+	t.Parallel()
+	root := hostfs.Root(t.TempDir())
+	vols := map[string]bool{"0:52": true, "8:0": true}
+	for _, tt := range []struct {
+		name string
+		m    inventory.Mount
+	}{
+		{name: "block device", m: inventory.Mount{Device: "8:0", FSType: "nfs4"}},
+		{name: "not nfs", m: inventory.Mount{Device: "0:52", FSType: "tmpfs"}},
+		{name: "not listed", m: inventory.Mount{Device: "0:53", FSType: "nfs"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := setReadAhead(root, &tt.m, vols, 1024); !errors.Is(err, errNotNFS) {
+				t.Errorf("err = %v, want errNotNFS", err)
+			}
+		})
+	}
+	// A listed NFS device whose bdi is gone (unmounted meanwhile) is an error, not a file
+	// created in /sys.
+	if err := setReadAhead(root, &inventory.Mount{Device: "0:52", FSType: "nfs4"}, vols, 1024); err == nil {
+		t.Error("wrote to a missing bdi")
+	}
+	if _, err := os.Stat(filepath.Join(string(root), "sys")); !os.IsNotExist(err) {
+		t.Errorf("setReadAhead created files under /sys: %v", err)
+	}
+}

@@ -1,0 +1,75 @@
+package agent
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nfstune/nfstune/internal/metrics"
+)
+
+// Metrics are the agent's own series. Their label values are fixed sets, so they never
+// grow with the number of mounts.
+type Metrics struct {
+	Reconciles *prometheus.CounterVec
+	Repairs    *prometheus.CounterVec
+	Drifts     prometheus.Counter
+	Errors     *prometheus.CounterVec
+	LastResync prometheus.Gauge
+	Mounts     prometheus.Gauge
+	Reaction   prometheus.Histogram
+}
+
+// NewMetrics creates the agent's metrics; register them with Register.
+func NewMetrics() *Metrics {
+	const ns, sub = metrics.Namespace, "agent"
+	return &Metrics{
+		Reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "reconciles_total",
+			Help: "Reconciles run, by trigger: start, mountinfo (a mount table change), resync or reload.",
+		}, []string{"trigger"}),
+		Repairs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "repairs_total",
+			Help: "Read-ahead values written, by reason: new (a new superblock), drift (changed by someone else), policy (a reload raised the profile), retry.",
+		}, []string{"reason"}),
+		Drifts: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "drifts_total",
+			Help: "Read-ahead values found changed below the profile by someone else, in enforce and observe mode.",
+		}),
+		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "errors_total",
+			Help: "Errors, by stage: read (inventory), write (read-ahead), policy (reload), watch (mount table).",
+		}, []string{"stage"}),
+		LastResync: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: ns, Subsystem: sub, Name: "last_resync_timestamp_seconds",
+			Help: "Unix time of the last completed full resync.",
+		}),
+		Mounts: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: ns, Subsystem: sub, Name: "mounts",
+			Help: "NFS superblocks the agent tracks.",
+		}),
+		Reaction: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: ns, Subsystem: sub, Name: "reaction_seconds",
+			Help:    "Time from a mount table change to the new superblock's read-ahead being set.",
+			Buckets: []float64{0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1, 5},
+		}),
+	}
+}
+
+// Register registers every agent metric with reg and pre-creates the labelled series so
+// that rates work from the first scrape.
+func (m *Metrics) Register(reg prometheus.Registerer) error {
+	for _, t := range []Trigger{TriggerStart, TriggerMountinfo, TriggerResync, TriggerReload} {
+		m.Reconciles.WithLabelValues(string(t))
+	}
+	for _, r := range []string{"new", "drift", "policy", "retry"} {
+		m.Repairs.WithLabelValues(r)
+	}
+	for _, s := range []string{"read", "write", "policy", "watch"} {
+		m.Errors.WithLabelValues(s)
+	}
+	for _, c := range []prometheus.Collector{m.Reconciles, m.Repairs, m.Drifts, m.Errors, m.LastResync, m.Mounts, m.Reaction} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}

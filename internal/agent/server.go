@@ -1,0 +1,132 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/nfstune/nfstune/internal/metrics"
+)
+
+// DefaultListen is where the agent serves by default: loopback only. A DaemonSet that lets
+// Prometheus scrape the node passes the node address with --listen.
+const DefaultListen = "127.0.0.1:9477"
+
+// HandlerOptions configure the HTTP handler.
+type HandlerOptions struct {
+	// MaxSeries caps the per-mount series of one scrape; 0 means no cap.
+	MaxSeries int
+	// ScrapeTimeout bounds the inventory read of one scrape; 0 means 800 ms, so that a
+	// scrape answers within a second whatever happens.
+	ScrapeTimeout time.Duration
+}
+
+// Handler returns the agent's HTTP handler: /metrics (the NFS collector, the agent's own
+// metrics and the Go and process collectors), /healthz and /readyz.
+func (a *Agent) Handler(opts HandlerOptions) (http.Handler, error) {
+	if opts.ScrapeTimeout <= 0 {
+		opts.ScrapeTimeout = 800 * time.Millisecond
+	}
+	reg := prometheus.NewRegistry()
+	if err := a.cfg.Metrics.Register(reg); err != nil {
+		return nil, fmt.Errorf("registering agent metrics: %w", err)
+	}
+	nfs := metrics.NewCollector(boundedSource(a.Snapshot), a.cfg.Logger.With("collector", "nfs"),
+		metrics.Options{MaxSeries: opts.MaxSeries, Timeout: opts.ScrapeTimeout})
+	for _, c := range []prometheus.Collector{
+		nfs,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("registering collector: %w", err)
+		}
+	}
+
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorLog:            slog.NewLogLogger(a.cfg.Logger.Handler(), slog.LevelError),
+		ErrorHandling:       promhttp.ContinueOnError,
+		MaxRequestsInFlight: 4,
+		Timeout:             2 * opts.ScrapeTimeout,
+	}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := a.Healthy(time.Now()); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !a.Ready() {
+			http.Error(w, "first reconcile not done", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	return mux, nil
+}
+
+// boundedSource runs src in its own goroutine and gives up when ctx ends, so a read that
+// hangs (it should not: it touches only /proc and /sys) cannot hold a scrape. At most one
+// read runs at a time; a scrape arriving while one is stuck fails at once instead of piling
+// up goroutines.
+func boundedSource(src metrics.Source) metrics.Source {
+	busy := make(chan struct{}, 1)
+	type result struct {
+		snap metrics.Snapshot
+		err  error
+	}
+	return func(ctx context.Context) (metrics.Snapshot, error) {
+		select {
+		case busy <- struct{}{}:
+		default:
+			return metrics.Snapshot{}, errors.New("previous inventory read still running")
+		}
+		done := make(chan result, 1)
+		go func() {
+			defer func() { <-busy }()
+			s, err := src(ctx)
+			done <- result{s, err}
+		}()
+		select {
+		case r := <-done:
+			return r.snap, r.err
+		case <-ctx.Done():
+			return metrics.Snapshot{}, fmt.Errorf("reading inventory: %w", ctx.Err())
+		}
+	}
+}
+
+// Serve serves h on ln until ctx ends, then shuts down, giving open requests 5 s.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger) error {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	logger.Info("serving", "addr", ln.Addr().String())
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serving on %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		return fmt.Errorf("shutting down HTTP server: %w", err)
+	}
+	return nil
+}
