@@ -61,6 +61,9 @@ and plans capacity per NFS service.`,
 	root.AddCommand(
 		newVersionCommand(streams),
 		newK8sCommand(g, streams),
+		newApplyCommand(g, streams),
+		newRevertCommand(g, streams),
+		newUdevCommand(g, streams),
 	)
 	return root
 }

@@ -38,7 +38,7 @@ func optionChanges(m *inventory.Mount, want policy.MountOptions) []OptionChange 
 	if want.Vers != "" && normVers(have["vers"]) != normVers(want.Vers) {
 		add("vers", have["vers"], "vers="+want.Vers)
 	}
-	if want.Proto != "" && have["proto"] != want.Proto {
+	if want.Proto != "" && strings.TrimSuffix(have["proto"], "6") != want.Proto {
 		add("proto", have["proto"], "proto="+want.Proto)
 	}
 	atLeast := func(name string, cur, w int) {
@@ -229,10 +229,28 @@ func unescapeOctal(s string) string {
 	return b.String()
 }
 
-// escapeOctal encodes spaces, tabs and backslashes for fstab and mount commands.
+// escapeOctal encodes spaces, tabs and backslashes for fstab.
 func escapeOctal(s string) string {
 	r := strings.NewReplacer(`\`, `\134`, " ", `\040`, "\t", `\011`, "\n", `\012`)
 	return r.Replace(s)
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-:,=@+[]", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// mountSource is "server:/export", with an IPv6 address in brackets.
+func mountSource(server, export string) string {
+	if strings.Contains(server, ":") {
+		server = "[" + server + "]"
+	}
+	return server + ":" + export
 }
 
 func isNFSType(t string) bool { return t == "nfs" || t == "nfs4" }
@@ -277,16 +295,16 @@ func planMountOptions(root hostfs.Root, p *Plan, inv *inventory.Inventory, desir
 					newLines[idx] = line + strings.TrimPrefix(lines[idx], l.text)
 					edited = true
 				}
-				r.Commands = append(r.Commands, fmt.Sprintf("mount -t %s -o %s %s %s", l.vfstype, merged, l.spec, escapeOctal(mp)))
+				r.Commands = append(r.Commands, fmt.Sprintf("mount -t %s -o %s %s %s", l.vfstype, shellQuote(merged), shellQuote(l.spec), shellQuote(mp)))
 			} else {
 				base := ""
 				if m.Requested != nil {
 					base = joinOptions(m.Requested.Options)
 				}
 				merged := mergeOptions(base, changes)
-				spec := m.Server + ":" + m.Export
+				spec := mountSource(m.Server, m.Export)
 				line = fmt.Sprintf("%s %s %s %s 0 0", spec, escapeOctal(mp), m.FSType, merged)
-				r.Commands = append(r.Commands, fmt.Sprintf("mount -t %s -o %s %s %s", m.FSType, merged, spec, escapeOctal(mp)))
+				r.Commands = append(r.Commands, fmt.Sprintf("mount -t %s -o %s %s %s", m.FSType, shellQuote(merged), shellQuote(spec), shellQuote(mp)))
 				if opts.Fstab {
 					p.note("%s is not in /etc/fstab; add this line by hand: %s", mp, line)
 				}

@@ -1,0 +1,177 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/nfstune/nfstune/internal/tune"
+)
+
+func runTuneCLI(t *testing.T, args ...string) (stdout string, err error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	root := NewRoot(IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	root.SetArgs(args)
+	err = root.ExecuteContext(context.Background())
+	return out.String(), err
+}
+
+// copyTree copies the inventory's "mixed" fixture host (real kernel formats) into a temp dir.
+func copyTree(t *testing.T) string {
+	t.Helper()
+	src := filepath.Join("..", "inventory", "testdata", "mixed")
+	dst := t.TempDir()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func treeSnapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			out[p+"/"] = ""
+			return err
+		}
+		b, err := os.ReadFile(p)
+		out[p] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestApplyRevertCommands(t *testing.T) {
+	t.Parallel()
+	dir := copyTree(t)
+	before := treeSnapshot(t, dir)
+	common := []string{"--root", dir, "--udev-program", "/usr/local/bin/nfstune"}
+
+	out, err := runTuneCLI(t, append([]string{"apply", "--dry-run"}, common...)...)
+	if err != nil {
+		t.Fatalf("dry run: %v", err)
+	}
+	for _, want := range []string{
+		"Plan (dry run, nothing changed)",
+		"readahead /sys/class/bdi/0:53/read_ahead_kb: 128 -> ",
+		"Read-ahead applies to files opened after the change",
+		`PROGRAM="/usr/local/bin/nfstune udev-readahead %k"`,
+		`unmount together`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("dry-run output lacks %q:\n%s", want, out)
+		}
+	}
+	if diff := cmp.Diff(before, treeSnapshot(t, dir)); diff != "" {
+		t.Fatalf("dry run changed the host:\n%s", diff)
+	}
+
+	out, err = runTuneCLI(t, append([]string{"apply", "-o", "json"}, common...)...)
+	if err != nil {
+		t.Fatalf("apply: %v\n%s", err, out)
+	}
+	var rep struct {
+		Plan   tune.Plan   `json:"plan"`
+		Result tune.Result `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("apply -o json: %v\n%s", err, out)
+	}
+	if len(rep.Plan.Actions) == 0 || len(rep.Result.Items) != len(rep.Plan.Actions) || rep.Result.Failed() != 0 {
+		t.Fatalf("apply result = %+v", rep.Result)
+	}
+	for _, it := range rep.Result.Items {
+		if it.Action.Kind == tune.KindReadAhead && it.Value != it.Action.New {
+			t.Errorf("%s read back %q, want %q", it.Action.Path, it.Value, it.Action.New)
+		}
+	}
+
+	out, err = runTuneCLI(t, append([]string{"apply"}, common...)...)
+	if err != nil || !strings.Contains(out, "Nothing to change") {
+		t.Errorf("second apply: %v\n%s", err, out)
+	}
+
+	out, err = runTuneCLI(t, "revert", "--root", dir)
+	if err != nil {
+		t.Fatalf("revert: %v\n%s", err, out)
+	}
+	if diff := cmp.Diff(before, treeSnapshot(t, dir)); diff != "" {
+		t.Errorf("revert did not restore the host (-before +after):\n%s", diff)
+	}
+	out, err = runTuneCLI(t, "revert", "--root", dir)
+	if err != nil || !strings.Contains(out, "Nothing to revert") {
+		t.Errorf("second revert: %v\n%s", err, out)
+	}
+}
+
+func TestApplyPartialExitCode(t *testing.T) {
+	t.Parallel()
+	dir := copyTree(t)
+	// The attribute is a symlink out of /sys: readable for the plan, but apply opens bdi
+	// paths inside /sys only, so this one item fails and the others go ahead.
+	outside := filepath.Join(t.TempDir(), "read_ahead_kb")
+	if err := os.WriteFile(outside, []byte("128\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	attr := filepath.Join(dir, "sys/class/bdi/0:53/read_ahead_kb")
+	if err := os.Remove(attr); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, attr); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runTuneCLI(t, "apply", "--root", dir, "--udev-program", "/usr/local/bin/nfstune")
+	var exit *ExitError
+	if !errors.As(err, &exit) || exit.Code != ExitIssues {
+		t.Fatalf("err = %v, want exit code %d\n%s", err, ExitIssues, out)
+	}
+	if !strings.Contains(out, "[done, read back ") || !strings.Contains(out, "[failed] readahead /sys/class/bdi/0:53/read_ahead_kb") {
+		t.Errorf("want 0:53 failed and the other changes done:\n%s", out)
+	}
+	if b, _ := os.ReadFile(outside); string(b) != "128\n" {
+		t.Errorf("apply wrote through a symlink out of /sys: %q", b)
+	}
+}
+
+func TestApplyBadFlags(t *testing.T) {
+	t.Parallel()
+	dir := copyTree(t)
+	for _, args := range [][]string{
+		{"apply", "--root", dir, "--persist", "cron"},
+		{"apply", "--root", dir, "-o", "xml"},
+		{"apply", "--root", dir, "--udev-program", "relative/nfstune"},
+	} {
+		_, err := runTuneCLI(t, args...)
+		var exit *ExitError
+		if !errors.As(err, &exit) || exit.Code != ExitError2 {
+			t.Errorf("%v: err = %v, want exit code 2", args, err)
+		}
+	}
+}
