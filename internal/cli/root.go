@@ -64,6 +64,9 @@ and plans capacity per NFS service.`,
 		newApplyCommand(g, streams),
 		newRevertCommand(g, streams),
 		newUdevCommand(g, streams),
+		newAgentCommand(g, streams),
+		newStatsCommand(g, streams),
+		newPlanCommand(streams),
 	)
 	return root
 }

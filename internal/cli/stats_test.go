@@ -1,0 +1,139 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/nfstune/nfstune/internal/hostfs"
+	"github.com/nfstune/nfstune/internal/inventory"
+)
+
+var statsArgTests = []struct {
+	name     string
+	args     []string
+	interval time.Duration
+	count    int
+	mounts   []string
+	wantErr  bool
+}{
+	{name: "none", args: nil, count: 1},
+	{name: "interval", args: []string{"5"}, interval: 5 * time.Second},
+	{name: "interval and count", args: []string{"0.5", "3"}, interval: 500 * time.Millisecond, count: 3},
+	{name: "mounts after numbers", args: []string{"2", "4", "/mnt/data/", "/srv"}, interval: 2 * time.Second, count: 4, mounts: []string{"/mnt/data", "/srv"}},
+	{name: "mount only", args: []string{"/mnt/data"}, count: 1, mounts: []string{"/mnt/data"}},
+	{name: "zero interval", args: []string{"0"}, wantErr: true},
+	{name: "negative count", args: []string{"1", "-2"}, wantErr: true},
+}
+
+func TestParseStatsArgs(t *testing.T) {
+	t.Parallel()
+	for _, tt := range statsArgTests {
+		t.Run(tt.name, func(t *testing.T) {
+			interval, count, mounts, err := parseStatsArgs(tt.args)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
+			}
+			if tt.wantErr {
+				return
+			}
+			if interval != tt.interval || count != tt.count {
+				t.Errorf("interval, count = %v, %d; want %v, %d", interval, count, tt.interval, tt.count)
+			}
+			if diff := cmp.Diff(tt.mounts, mounts); diff != "" {
+				t.Errorf("mounts (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// twoSnapshots returns a read function that yields testdata/stats/t0, then t1.
+func twoSnapshots(t *testing.T) func() (*inventory.Inventory, error) {
+	t.Helper()
+	var invs []*inventory.Inventory
+	for _, dir := range []string{"t0", "t1"} {
+		inv, err := inventory.Read(hostfs.Root("testdata/stats/"+dir), inventory.ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		invs = append(invs, inv)
+	}
+	return func() (*inventory.Inventory, error) {
+		inv := invs[0]
+		if len(invs) > 1 {
+			invs = invs[1:]
+		}
+		return inv, nil
+	}
+}
+
+func TestStatsJSON(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	err := runStats(context.Background(), &out, twoSnapshots(t), 10*time.Millisecond, 2, []string{"/mnt/data"}, OutputJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("got %d JSON lines, want one per interval (2):\n%s", len(lines), out.String())
+	}
+	var first, second statsReport
+	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(lines[1]), &second); err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Mounts) != 1 || len(second.Mounts) != 1 {
+		t.Fatalf("mounts per report = %d, %d; want 1, 1", len(first.Mounts), len(second.Mounts))
+	}
+	// The first report covers the 120 s since mount: 3840 sends over four transports.
+	if got := first.Mounts[0]; got.Seconds != 120 || got.OpsPerSec != 32 || got.Connections != 4 {
+		t.Errorf("first report = %+v, want 120 s, 32 ops/s, 4 connections", got)
+	}
+	// The second covers the (short) real interval; 2403 more sends in it, READ first.
+	got := second.Mounts[0]
+	if got.Seconds <= 0 || got.Seconds > 5 {
+		t.Errorf("second report interval = %v s", got.Seconds)
+	}
+	if sends := got.OpsPerSec * got.Seconds; sends < 2402.9 || sends > 2403.1 {
+		t.Errorf("sends in interval = %v, want 2403 (all four xprt: lines)", sends)
+	}
+	if len(got.Ops) == 0 || got.Ops[0].Operation != "READ" || got.Ops[0].Ops != 2000 || got.Ops[0].AvgRTTMs != 8 {
+		t.Errorf("ops = %+v, want READ first with 2000 ops at 8 ms RTT", got.Ops)
+	}
+}
+
+func TestStatsTable(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	if err := runStats(context.Background(), &out, twoSnapshots(t), 0, 1, nil, OutputTable); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	for _, want := range []string{
+		"10.0.0.5:/export/data mounted on /mnt/data (0:52, NFS 4.2, 4 connections, over 120.0 s):",
+		"ops/s  rpc bklog  read MB/s  write MB/s  retrans",
+		"32.000", // 3840 sends / 120 s
+		"operation   ops/s     kB/op   retrans  avg RTT (ms)  avg exe (ms)  avg queue (ms)  errors",
+		"READ  25.000  1024.250  0 (0.0%)         4.000         6.000           1.000       0",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("table lacks %q:\n%s", want, s)
+		}
+	}
+}
+
+func TestStatsUnknownMount(t *testing.T) {
+	t.Parallel()
+	err := runStats(context.Background(), &bytes.Buffer{}, twoSnapshots(t), 0, 1, []string{"/nowhere"}, OutputTable)
+	if err == nil || !strings.Contains(err.Error(), "/nowhere") {
+		t.Errorf("err = %v, want one naming /nowhere", err)
+	}
+}
