@@ -175,4 +175,3 @@ func (w *fileWatch) changed() bool {
 	w.last = sig
 	return ch
 }
-
