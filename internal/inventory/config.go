@@ -89,6 +89,8 @@ type INISection struct {
 	File string
 	Line int
 	Keys map[string]string
+	// Includes are the values of "include" keys in this section, in file order.
+	Includes []string
 }
 
 // ParseINI parses the INI dialect of nfs.conf(5) and nfsmount.conf(5): "[section]" or
@@ -96,7 +98,7 @@ type INISection struct {
 // whole-line and trailing comments starting with '#' or ';', surrounding quotes stripped,
 // names case-insensitive. Values are kept as written: "$VAR" is not expanded. Lines that
 // are neither are reported as warnings. Keys outside a section go to a section named "".
-// "include" keys are returned like any other key; ReadNFSConf follows them.
+// "include" keys are collected in Includes, in order, for the caller to follow.
 func ParseINI(r io.Reader, file string) ([]INISection, []string) {
 	var out []INISection
 	var warnings []string
@@ -134,7 +136,12 @@ func ParseINI(r io.Reader, file string) ([]INISection, []string) {
 			out = append(out, INISection{File: file, Line: n, Keys: map[string]string{}})
 			cur = len(out) - 1
 		}
-		out[cur].Keys[k] = unquote(strings.TrimSpace(v))
+		v = unquote(strings.TrimSpace(v))
+		if k == "include" {
+			out[cur].Includes = append(out[cur].Includes, v)
+			continue
+		}
+		out[cur].Keys[k] = v
 	}
 	return out, warnings
 }
@@ -256,30 +263,26 @@ func readNFSConfFile(read nfsConfFile, file string, depth int) ([]INISection, []
 	secs, warnings := ParseINI(bytes.NewReader(b), file)
 	var out []INISection
 	for _, s := range secs {
-		inc, ok := s.Keys["include"]
-		if !ok {
-			out = append(out, s)
-			continue
-		}
-		delete(s.Keys, "include")
 		out = append(out, s)
-		target, optional := nfsConfInclude(inc)
-		if target == "" {
-			continue
+		for _, inc := range s.Includes {
+			target, optional := nfsConfInclude(inc)
+			if target == "" {
+				continue
+			}
+			if !path.IsAbs(target) {
+				target = path.Join(path.Dir(file), target)
+			}
+			if _, err := read(target); err != nil && optional {
+				continue
+			}
+			if depth >= maxIncludeDepth {
+				warnings = append(warnings, fmt.Sprintf("%s:%d: include %q nested too deep", s.File, s.Line, target))
+				continue
+			}
+			sub, w := readNFSConfFile(read, target, depth+1)
+			out = append(out, sub...)
+			warnings = append(warnings, w...)
 		}
-		if !path.IsAbs(target) {
-			target = path.Join(path.Dir(file), target)
-		}
-		if depth >= maxIncludeDepth {
-			warnings = append(warnings, fmt.Sprintf("%s:%d: include %q nested too deep", s.File, s.Line, target))
-			continue
-		}
-		if _, err := read(target); err != nil && optional {
-			continue
-		}
-		sub, w := readNFSConfFile(read, target, depth+1)
-		out = append(out, sub...)
-		warnings = append(warnings, w...)
 	}
 	return out, warnings
 }

@@ -1,0 +1,167 @@
+package inventory
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// statsEntry builds one NFSv4.2 mountstats entry in the kernel 6.1 layout, with the given
+// statvers, events, transport and READ lines substituted.
+func statsEntry(mountPoint, statvers, events, xprt, read string) string {
+	return "device srv:/data mounted on " + mountPoint + " with fstype nfs4 statvers=" + statvers + "\n" +
+		"\topts:\trw,vers=4.2,rsize=1048576,wsize=1048576,namlen=255,acregmin=3,acregmax=60,acdirmin=30,acdirmax=60,hard,proto=tcp,timeo=600,retrans=2,sec=sys,clientaddr=10.0.0.10,local_lock=none\n" +
+		"\tage:\t42\n" +
+		"\timpl_id:\tname='',domain='',date='0,0'\n" +
+		"\tcaps:\tcaps=0x3ffbffff,wtmult=512,dtsize=1048576,bsize=0,namlen=255\n" +
+		"\tnfsv4:\tbm0=0xfdffbfff,bm1=0xf9be3e,bm2=0x68800,acl=0x3,sessions,pnfs=not configured,lease_time=90,lease_expired=0\n" +
+		"\tsec:\tflavor=1,pseudoflavor=1\n" +
+		"\tevents:\t" + events + "\n" +
+		"\tbytes:\t4294967296 0 0 0 4295229440 0 1048640 0\n" +
+		"\tRPC iostats version: 1.1  p/v: 100003/4 (nfs)\n" +
+		xprt +
+		"\tper-op statistics\n" +
+		"\t        NULL: 1 1 0 44 24 0 0 0 0\n" +
+		"\t        READ: " + read + "\n" +
+		"\n"
+}
+
+const (
+	goodEvents = "41 7362 3 12 260 147 1250 2 0 3918 0 0 52 0 3 0 0 260 0 0 0 0 0 0 0 0 0"
+	goodRead   = "4096 4096 0 655360 4295229440 120 98000 99500 0"
+	tcpLine    = "\txprt:\ttcp 875 0 1 0 12 90000 90000 0 270000 0 48 45000 22500\n"
+)
+
+var mountStatsTests = []struct {
+	name string
+	in   string
+	// want maps mount point to the number of transports of the parsed entry.
+	want     map[string]int
+	warnings []string
+}{
+	{
+		name: "good entries among other filesystems",
+		in: "device /dev/vda1 mounted on / with fstype ext4\n" +
+			statsEntry("/a", "1.1", goodEvents, tcpLine+tcpLine+tcpLine+tcpLine, goodRead) +
+			statsEntry(`/with\040space`, "1.1", goodEvents, tcpLine, goodRead),
+		want: map[string]int{"/a": 4, "/with space": 1},
+	},
+	{
+		name:     "statvers 1.2 with a transport",
+		in:       statsEntry("/a", "1.1", goodEvents, tcpLine, goodRead) + statsEntry("/new", "1.2", goodEvents, tcpLine, goodRead),
+		want:     map[string]int{"/a": 1},
+		warnings: []string{`mountstats entry for "/new" dropped: error parsing file: Unrecognized NFS transport stats version: "1.2", protocol: tcp`},
+	},
+	{
+		name:     "xprt local",
+		in:       statsEntry("/local", "1.1", goodEvents, "\txprt:\tlocal 0 1 0 0 2211 2211 0 6633 0 12 1105 552\n", goodRead) + statsEntry("/a", "1.1", goodEvents, tcpLine, goodRead),
+		want:     map[string]int{"/a": 1},
+		warnings: []string{`mountstats entry for "/local" dropped: error parsing file: invalid NFS protocol "local" in stats 1.1 statement: [0 1 0 0 2211 2211 0 6633 0 12 1105 552]`},
+	},
+	{
+		name:     "truncated events",
+		in:       statsEntry("/a", "1.1", goodEvents, tcpLine, goodRead) + statsEntry("/ev", "1.1", "41 7362 3", tcpLine, goodRead),
+		want:     map[string]int{"/a": 1},
+		warnings: []string{`mountstats entry for "/ev" dropped: error parsing file: invalid NFS events stats: [41 7362 3]`},
+	},
+	{
+		name:     "truncated per-op line",
+		in:       statsEntry("/op", "1.1", goodEvents, tcpLine, "4096 4096 0") + statsEntry("/a", "1.1", goodEvents, tcpLine, goodRead),
+		want:     map[string]int{"/a": 1},
+		warnings: []string{`mountstats entry for "/op" dropped: error parsing file: invalid NFS per-operations stats: [READ: 4096 4096 0]`},
+	},
+	{
+		name:     "nfs mount without statistics",
+		in:       "device srv:/x mounted on /x with fstype nfs4\n" + statsEntry("/a", "1.1", goodEvents, tcpLine, goodRead),
+		want:     map[string]int{"/a": 1},
+		warnings: []string{`mountstats entry for "/x" has no NFS statistics`},
+	},
+	{
+		name:     "mangled device line",
+		in:       "device srv:/x mounted\n" + statsEntry("/a", "1.1", goodEvents, tcpLine, goodRead),
+		want:     map[string]int{"/a": 1},
+		warnings: []string{`mountstats entry for "device srv:/x mounted" dropped: error parsing file: Invalid device ["device" "srv:/x" "mounted"]`},
+	},
+	{name: "empty", in: "", want: map[string]int{}},
+}
+
+func TestParseMountStats(t *testing.T) {
+	t.Parallel()
+	for _, tt := range mountStatsTests {
+		t.Run(tt.name, func(t *testing.T) {
+			stats, warnings := ParseMountStats(strings.NewReader(tt.in))
+			got := map[string]int{}
+			for mp, s := range stats {
+				got[mp] = len(s.Transports)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("entries (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.warnings, warnings); diff != "" {
+				t.Errorf("warnings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseMountStatsValues(t *testing.T) {
+	t.Parallel()
+	stats, _ := ParseMountStats(strings.NewReader(statsEntry("/a", "1.1", goodEvents, tcpLine+tcpLine, goodRead)))
+	s := stats["/a"]
+	if s == nil {
+		t.Fatal("no stats for /a")
+	}
+	if s.Age != 42*time.Second || s.StatVersion != "1.1" || s.Bytes.Read != 4294967296 || s.Events.VFSReadPages != 3918 {
+		t.Errorf("stats = age %v statvers %q bytes %d readpages %d", s.Age, s.StatVersion, s.Bytes.Read, s.Events.VFSReadPages)
+	}
+	if len(s.Operations) != 2 || s.Operations[1].Operation != "READ" || s.Operations[1].BytesReceived != 4295229440 {
+		t.Errorf("operations = %+v", s.Operations)
+	}
+	if len(s.Transports) != 2 || s.Transports[0].Sends != 90000 || s.Transports[0].MaximumRPCSlotsUsed != 48 {
+		t.Errorf("transports = %+v", s.Transports)
+	}
+}
+
+// TestParseMountStatsManyBad checks the bisection keeps every good entry whatever the
+// position of the bad ones.
+func TestParseMountStatsManyBad(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	want := map[string]int{}
+	for i := range 37 {
+		mp := "/m" + strings.Repeat("x", i)
+		if i%5 == 2 {
+			b.WriteString(statsEntry(mp, "1.2", goodEvents, tcpLine, goodRead))
+			continue
+		}
+		b.WriteString(statsEntry(mp, "1.1", goodEvents, tcpLine, goodRead))
+		want[mp] = 1
+	}
+	stats, warnings := ParseMountStats(strings.NewReader(b.String()))
+	got := map[string]int{}
+	for mp, s := range stats {
+		got[mp] = len(s.Transports)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if len(warnings) != 37-len(want) {
+		t.Errorf("%d warnings, want %d: %q", len(warnings), 37-len(want), warnings)
+	}
+}
+
+func FuzzParseMountStats(f *testing.F) {
+	for _, tt := range mountStatsTests {
+		f.Add(tt.in)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		stats, _ := ParseMountStats(strings.NewReader(s))
+		for mp, st := range stats {
+			if st == nil {
+				t.Errorf("nil stats for %q", mp)
+			}
+		}
+	})
+}
