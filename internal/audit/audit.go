@@ -1,0 +1,341 @@
+// Package audit compares each NFS mount of an inventory with its policy and reports what
+// costs performance or safety: findings with a stable ID, a severity, the evidence
+// (expected against actual), the reason with its source, and the exact fix.
+package audit
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/policy"
+)
+
+// Severities, worst first.
+const (
+	SeverityError   = "error"
+	SeverityWarning = "warning"
+	SeverityInfo    = "info"
+)
+
+// SeverityRank orders severities: error 3, warning 2, info 1, anything else 0.
+func SeverityRank(s string) int {
+	switch s {
+	case SeverityError:
+		return 3
+	case SeverityWarning:
+		return 2
+	case SeverityInfo:
+		return 1
+	}
+	return 0
+}
+
+// Finding is one problem with one mount (or, with an empty Device, with the host).
+type Finding struct {
+	ID          string   `json:"id"`
+	Severity    string   `json:"severity"`
+	Device      string   `json:"device"`
+	MountPoints []string `json:"mountpoints"`
+	Message     string   `json:"message"`
+	Expected    string   `json:"expected"`
+	Actual      string   `json:"actual"`
+	Fix         string   `json:"fix"`
+	Reason      string   `json:"reason,omitempty"`
+	Source      string   `json:"source,omitempty"`
+}
+
+// Report is the result of an audit.
+type Report struct {
+	// Mounts are the inventory's mounts with Backend set to the one the policy resolved.
+	Mounts []inventory.Mount `json:"mounts"`
+	// Desired is the resolved policy of each mount, keyed by device.
+	Desired map[string]policy.Resolved `json:"desired"`
+	// Findings are sorted worst first, then by device, then by ID.
+	Findings []Finding `json:"findings"`
+}
+
+// Worst returns the highest severity among the findings, or "" when there are none.
+func (r *Report) Worst() string {
+	worst := ""
+	for _, f := range r.Findings {
+		if SeverityRank(f.Severity) > SeverityRank(worst) {
+			worst = f.Severity
+		}
+	}
+	return worst
+}
+
+// mountCheck inspects one mount.
+type mountCheck func(c *mountCtx) []Finding
+
+// mountCtx is what a check knows about one mount.
+type mountCtx struct {
+	inv     *inventory.Inventory
+	m       *inventory.Mount
+	res     policy.Resolved
+	backend policy.Backend
+	kernel  kernelVersion
+	group   *inventory.Group
+	byDev   map[string]*inventory.Mount
+}
+
+// finding starts a finding about the context's mount.
+func (c *mountCtx) finding(id, severity string) Finding {
+	return Finding{ID: id, Severity: severity, Device: c.m.Device, MountPoints: slices.Clone(c.m.MountPoints)}
+}
+
+// mountChecks are run in this order on every mount; the report is sorted afterwards.
+func mountChecks() []mountCheck {
+	return []mountCheck{
+		checkReadAhead,      // NFS001
+		checkNConnect,       // NFS010, NFS011, NFS012
+		checkTransferSize,   // NFS020, NFS021
+		checkSoft,           // NFS030
+		checkCaching,        // NFS031
+		checkVersion,        // NFS040
+		checkNConnectKernel, // NFS041
+		checkReadAheadRules, // NFS050
+		checkNoEffect,       // NFS070
+		checkStats,          // NFS090
+	}
+}
+
+// Run audits every mount of inv against pol. It never reads the host: everything comes
+// from the inventory.
+func Run(inv *inventory.Inventory, pol *policy.Policy) Report {
+	rep := Report{
+		Mounts:   slices.Clone(inv.Mounts),
+		Desired:  make(map[string]policy.Resolved, len(inv.Mounts)),
+		Findings: []Finding{},
+	}
+	byDev := make(map[string]*inventory.Mount, len(inv.Mounts))
+	for i := range inv.Mounts {
+		byDev[inv.Mounts[i].Device] = &inv.Mounts[i]
+	}
+	groups := make(map[string]*inventory.Group, len(inv.Groups))
+	for i := range inv.Groups {
+		groups[inv.Groups[i].Key] = &inv.Groups[i]
+	}
+	kernel := parseKernel(inv.KernelRelease)
+	checks := mountChecks()
+	resolved := make([]policy.Resolved, len(rep.Mounts))
+	for i := range rep.Mounts {
+		m := &rep.Mounts[i]
+		res := pol.Resolve(m)
+		resolved[i] = res
+		m.Backend = res.Backend
+		rep.Desired[m.Device] = res
+		b, _ := pol.Backend(res.Backend)
+		c := &mountCtx{inv: inv, m: m, res: res, backend: b, kernel: kernel, group: groups[m.ClientGroup], byDev: byDev}
+		for _, check := range checks {
+			rep.Findings = append(rep.Findings, check(c)...)
+		}
+	}
+	rep.Findings = append(rep.Findings, checkSysctls(inv, rep.Mounts, resolved)...)
+	SortFindings(rep.Findings)
+	return rep
+}
+
+// SortFindings orders findings worst first, then by device ("major:minor" numerically,
+// host-wide findings first), then by ID.
+func SortFindings(fs []Finding) {
+	slices.SortStableFunc(fs, func(a, b Finding) int {
+		if c := cmp.Compare(SeverityRank(b.Severity), SeverityRank(a.Severity)); c != 0 {
+			return c
+		}
+		if c := CompareDevices(a.Device, b.Device); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+}
+
+// CompareDevices orders "major:minor" device names numerically; "" sorts first.
+func CompareDevices(a, b string) int {
+	amaj, amin, _ := strings.Cut(a, ":")
+	bmaj, bmin, _ := strings.Cut(b, ":")
+	if c := cmp.Compare(atoi(amaj), atoi(bmaj)); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(atoi(amin), atoi(bmin)); c != 0 {
+		return c
+	}
+	return cmp.Compare(a, b)
+}
+
+func atoi(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// kernelVersion is the major.minor of the running kernel; known is false when
+// /proc/version was unreadable.
+type kernelVersion struct {
+	major, minor int
+	known        bool
+}
+
+// parseKernel reads "6.1.0-28-amd64" as 6.1.
+func parseKernel(release string) kernelVersion {
+	maj, rest, ok := strings.Cut(release, ".")
+	if !ok {
+		return kernelVersion{}
+	}
+	end := 0
+	for end < len(rest) && rest[end] >= '0' && rest[end] <= '9' {
+		end++
+	}
+	a, err1 := strconv.Atoi(maj)
+	b, err2 := strconv.Atoi(rest[:end])
+	if err1 != nil || err2 != nil {
+		return kernelVersion{}
+	}
+	return kernelVersion{major: a, minor: b, known: true}
+}
+
+// before reports whether the kernel is known to be older than major.minor.
+func (k kernelVersion) before(major, minor int) bool {
+	return k.known && (k.major < major || k.major == major && k.minor < minor)
+}
+
+// connections is the number of transports the mount really uses: the xprt: lines of
+// mountstats when known, else the nconnect option (absent means 1).
+func connections(m *inventory.Mount) int {
+	if m.Connections > 0 {
+		return m.Connections
+	}
+	return max(m.NConnect, 1)
+}
+
+// requestedInt returns an integer option from fstab or nfsmount.conf.
+func requestedInt(m *inventory.Mount, key string) (int, bool) {
+	if m.Requested == nil {
+		return 0, false
+	}
+	v, ok := m.Requested.Options[key]
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, false
+	}
+	return n, true
+}
+
+func hasOpt(m *inventory.Mount, key string) bool {
+	_, ok := m.Options[key]
+	return ok
+}
+
+func kib(n int) string { return fmt.Sprintf("%d KiB", n) }
+
+// noEffectOptions are the atime options nfs(5) says NFS ignores; generated fstab lines
+// leave them out.
+var noEffectOptions = []string{"atime", "noatime", "diratime", "nodiratime", "relatime", "norelatime", "strictatime", "nostrictatime"}
+
+// fstabLine writes the /etc/fstab line for the mount: the options fstab or nfsmount.conf
+// requested (when unknown, the profile's options and ro if the mount is read-only), minus
+// drop and the options that have no effect on NFS, plus set ("" for a flag).
+func (c *mountCtx) fstabLine(set map[string]string, drop ...string) string {
+	return fstabLine(c.m, c.res.Mount, set, drop...)
+}
+
+func fstabLine(m *inventory.Mount, profile policy.MountOptions, set map[string]string, drop ...string) string {
+	opts := map[string]string{}
+	if m.Requested != nil {
+		maps.Copy(opts, m.Requested.Options)
+	} else {
+		for _, o := range profile.List() {
+			k, v, _ := strings.Cut(o, "=")
+			opts[k] = v
+		}
+		if hasOpt(m, "ro") {
+			opts["ro"] = ""
+		}
+	}
+	if _, ok := set["hard"]; ok {
+		drop = append(drop, "soft", "softerr")
+	}
+	if _, ok := set["soft"]; ok {
+		drop = append(drop, "hard")
+	}
+	for _, k := range append(drop, noEffectOptions...) {
+		delete(opts, k)
+	}
+	delete(opts, "defaults")
+	maps.Copy(opts, set)
+	var words []string
+	for _, k := range slices.Sorted(maps.Keys(opts)) {
+		if v := opts[k]; v != "" {
+			words = append(words, k+"="+v)
+		} else {
+			words = append(words, k)
+		}
+	}
+	if len(words) == 0 {
+		words = []string{"defaults"}
+	}
+	server := m.Server
+	if strings.Contains(server, ":") {
+		server = "[" + server + "]"
+	}
+	mp := "<mountpoint>"
+	if len(m.MountPoints) > 0 {
+		mp = escapeFstab(m.MountPoints[0])
+	}
+	fstype := m.FSType
+	if fstype == "" {
+		fstype = "nfs"
+	}
+	return fmt.Sprintf("%s:%s %s %s %s 0 0", server, escapeFstab(m.Export), mp, fstype, strings.Join(words, ","))
+}
+
+// escapeFstab octal-escapes the characters fstab(5) cannot hold literally.
+func escapeFstab(s string) string {
+	r := strings.NewReplacer(" ", `\040`, "\t", `\011`, "\n", `\012`, `\`, `\134`)
+	return r.Replace(s)
+}
+
+// groupMountPoints lists the mount points of every mount in the client group.
+func (c *mountCtx) groupMountPoints() []string {
+	if c.group == nil {
+		return slices.Clone(c.m.MountPoints)
+	}
+	var out []string
+	for _, d := range c.group.Devices {
+		if o := c.byDev[d]; o != nil {
+			out = append(out, o.MountPoints...)
+		}
+	}
+	return out
+}
+
+// remountGroup describes the unmount of the whole client group that changing a
+// client-wide option (nconnect, proto, version) needs.
+func (c *mountCtx) remountGroup(line string) string {
+	mps := c.groupMountPoints()
+	if len(mps) <= 1 {
+		return fmt.Sprintf("set in /etc/fstab: %s ; then %s", line, remountCmd(c.m.MountPoints))
+	}
+	return fmt.Sprintf("set in /etc/fstab: %s ; then unmount every mount of client %s (%s) and mount them again: nconnect is fixed by the first mount of the client", line, c.m.ClientGroup, strings.Join(mps, ", "))
+}
+
+// remountCmd unmounts and mounts each mount point again: remount cannot change rsize,
+// wsize, vers, nocto, ac* or nconnect (nfs_compare_remount_data returns EINVAL).
+func remountCmd(mps []string) string {
+	cmds := make([]string, len(mps))
+	for i, mp := range mps {
+		q := strconv.Quote(mp)
+		cmds[i] = "umount " + q + " && mount " + q
+	}
+	return strings.Join(cmds, "; ")
+}

@@ -1,0 +1,490 @@
+package audit
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/policy"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+
+func intp(n int) *int { return &n }
+
+// healthyAzureFiles is an Azure Files mount as the kernel shows it when it matches the
+// built-in azure-files/general profile: every rule must stay quiet on it.
+func healthyAzureFiles() inventory.Mount {
+	return inventory.Mount{
+		Device:      "0:53",
+		MountPoints: []string{"/mnt/share1"},
+		Server:      "nfsacct01.file.core.windows.net",
+		ServerAddr:  "10.1.0.4",
+		Export:      "/nfsacct01/share1",
+		FSType:      "nfs4",
+		Version:     "4.1",
+		ReadAheadKB: intp(15360),
+		NConnect:    4,
+		Connections: 4,
+		RSize:       1048576,
+		WSize:       1048576,
+		Backend:     policy.BackendAzureFiles,
+		Options: map[string]string{
+			"rw": "", "relatime": "", "vers": "4.1", "rsize": "1048576", "wsize": "1048576", "namlen": "255", "hard": "",
+			"proto": "tcp", "nconnect": "4", "timeo": "600", "retrans": "2", "sec": "sys", "clientaddr": "10.1.0.10",
+			"local_lock": "none", "addr": "10.1.0.4",
+		},
+		ClientGroup: "tcp://10.1.0.4/v4.1",
+		Stats:       &inventory.Stats{StatVersion: "1.1"},
+	}
+}
+
+// healthyInventory wraps mounts with a modern kernel and a udev rule giving 16384 KiB.
+func healthyInventory(mounts ...inventory.Mount) *inventory.Inventory {
+	inv := &inventory.Inventory{
+		KernelRelease: "6.1.0-28-amd64",
+		Mounts:        mounts,
+		Sysctls:       map[string]string{"sunrpc.tcp_slot_table_entries": "2", "sunrpc.tcp_max_slot_table_entries": "65536", "net.ipv4.tcp_rmem": "4096 131072 6291456"},
+		ReadAhead: inventory.ReadAheadConfig{UdevRules: []inventory.UdevRule{{
+			File: "/etc/udev/rules.d/99-nfs.rules", Line: 1, ReadAheadKB: intp(16384),
+			Text: `SUBSYSTEM=="bdi", ACTION=="add", ATTR{read_ahead_kb}="16384"`,
+		}}},
+	}
+	groups := map[string]*inventory.Group{}
+	for _, m := range mounts {
+		g := groups[m.ClientGroup]
+		if g == nil {
+			inv.Groups = append(inv.Groups, inventory.Group{Key: m.ClientGroup, ServerAddr: m.ServerAddr, Version: m.Version, Proto: "tcp"})
+			g = &inv.Groups[len(inv.Groups)-1]
+			groups[m.ClientGroup] = g
+		}
+		g.Devices = append(g.Devices, m.Device)
+		g.NConnect = max(g.NConnect, m.NConnect)
+		g.Connections = max(g.Connections, m.Connections)
+	}
+	return inv
+}
+
+func TestHealthyMountHasNoFindings(t *testing.T) {
+	t.Parallel()
+	rep := Run(healthyInventory(healthyAzureFiles()), policy.Default())
+	if len(rep.Findings) != 0 {
+		t.Fatalf("findings on a healthy mount: %+v", rep.Findings)
+	}
+	if rep.Mounts[0].Backend != policy.BackendAzureFiles || rep.Desired["0:53"].Rule != policy.RuleBuiltIn {
+		t.Errorf("backend %q rule %q", rep.Mounts[0].Backend, rep.Desired["0:53"].Rule)
+	}
+}
+
+// ruleCase changes the healthy inventory and says how many findings of the rule's ID it
+// must produce, with what severity, and what their text must contain.
+type ruleCase struct {
+	name     string
+	config   string // optional policy YAML
+	mutate   func(inv *inventory.Inventory)
+	want     int
+	severity string
+	contains []string // substrings of message + fix of the first finding
+}
+
+// m0 returns the first mount, for mutations.
+func m0(inv *inventory.Inventory) *inventory.Mount { return &inv.Mounts[0] }
+
+func requested(m *inventory.Mount, kv ...string) {
+	m.Requested = &inventory.Requested{Source: "/etc/fstab:3", Options: map[string]string{}}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m.Requested.Options[kv[i]] = kv[i+1]
+	}
+}
+
+const anfConfig = `apiVersion: nfstune.io/v1alpha1
+kind: Policy
+rules:
+  - match: {cidr: 10.1.0.0/24}
+    backend: azure-netapp-files
+`
+
+var ruleTests = map[string][]ruleCase{
+	"NFS001": {
+		{name: "128 KiB fires", mutate: func(inv *inventory.Inventory) { m0(inv).ReadAheadKB = intp(128) }, want: 1, severity: SeverityWarning,
+			contains: []string{"128 KiB", "echo 15360 > /sys/class/bdi/0:53/read_ahead_kb"}},
+		{name: "above profile is fine", mutate: func(inv *inventory.Inventory) { m0(inv).ReadAheadKB = intp(16384) }},
+		{name: "unreadable is not guessed", mutate: func(inv *inventory.Inventory) { m0(inv).ReadAheadKB = nil }},
+		{name: "generic general has no opinion", mutate: func(inv *inventory.Inventory) {
+			m0(inv).Backend = policy.BackendGeneric
+			m0(inv).ReadAheadKB = intp(128)
+		}},
+	},
+	"NFS010": {
+		{name: "no nconnect on azure files", mutate: func(inv *inventory.Inventory) {
+			delete(m0(inv).Options, "nconnect")
+			m0(inv).NConnect, m0(inv).Connections = 0, 1
+		}, want: 1, severity: SeverityWarning, contains: []string{"not used", "nconnect=4", "/mnt/share1 nfs4"}},
+		{name: "generic backend does not ask", mutate: func(inv *inventory.Inventory) {
+			m0(inv).Backend = policy.BackendGeneric
+			m0(inv).NConnect, m0(inv).Connections = 0, 1
+		}},
+		{name: "not on a kernel without nconnect", mutate: func(inv *inventory.Inventory) {
+			inv.KernelRelease = "4.19.0-21-amd64"
+			m0(inv).NConnect, m0(inv).Connections = 0, 1
+		}},
+		{name: "below profile on anf", config: anfConfig, mutate: func(inv *inventory.Inventory) {
+			m := m0(inv)
+			m.Version, m.RSize, m.WSize = "3", 262144, 262144
+			m.NConnect, m.Connections = 2, 2
+		}, want: 1, severity: SeverityWarning, contains: []string{"fewer than the 8"}},
+	},
+	"NFS011": {
+		{name: "nconnect 8 on azure files", mutate: func(inv *inventory.Inventory) { m0(inv).NConnect, m0(inv).Connections = 8, 8 },
+			want: 1, severity: SeverityWarning, contains: []string{"above the 4", "nconnect=4"}},
+		{name: "8 on anf is fine", config: anfConfig, mutate: func(inv *inventory.Inventory) {
+			m := m0(inv)
+			m.Version, m.RSize, m.WSize = "3", 262144, 262144
+			m.NConnect, m.Connections = 8, 8
+		}},
+	},
+	"NFS012": {
+		{name: "another mount set it first", mutate: func(inv *inventory.Inventory) {
+			first := healthyAzureFiles()
+			first.Device, first.MountPoints, first.Export = "0:52", []string{"/mnt/first"}, "/nfsacct01/first"
+			first.NConnect, first.Connections = 0, 1
+			delete(first.Options, "nconnect")
+			second := healthyAzureFiles()
+			second.NConnect, second.Connections = 0, 1
+			delete(second.Options, "nconnect")
+			requested(&second, "nconnect", "4", "vers", "4.1")
+			*inv = *healthyInventory(first, second)
+			inv.Groups[0].SetBy = "0:52"
+		}, want: 1, severity: SeverityWarning, contains: []string{"/mnt/first (0:52) mounted 10.1.0.4 first", "unmount every mount of client tcp://10.1.0.4/v4.1 (/mnt/first, /mnt/share1)"}},
+		{name: "alone: dropped by the kernel or platform", mutate: func(inv *inventory.Inventory) {
+			m := m0(inv)
+			m.NConnect, m.Connections = 0, 1
+			delete(m.Options, "nconnect")
+			requested(m, "nconnect", "4")
+		}, want: 1, severity: SeverityWarning, contains: []string{"dropped the option"}},
+		{name: "requested and in effect", mutate: func(inv *inventory.Inventory) { requested(m0(inv), "nconnect", "4") }},
+	},
+	"NFS020": {
+		{name: "server caps at 64K", mutate: func(inv *inventory.Inventory) {
+			m := m0(inv)
+			m.RSize, m.WSize = 65536, 65536
+			requested(m, "rsize", "1048576", "wsize", "1048576")
+		}, want: 1, severity: SeverityWarning, contains: []string{"rsize=1048576,wsize=1048576 requested", "rsize=65536,wsize=65536"}},
+		{name: "client cap is not the server's", mutate: func(inv *inventory.Inventory) {
+			requested(m0(inv), "rsize", "4194304")
+		}},
+		{name: "no request", mutate: func(inv *inventory.Inventory) { m0(inv).RSize = 65536 }},
+	},
+	"NFS021": {
+		{name: "1M on anf", config: anfConfig, mutate: func(inv *inventory.Inventory) {
+			m0(inv).Version = "3"
+			m0(inv).NConnect, m0(inv).Connections = 8, 8
+		}, want: 1, severity: SeverityWarning, contains: []string{"rsize=262144", "wsize=262144"}},
+		{name: "1M on azure files is right"},
+	},
+	"NFS030": {
+		{name: "soft rw", mutate: func(inv *inventory.Inventory) {
+			delete(m0(inv).Options, "hard")
+			m0(inv).Options["soft"] = ""
+		}, want: 1, severity: SeverityError, contains: []string{"soft", "hard"}},
+		{name: "softerr rw", mutate: func(inv *inventory.Inventory) { m0(inv).Options["softerr"] = "" }, want: 1, severity: SeverityError},
+		{name: "soft read-only", mutate: func(inv *inventory.Inventory) {
+			delete(m0(inv).Options, "rw")
+			m0(inv).Options["ro"], m0(inv).Options["soft"] = "", ""
+		}},
+	},
+	"NFS031": {
+		{name: "nocto and actimeo 600 not static", mutate: func(inv *inventory.Inventory) {
+			o := m0(inv).Options
+			o["nocto"], o["acregmin"], o["acregmax"], o["acdirmin"], o["acdirmax"] = "", "600", "600", "600", "600"
+		}, want: 1, severity: SeverityWarning, contains: []string{"nocto,acregmin=600", "static: true"}},
+		{name: "declared static", config: `apiVersion: nfstune.io/v1alpha1
+kind: Policy
+rules:
+  - match: {mountpoint: /mnt/share1}
+    static: true
+`, mutate: func(inv *inventory.Inventory) { m0(inv).Options["nocto"] = "" }},
+		{name: "static-tools workload", config: `apiVersion: nfstune.io/v1alpha1
+kind: Policy
+defaults: {workload: static-tools}
+`, mutate: func(inv *inventory.Inventory) { m0(inv).Options["nocto"] = "" }},
+		{name: "actimeo 60 is the default maximum", mutate: func(inv *inventory.Inventory) { m0(inv).Options["acregmax"] = "60" }},
+	},
+	"NFS040": {
+		{name: "v3 on azure files", mutate: func(inv *inventory.Inventory) { m0(inv).Version = "3" }, want: 1, severity: SeverityError,
+			contains: []string{"NFS version 3", "vers=4.1"}},
+		{name: "blob without nolock", mutate: func(inv *inventory.Inventory) {
+			m := m0(inv)
+			m.Backend, m.Version, m.Server = policy.BackendAzureBlobNFS, "3", "acct.blob.core.windows.net"
+			m.ReadAheadKB, m.NConnect, m.Connections = intp(16384), 0, 1
+		}, want: 1, severity: SeverityError, contains: []string{"nolock"}},
+		{name: "blob with nolock", mutate: func(inv *inventory.Inventory) {
+			m := m0(inv)
+			m.Backend, m.Version, m.Server = policy.BackendAzureBlobNFS, "3", "acct.blob.core.windows.net"
+			m.ReadAheadKB, m.NConnect, m.Connections = intp(16384), 0, 1
+			m.Options["nolock"] = ""
+		}},
+	},
+	"NFS041": {
+		{name: "nconnect on 4.19", mutate: func(inv *inventory.Inventory) { inv.KernelRelease = "4.19.0-21-amd64" }, want: 1, severity: SeverityError,
+			contains: []string{"kernel 4.19.0-21-amd64", "5.3"}},
+		{name: "krb5p with nconnect", mutate: func(inv *inventory.Inventory) { m0(inv).Options["sec"] = "krb5p" }, want: 1, severity: SeverityWarning},
+		{name: "no nconnect on 4.19", mutate: func(inv *inventory.Inventory) {
+			inv.KernelRelease = "4.19.0-21-amd64"
+			m0(inv).NConnect, m0(inv).Connections = 0, 1
+		}},
+		{name: "unknown kernel", mutate: func(inv *inventory.Inventory) { inv.KernelRelease = "" }},
+	},
+	"NFS050": {
+		{name: "packaged nfsrahead rule with default 128 wins", mutate: func(inv *inventory.Inventory) {
+			inv.ReadAhead.UdevRules = []inventory.UdevRule{
+				{File: "/etc/udev/rules.d/90-aks.rules", Line: 1, ReadAheadKB: intp(15380)},
+				{File: "/usr/lib/udev/rules.d/99-nfs.rules", Line: 1, Program: "/usr/libexec/nfsrahead"},
+			}
+		}, want: 1, severity: SeverityWarning, contains: []string{"128 KiB", "/usr/lib/udev/rules.d/99-nfs.rules:1 running nfsrahead", "overrides /etc/udev/rules.d/90-aks.rules:1", "nfsconf --set nfsrahead nfs4 15360"}},
+		{name: "nfsrahead configured high enough", mutate: func(inv *inventory.Inventory) {
+			inv.ReadAhead.UdevRules = []inventory.UdevRule{{File: "/usr/lib/udev/rules.d/99-nfs.rules", Line: 1, Program: "/usr/libexec/nfsrahead"}}
+			inv.ReadAhead.NFSRahead = map[string]string{"nfs4": "16384", "default": "128"}
+		}},
+		{name: "fixed low rule", mutate: func(inv *inventory.Inventory) {
+			inv.ReadAhead.UdevRules = []inventory.UdevRule{{File: "/etc/udev/rules.d/60-ra.rules", Line: 4, ReadAheadKB: intp(1024)}}
+		}, want: 1, severity: SeverityWarning, contains: []string{"/etc/udev/rules.d/60-ra.rules:4", `"15360"`}},
+		{name: "no rule: kernel default", mutate: func(inv *inventory.Inventory) { inv.ReadAhead.UdevRules = nil },
+			want: 1, severity: SeverityInfo, contains: []string{"kernel default", "nfstune apply"}},
+		{name: "nfstune's own rule", mutate: func(inv *inventory.Inventory) {
+			inv.ReadAhead.UdevRules = []inventory.UdevRule{{File: "/etc/udev/rules.d/99-nfstune.rules", Line: 1, Program: "/usr/local/bin/nfstune"}}
+		}},
+	},
+	"NFS060": {
+		{name: "anf slot table below 128", config: anfConfig, mutate: func(inv *inventory.Inventory) {
+			m0(inv).Version, m0(inv).RSize, m0(inv).WSize, m0(inv).NConnect, m0(inv).Connections = "3", 262144, 262144, 8, 8
+		}, want: 2, severity: SeverityInfo, contains: []string{"sunrpc.tcp_max_slot_table_entries is 65536, above the 128"}},
+		{name: "azure files asks for none"},
+	},
+	"NFS070": {
+		{name: "noatime in fstab", mutate: func(inv *inventory.Inventory) {
+			m0(inv).Options["noatime"] = ""
+			requested(m0(inv), "noatime", "", "nodiratime", "")
+		}, want: 1, severity: SeverityInfo, contains: []string{"noatime,nodiratime in /etc/fstab:3 has no effect"}},
+		{name: "relatime shown by the kernel is not reported"},
+	},
+	"NFS090": {
+		{name: "no mountstats entry", mutate: func(inv *inventory.Inventory) { m0(inv).Stats = nil }, want: 1, severity: SeverityWarning,
+			contains: []string{"grep -A2 'mounted on /mnt/share1 ' /proc/self/mountstats"}},
+	},
+}
+
+func TestRules(t *testing.T) {
+	t.Parallel()
+	for id, cases := range ruleTests {
+		t.Run(id, func(t *testing.T) {
+			t.Parallel()
+			for _, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) {
+					pol := policy.Default()
+					if tc.config != "" {
+						var err error
+						if pol, err = policy.Parse("config.yaml", []byte(tc.config)); err != nil {
+							t.Fatal(err)
+						}
+					}
+					inv := healthyInventory(healthyAzureFiles())
+					if tc.mutate != nil {
+						tc.mutate(inv)
+					}
+					rep := Run(inv, pol)
+					var got []Finding
+					for _, f := range rep.Findings {
+						if f.ID == id {
+							got = append(got, f)
+						}
+					}
+					if len(got) != tc.want {
+						t.Fatalf("got %d %s findings, want %d: %+v", len(got), id, tc.want, got)
+					}
+					if tc.want == 0 {
+						return
+					}
+					f := got[0]
+					if f.Severity != tc.severity {
+						t.Errorf("severity %q, want %q", f.Severity, tc.severity)
+					}
+					if f.Message == "" || f.Expected == "" || f.Actual == "" || f.Fix == "" || f.Reason == "" || f.Source == "" {
+						t.Errorf("incomplete finding: %+v", f)
+					}
+					text := strings.Join([]string{got[len(got)-1].Message, f.Message, f.Fix}, "\n")
+					for _, want := range tc.contains {
+						if !strings.Contains(text, want) {
+							t.Errorf("finding lacks %q:\n%s", want, text)
+						}
+					}
+					for _, g := range got {
+						if strings.Contains(g.Fix, "noatime") {
+							t.Errorf("a fix proposes noatime: %s", g.Fix)
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
+func TestSortFindings(t *testing.T) {
+	t.Parallel()
+	fs := []Finding{
+		{ID: "NFS070", Severity: SeverityInfo, Device: "0:53"},
+		{ID: "NFS001", Severity: SeverityWarning, Device: "0:100"},
+		{ID: "NFS060", Severity: SeverityInfo},
+		{ID: "NFS030", Severity: SeverityError, Device: "0:9"},
+		{ID: "NFS001", Severity: SeverityWarning, Device: "0:53"},
+		{ID: "NFS010", Severity: SeverityWarning, Device: "0:53"},
+	}
+	SortFindings(fs)
+	var got []string
+	for _, f := range fs {
+		got = append(got, f.Severity+" "+f.Device+" "+f.ID)
+	}
+	want := []string{"error 0:9 NFS030", "warning 0:53 NFS001", "warning 0:53 NFS010", "warning 0:100 NFS001", "info  NFS060", "info 0:53 NFS070"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestParseKernel(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in         string
+		before53   bool
+		wantKnown  bool
+		wantString string
+	}{
+		{in: "6.1.0-28-amd64", wantKnown: true},
+		{in: "5.3.0", wantKnown: true},
+		{in: "5.2.21", before53: true, wantKnown: true},
+		{in: "4.12.14-122.37-default", before53: true, wantKnown: true},
+		{in: "", wantKnown: false},
+		{in: "garbage", wantKnown: false},
+		{in: "6.x", wantKnown: false},
+	}
+	for _, tt := range tests {
+		k := parseKernel(tt.in)
+		if k.known != tt.wantKnown || k.before(5, 3) != tt.before53 {
+			t.Errorf("parseKernel(%q) = %+v, before(5,3) = %v", tt.in, k, k.before(5, 3))
+		}
+	}
+}
+
+func FuzzParseKernel(f *testing.F) {
+	for _, s := range []string{"6.1.0-28-amd64", "5.2", "", "4.", ".5"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) { parseKernel(s) })
+}
+
+func TestFstabLine(t *testing.T) {
+	t.Parallel()
+	m := healthyAzureFiles()
+	m.MountPoints = []string{"/mnt/with space"}
+	requested(&m, "vers", "4.1", "noatime", "", "_netdev", "", "soft", "")
+	got := fstabLine(&m, policy.MountOptions{}, map[string]string{"hard": "", "nconnect": "4"})
+	want := `nfsacct01.file.core.windows.net:/nfsacct01/share1 /mnt/with\040space nfs4 _netdev,hard,nconnect=4,vers=4.1 0 0`
+	if got != want {
+		t.Errorf("fstabLine:\n got %s\nwant %s", got, want)
+	}
+	// Without fstab, the profile's options and the read-only flag are the base.
+	m.Requested = nil
+	m.Options["ro"] = ""
+	prof, _ := policy.Default().Profile(policy.BackendAzureFiles, policy.WorkloadGeneral)
+	got = fstabLine(&m, prof.Mount, map[string]string{"nconnect": "2"}, "actimeo")
+	want = `nfsacct01.file.core.windows.net:/nfsacct01/share1 /mnt/with\040space nfs4 hard,nconnect=2,noresvport,proto=tcp,ro,rsize=1048576,sec=sys,vers=4.1,wsize=1048576 0 0`
+	if got != want {
+		t.Errorf("fstabLine from profile:\n got %s\nwant %s", got, want)
+	}
+}
+
+// goldenInventory has one mount per kind of problem, for the table and JSON goldens.
+func goldenInventory() *inventory.Inventory {
+	af := healthyAzureFiles()
+	af.ReadAheadKB = intp(128)
+	requested(&af, "nconnect", "4", "noatime", "")
+
+	second := healthyAzureFiles()
+	second.Device, second.MountPoints, second.Export = "0:54", []string{"/mnt/with space"}, "/nfsacct01/share2"
+
+	anf := inventory.Mount{
+		Device: "0:60", MountPoints: []string{"/tools"}, Server: "10.0.0.6", ServerAddr: "10.0.0.6", Export: "/srv/tools",
+		FSType: "nfs", Version: "3", ReadAheadKB: intp(128), Connections: 1, RSize: 1048576, WSize: 1048576, Backend: policy.BackendGeneric,
+		Options:     map[string]string{"ro": "", "vers": "3", "rsize": "1048576", "wsize": "1048576", "soft": "", "nocto": "", "proto": "tcp", "sec": "sys", "addr": "10.0.0.6"},
+		ClientGroup: "tcp://10.0.0.6/v3",
+		Stats:       &inventory.Stats{StatVersion: "1.1"},
+	}
+	efs := inventory.Mount{
+		Device: "0:61", MountPoints: []string{"/efs"}, Server: "fs-0123456789abcdef0.efs.us-east-1.amazonaws.com", ServerAddr: "172.31.5.5", Export: "/",
+		FSType: "nfs4", Version: "4.1", ReadAheadKB: intp(15360), RSize: 1048576, WSize: 1048576, Backend: policy.BackendAWSEFS,
+		Options:     map[string]string{"rw": "", "vers": "4.1", "soft": "", "acregmax": "120", "proto": "tcp", "sec": "sys"},
+		ClientGroup: "tcp://172.31.5.5/v4.1",
+	}
+	inv := healthyInventory(af, second, anf, efs)
+	inv.ReadAhead.UdevRules = []inventory.UdevRule{
+		{File: "/etc/udev/rules.d/90-ra.rules", Line: 2, ReadAheadKB: intp(15380)},
+		{File: "/usr/lib/udev/rules.d/99-nfs.rules", Line: 1, Program: "/usr/libexec/nfsrahead"},
+	}
+	inv.ReadAhead.NFSRahead = map[string]string{"nfs": "15360"}
+	inv.ReadAhead.NFSRaheadFrom = map[string]string{"nfs": "/etc/nfs.conf:40"}
+	return inv
+}
+
+const goldenConfig = `apiVersion: nfstune.io/v1alpha1
+kind: Policy
+rules:
+  - name: eda tools
+    match: {cidr: 10.0.0.0/24, mountpoint: /tools}
+    backend: azure-netapp-files
+    workload: static-tools
+`
+
+func TestGolden(t *testing.T) {
+	t.Parallel()
+	pol, err := policy.Parse("config.yaml", []byte(goldenConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := Run(goldenInventory(), pol)
+	var table bytes.Buffer
+	if err := WriteTable(&table, rep); err != nil {
+		t.Fatal(err)
+	}
+	var js bytes.Buffer
+	enc := json.NewEncoder(&js)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(rep); err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "report.table.golden", table.Bytes())
+	checkGolden(t, "report.json.golden", js.Bytes())
+}
+
+func checkGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s differs (-want +got):\n%s", name, diff)
+	}
+}

@@ -1,0 +1,477 @@
+package audit
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/policy"
+)
+
+// Sources cited by the rules.
+const (
+	srcReadAheadCommit = "Linux commit c128e575514c \"NFS: Optimise the default readahead size\" (v5.4); nfs-utils commit f86c4c90 (nfsrahead)"
+	srcNConnectCommit  = "Linux commit 28cc5cd8c68f \"NFS: Add a mount option to specify number of TCP connections to use\" (v5.3)"
+	srcClientSharing   = "fs/nfs/client.c nfs_match_client() does not compare nconnect; SUSE KB 000019933; Microsoft Learn, Azure NetApp Files mount options (nconnect)"
+	srcNFSMan          = "nfs(5), nfs-utils utils/mount/nfs.man"
+	srcANFMount        = "Microsoft Learn, Linux NFS mount options best practices for Azure NetApp Files (rsize/wsize)"
+	srcANFCaching      = "Microsoft Learn, Azure NetApp Files mount options (nocto, actimeo); EDA workloads on Azure NetApp Files (2021)"
+	srcUdev            = "udev(7) rules files order; nfs-utils tools/nfsrahead (99-nfs.rules, [nfsrahead] in nfs.conf, default 128)"
+	srcSlots           = "NetApp NFSv3 slot tables; SUSE KB 000019281; EDA workloads on Azure NetApp Files (sysctl appendix)"
+	srcMountstats      = "Linux fs/nfs/super.c nfs_show_stats (/proc/self/mountstats)"
+)
+
+// checkReadAhead is NFS001: read_ahead_kb below the profile.
+func checkReadAhead(c *mountCtx) []Finding {
+	want := c.res.ReadAheadKB
+	if want == 0 || c.m.ReadAheadKB == nil || *c.m.ReadAheadKB >= want {
+		return nil
+	}
+	got := *c.m.ReadAheadKB
+	f := c.finding("NFS001", SeverityWarning)
+	f.Message = fmt.Sprintf("read-ahead is %s, below the %s the %s/%s profile asks for", kib(got), kib(want), c.res.Backend, c.res.Workload)
+	f.Expected = fmt.Sprintf("read_ahead_kb >= %d", want)
+	f.Actual = fmt.Sprintf("read_ahead_kb = %d", got)
+	f.Fix = fmt.Sprintf("echo %d > /sys/class/bdi/%s/read_ahead_kb ; nfstune apply makes it persistent", want, c.m.Device)
+	f.Reason = "since Linux 5.4 an NFS mount starts with 128 KiB of read-ahead instead of 15 x rsize; sequential reads lose 30 % or more. Files opened before the change keep the old value."
+	f.Source = srcReadAheadCommit + "; " + c.backend.Source
+	return []Finding{f}
+}
+
+// checkNConnect is NFS010 (absent or below the profile where the backend gains from it),
+// NFS011 (above the backend's useful maximum) and NFS012 (requested but not in effect).
+func checkNConnect(c *mountCtx) []Finding {
+	var out []Finding
+	conns := connections(c.m)
+	want := c.res.Mount.NConnect
+	req, hasReq := requestedInt(c.m, "nconnect")
+
+	if hasReq && req != conns {
+		f := c.finding("NFS012", SeverityWarning)
+		f.Expected = fmt.Sprintf("nconnect=%d (requested in %s)", req, c.m.Requested.Source)
+		f.Actual = fmt.Sprintf("%d connection(s) (nconnect=%d shown by the kernel)", conns, c.m.NConnect)
+		setBy := ""
+		if c.group != nil && c.group.SetBy != "" && c.group.SetBy != c.m.Device {
+			if o := c.byDev[c.group.SetBy]; o != nil {
+				setBy = fmt.Sprintf("%s (%s)", strings.Join(o.MountPoints, ", "), o.Device)
+			}
+		}
+		switch {
+		case setBy != "":
+			f.Message = fmt.Sprintf("nconnect=%d is requested but not in effect: %s mounted %s first and fixed nconnect for client %s", req, setBy, c.group.ServerAddr, c.m.ClientGroup)
+		case c.group != nil && len(c.group.Devices) > 1:
+			f.Message = fmt.Sprintf("nconnect=%d is requested but not in effect: another mount of client %s (devices %s) was mounted first and fixed nconnect", req, c.m.ClientGroup, strings.Join(c.group.Devices, ", "))
+		default:
+			f.Message = fmt.Sprintf("nconnect=%d is requested but not in effect: the kernel or the platform dropped the option", req)
+		}
+		f.Fix = c.remountGroup(c.fstabLine(map[string]string{"nconnect": strconv.Itoa(req)}))
+		f.Reason = "nconnect belongs to the kernel NFS client shared by every mount with the same server address, port, version and transport; only the first mount's value counts"
+		f.Source = srcClientSharing
+		out = append(out, f)
+	}
+
+	krb := strings.HasPrefix(c.m.Options["sec"], "krb5")
+	canRaise := !c.kernel.before(5, 3) && !krb && !(hasReq && req >= want)
+	if c.backend.NConnectGain && want > 1 && conns < want && canRaise {
+		f := c.finding("NFS010", SeverityWarning)
+		if conns <= 1 {
+			f.Message = fmt.Sprintf("nconnect is not used; %s gains from %d connections", c.res.Backend, want)
+		} else {
+			f.Message = fmt.Sprintf("nconnect gives %d connections, fewer than the %d the %s profile asks for", conns, want, c.res.Backend)
+		}
+		f.Expected = fmt.Sprintf("nconnect=%d", want)
+		f.Actual = fmt.Sprintf("%d connection(s)", conns)
+		f.Fix = c.remountGroup(c.fstabLine(map[string]string{"nconnect": strconv.Itoa(want)}))
+		f.Reason = "one TCP connection limits a client's throughput; several connections spread RPCs over more flows and server queues"
+		f.Source = c.backend.Source
+		out = append(out, f)
+	}
+
+	if limit := c.backend.MaxNConnect; limit > 0 && limit < policy.MaxNConnect && max(conns, c.m.NConnect) > limit {
+		n := max(conns, c.m.NConnect)
+		f := c.finding("NFS011", SeverityWarning)
+		f.Message = fmt.Sprintf("nconnect=%d is above the %d connections %s gains from; more may lower performance", n, limit, c.res.Backend)
+		f.Expected = fmt.Sprintf("nconnect <= %d", limit)
+		f.Actual = fmt.Sprintf("nconnect=%d", n)
+		f.Fix = c.remountGroup(c.fstabLine(map[string]string{"nconnect": strconv.Itoa(limit)}))
+		f.Reason = fmt.Sprintf("%s documents no gains beyond nconnect=%d", c.res.Backend, limit)
+		f.Source = c.backend.Source
+		out = append(out, f)
+	}
+	return out
+}
+
+// checkTransferSize is NFS020 (rsize/wsize requested but lowered by the server) and
+// NFS021 (above 256 KiB on Azure NetApp Files).
+func checkTransferSize(c *mountCtx) []Finding {
+	var out []Finding
+	var capped, expected, actual []string
+	worse := false
+	for _, k := range []struct {
+		name string
+		got  int
+		want int
+	}{{"rsize", c.m.RSize, c.res.Mount.RSize}, {"wsize", c.m.WSize, c.res.Mount.WSize}} {
+		req, ok := requestedInt(c.m, k.name)
+		if !ok || k.got <= 0 {
+			continue
+		}
+		// What the client itself makes of the request: at most 1 MiB, page aligned.
+		client := min(req, policy.MaxIOSize) &^ 4095
+		if client > k.got {
+			capped = append(capped, k.name)
+			expected = append(expected, fmt.Sprintf("%s=%d", k.name, client))
+			actual = append(actual, fmt.Sprintf("%s=%d", k.name, k.got))
+			if k.want > 0 && k.got < k.want {
+				worse = true
+			}
+		}
+	}
+	if len(capped) > 0 {
+		sev := SeverityInfo
+		if worse {
+			sev = SeverityWarning
+		}
+		f := c.finding("NFS020", sev)
+		f.Message = fmt.Sprintf("%s requested in %s but the server allows only %s", strings.Join(expected, ","), c.m.Requested.Source, strings.Join(actual, ","))
+		f.Expected = strings.Join(expected, ",")
+		f.Actual = strings.Join(actual, ",")
+		f.Fix = "raise the server's maximum transfer size (Linux knfsd: /proc/fs/nfsd/max_block_size before nfsd starts), or write what is in effect in /etc/fstab: " +
+			c.fstabLine(map[string]string{"rsize": strconv.Itoa(c.m.RSize), "wsize": strconv.Itoa(c.m.WSize)})
+		f.Reason = "client and server negotiate the largest size both support; a requested size above the server's is silently lowered"
+		f.Source = srcNFSMan
+		out = append(out, f)
+	}
+	if limit := c.backend.MaxRSize; c.res.Backend == policy.BackendAzureNetAppFiles && limit > 0 && (c.m.RSize > limit || c.m.WSize > limit) {
+		f := c.finding("NFS021", SeverityWarning)
+		f.Message = fmt.Sprintf("rsize/wsize above %d bytes on Azure NetApp Files raise latency and lower throughput", limit)
+		f.Expected = fmt.Sprintf("rsize<=%d,wsize<=%d", limit, limit)
+		f.Actual = fmt.Sprintf("rsize=%d,wsize=%d", c.m.RSize, c.m.WSize)
+		f.Fix = fmt.Sprintf("set in /etc/fstab: %s ; then %s", c.fstabLine(map[string]string{"rsize": strconv.Itoa(limit), "wsize": strconv.Itoa(limit)}), remountCmd(c.m.MountPoints))
+		f.Reason = "Azure NetApp Files recommends rsize and wsize of 256 KiB or less for the best throughput and latency"
+		f.Source = srcANFMount
+		out = append(out, f)
+	}
+	return out
+}
+
+// checkSoft is NFS030: a soft (or softerr) mount of writable data.
+func checkSoft(c *mountCtx) []Finding {
+	mode := ""
+	switch {
+	case hasOpt(c.m, "softerr"):
+		mode = "softerr"
+	case hasOpt(c.m, "soft"):
+		mode = "soft"
+	default:
+		return nil
+	}
+	if hasOpt(c.m, "ro") {
+		return nil
+	}
+	f := c.finding("NFS030", SeverityError)
+	f.Message = fmt.Sprintf("writable mount uses %s: a server that does not answer in time makes writes fail and can corrupt data silently", mode)
+	f.Expected = "hard"
+	f.Actual = mode
+	f.Fix = fmt.Sprintf("set in /etc/fstab: %s ; then %s", c.fstabLine(map[string]string{"hard": ""}, "soft", "softerr"), remountCmd(c.m.MountPoints))
+	f.Reason = "after retrans timeouts a soft mount returns EIO (softerr: ETIMEDOUT) to the application; data an application believed written may be lost"
+	f.Source = srcNFSMan
+	return []Finding{f}
+}
+
+// acLimit is the longest attribute cache time, in seconds, that is still the kernel's
+// default (acregmax and acdirmax are 60).
+const acLimit = 60
+
+// checkCaching is NFS031: nocto or long attribute caching on data not declared static.
+func checkCaching(c *mountCtx) []Finding {
+	if c.res.Static {
+		return nil
+	}
+	var found []string
+	if hasOpt(c.m, "nocto") {
+		found = append(found, "nocto")
+	}
+	for _, k := range []string{"actimeo", "acregmin", "acregmax", "acdirmin", "acdirmax"} {
+		if n, err := strconv.Atoi(c.m.Options[k]); err == nil && n > acLimit {
+			found = append(found, fmt.Sprintf("%s=%d", k, n))
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	f := c.finding("NFS031", SeverityWarning)
+	f.Message = fmt.Sprintf("%s on data not declared static: other clients' changes may stay invisible for minutes", strings.Join(found, ","))
+	f.Expected = fmt.Sprintf("cto, attribute cache <= %d s (or the data declared static)", acLimit)
+	f.Actual = strings.Join(found, ",")
+	mp := "<mountpoint>"
+	if len(c.m.MountPoints) > 0 {
+		mp = c.m.MountPoints[0]
+	}
+	f.Fix = fmt.Sprintf("if the data really changes rarely, declare it in the nfstune config: `- match: {mountpoint: %q}` with `static: true`; otherwise set in /etc/fstab: %s ; then %s",
+		mp, c.fstabLine(nil, "nocto", "actimeo", "acregmin", "acregmax", "acdirmin", "acdirmax"), remountCmd(c.m.MountPoints))
+	f.Reason = "nocto and long actimeo cut GETATTR traffic by skipping revalidation, which is safe only for data that does not change"
+	f.Source = srcANFCaching
+	return []Finding{f}
+}
+
+// checkVersion is NFS040: an NFS version the backend does not support, or NFSv3 on Azure
+// Blob without nolock.
+func checkVersion(c *mountCtx) []Finding {
+	var out []Finding
+	if vs := c.backend.Versions; len(vs) > 0 && c.m.Version != "" && !slices.Contains(vs, c.m.Version) {
+		want := c.res.Mount.Vers
+		if want == "" {
+			want = vs[0]
+		}
+		f := c.finding("NFS040", SeverityError)
+		f.Message = fmt.Sprintf("NFS version %s is not one %s supports (%s)", c.m.Version, c.res.Backend, strings.Join(vs, ", "))
+		f.Expected = "vers=" + strings.Join(vs, " or ")
+		f.Actual = "vers=" + c.m.Version
+		f.Fix = c.remountGroup(c.fstabLine(map[string]string{"vers": want}, "nfsvers", "minorversion"))
+		f.Reason = fmt.Sprintf("%s serves only NFS %s", c.res.Backend, strings.Join(vs, " and "))
+		f.Source = c.backend.Source
+		out = append(out, f)
+	}
+	if c.backend.RequiresNoLock && c.m.Version == "3" && !hasOpt(c.m, "nolock") {
+		f := c.finding("NFS040", SeverityError)
+		f.Message = fmt.Sprintf("NFSv3 mount of %s without nolock: the service has no NLM lock manager, so file locks fail", c.res.Backend)
+		f.Expected = "vers=3,nolock"
+		f.Actual = "vers=3 with locking"
+		f.Fix = fmt.Sprintf("set in /etc/fstab: %s ; then %s", c.fstabLine(map[string]string{"nolock": ""}, "lock"), remountCmd(c.m.MountPoints))
+		f.Reason = "Blob NFS 3.0 does not implement the Network Lock Manager; blob-csi and AZNFS always mount with nolock"
+		f.Source = c.backend.Source
+		out = append(out, f)
+	}
+	return out
+}
+
+// checkNConnectKernel is NFS041: nconnect on a kernel older than 5.3, or with Kerberos.
+func checkNConnectKernel(c *mountCtx) []Finding {
+	req, hasReq := requestedInt(c.m, "nconnect")
+	n := max(c.m.NConnect, connections(c.m))
+	if hasReq {
+		n = max(n, req)
+	}
+	if n <= 1 {
+		return nil
+	}
+	var out []Finding
+	if c.kernel.before(5, 3) {
+		f := c.finding("NFS041", SeverityError)
+		f.Message = fmt.Sprintf("nconnect=%d on kernel %s: nconnect needs Linux 5.3 (SUSE backported it to 4.12.14), older kernels refuse the mount", n, c.inv.KernelRelease)
+		f.Expected = "kernel >= 5.3 for nconnect"
+		f.Actual = "kernel " + c.inv.KernelRelease
+		f.Fix = "upgrade the kernel to 5.3 or later, or remove nconnect: " + c.fstabLine(nil, "nconnect")
+		f.Reason = "the nconnect mount option was added in Linux 5.3"
+		f.Source = srcNConnectCommit
+		out = append(out, f)
+	}
+	if sec := c.m.Options["sec"]; strings.HasPrefix(sec, "krb5") {
+		f := c.finding("NFS041", SeverityWarning)
+		f.Message = fmt.Sprintf("nconnect=%d with sec=%s: Kerberos with several connections is a documented source of failures", n, sec)
+		f.Expected = "nconnect with sec=sys, or one connection with Kerberos"
+		f.Actual = fmt.Sprintf("nconnect=%d,sec=%s", n, sec)
+		f.Fix = c.remountGroup(c.fstabLine(nil, "nconnect"))
+		f.Reason = "Azure NetApp Files warns against combining Kerberos and nconnect"
+		f.Source = srcClientSharing
+		out = append(out, f)
+	}
+	return out
+}
+
+// nfsraheadDefault is what nfsrahead prints when nfs.conf has no value (NFS_DEFAULT_READAHEAD).
+const nfsraheadDefault = 128
+
+// kernelDefaultRA is the read-ahead of a new NFS bdi since Linux 5.4 (VM_READAHEAD_PAGES).
+const kernelDefaultRA = 128
+
+// nextMountReadAhead tells what read_ahead_kb the next mount of m will get and from where.
+// ok is false when a helper computes it and nfstune cannot tell the value.
+func nextMountReadAhead(inv *inventory.Inventory, m *inventory.Mount, want int) (value int, from string, active bool, ok bool) {
+	rules := inv.ReadAhead.UdevRules
+	if len(rules) == 0 {
+		return kernelDefaultRA, "the kernel default (no udev rule sets read_ahead_kb)", false, true
+	}
+	r := rules[len(rules)-1]
+	where := fmt.Sprintf("%s:%d", r.File, r.Line)
+	switch {
+	case r.ReadAheadKB != nil:
+		return *r.ReadAheadKB, "udev rule " + where, true, true
+	case strings.Contains(r.Program, "nfsrahead"):
+		key := m.FSType
+		if v, ok := inv.ReadAhead.NFSRahead[key]; ok {
+			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+				return n, fmt.Sprintf("udev rule %s running nfsrahead, [nfsrahead] %s=%d in %s", where, key, n, inv.ReadAhead.NFSRaheadFrom[key]), true, true
+			}
+		}
+		if v, ok := inv.ReadAhead.NFSRahead["default"]; ok {
+			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+				return n, fmt.Sprintf("udev rule %s running nfsrahead, [nfsrahead] default=%d in %s", where, n, inv.ReadAhead.NFSRaheadFrom["default"]), true, true
+			}
+		}
+		return nfsraheadDefault, fmt.Sprintf("udev rule %s running nfsrahead with no [nfsrahead] %s= in nfs.conf (default 128)", where, key), true, true
+	case strings.Contains(r.Program, "nfstune"):
+		return want, "udev rule " + where + " running nfstune", true, true
+	}
+	return 0, "", true, false
+}
+
+// checkReadAheadRules is NFS050: the udev rule or nfs.conf [nfsrahead] setting that sets
+// read-ahead when the mount is next mounted gives less than the profile.
+func checkReadAheadRules(c *mountCtx) []Finding {
+	want := c.res.ReadAheadKB
+	if want == 0 {
+		return nil
+	}
+	got, from, active, ok := nextMountReadAhead(c.inv, c.m, want)
+	if !ok || got >= want {
+		return nil
+	}
+	sev := SeverityInfo
+	if active {
+		sev = SeverityWarning
+	}
+	f := c.finding("NFS050", sev)
+	f.Message = fmt.Sprintf("on the next mount read-ahead will be %s, set by %s", kib(got), from)
+	if rules := c.inv.ReadAhead.UdevRules; len(rules) > 1 {
+		var lost []string
+		for _, r := range rules[:len(rules)-1] {
+			lost = append(lost, fmt.Sprintf("%s:%d", r.File, r.Line))
+		}
+		f.Message += fmt.Sprintf("; it runs last and overrides %s", strings.Join(lost, ", "))
+	}
+	f.Expected = fmt.Sprintf("read_ahead_kb >= %d after mount", want)
+	f.Actual = fmt.Sprintf("read_ahead_kb = %d after mount", got)
+	key := c.m.FSType
+	if key == "" {
+		key = "nfs"
+	}
+	switch {
+	case strings.Contains(from, "nfsrahead"):
+		f.Fix = fmt.Sprintf("nfsconf --set nfsrahead %s %d (writes /etc/nfs.conf), or nfstune apply", key, want)
+	case active:
+		r := c.inv.ReadAhead.UdevRules[len(c.inv.ReadAhead.UdevRules)-1]
+		f.Fix = fmt.Sprintf("change ATTR{read_ahead_kb} in %s:%d to \"%d\" (for a file under /usr/lib, put a copy with the same name in /etc/udev/rules.d), or nfstune apply", r.File, r.Line, want)
+	default:
+		f.Fix = fmt.Sprintf("nfstune apply (installs a udev rule), or with nfs-utils >= 2.6.2: nfsconf --set nfsrahead %s %d", key, want)
+	}
+	f.Reason = "udev runs rules files in name order across /etc, /run and /usr/lib (a file in /etc hides the same name in /usr/lib); the last rule that writes read_ahead_kb wins when the bdi appears, undoing a value set by hand"
+	f.Source = srcUdev
+	return []Finding{f}
+}
+
+// checkNoEffect is NFS070: atime options, which do nothing on NFS.
+func checkNoEffect(c *mountCtx) []Finding {
+	var found []string
+	where := "mount options"
+	for _, k := range []string{"noatime", "nodiratime"} {
+		inReq := c.m.Requested != nil && hasKey(c.m.Requested.Options, k)
+		if hasOpt(c.m, k) || inReq {
+			found = append(found, k)
+			if inReq {
+				where = c.m.Requested.Source
+			}
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	f := c.finding("NFS070", SeverityInfo)
+	f.Message = fmt.Sprintf("%s in %s has no effect on NFS; access times are kept by the server", strings.Join(found, ","), where)
+	f.Expected = "no atime options"
+	f.Actual = strings.Join(found, ",")
+	f.Fix = "none needed; the option can be dropped from " + where
+	f.Reason = "the atime/noatime, diratime/nodiratime, relatime and strictatime options have no effect on NFS mounts"
+	f.Source = srcNFSMan
+	return []Finding{f}
+}
+
+func hasKey(m map[string]string, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
+// checkStats is NFS090: no mountstats entry, so connections and counters are unknown.
+func checkStats(c *mountCtx) []Finding {
+	if c.m.Stats != nil {
+		return nil
+	}
+	f := c.finding("NFS090", SeverityWarning)
+	f.Message = "no usable /proc/self/mountstats entry: the connection count and I/O counters are unknown (entry missing, malformed, or the mount is in another namespace)"
+	f.Expected = "a mountstats device entry"
+	f.Actual = "none"
+	f.Fix = fmt.Sprintf("grep -A2 'mounted on %s ' /proc/self/mountstats ; run nfstune audit --pid 1 to read the host's mount namespace", firstOr(c.m.MountPoints, "<mountpoint>"))
+	f.Reason = "nfstune counts transports and reads counters from mountstats; it never touches the mount point itself"
+	f.Source = srcMountstats
+	return []Finding{f}
+}
+
+func firstOr(s []string, def string) string {
+	if len(s) > 0 {
+		return s[0]
+	}
+	return def
+}
+
+// checkSysctls is NFS060: host sysctls below the profile minimum (or above its maximum)
+// for at least one mount; one finding per sysctl.
+func checkSysctls(inv *inventory.Inventory, mounts []inventory.Mount, resolved []policy.Resolved) []Finding {
+	type need struct {
+		value int64
+		isMax bool
+		mps   []string
+	}
+	needs := map[string]*need{}
+	for i, res := range resolved {
+		for k, v := range res.Sysctls {
+			n := needs[k]
+			if n == nil {
+				n = &need{value: v}
+				needs[k] = n
+			}
+			n.value = max(n.value, v)
+			n.mps = append(n.mps, mounts[i].MountPoints...)
+		}
+		for k, v := range res.SysctlsMax {
+			key := k + "#max"
+			n := needs[key]
+			if n == nil {
+				n = &need{value: v, isMax: true}
+				needs[key] = n
+			}
+			n.value = min(n.value, v)
+			n.mps = append(n.mps, mounts[i].MountPoints...)
+		}
+	}
+	var out []Finding
+	for _, key := range slices.Sorted(maps.Keys(needs)) {
+		n := needs[key]
+		name := strings.TrimSuffix(key, "#max")
+		cur, err := strconv.ParseInt(strings.TrimSpace(inv.Sysctls[name]), 10, 64)
+		if err != nil {
+			continue // unreadable or multi-valued: nothing to compare
+		}
+		if (!n.isMax && cur >= n.value) || (n.isMax && cur <= n.value) {
+			continue
+		}
+		f := Finding{ID: "NFS060", Severity: SeverityInfo, MountPoints: n.mps}
+		if n.isMax {
+			f.Message = fmt.Sprintf("%s is %d, above the %d the profile allows", name, cur, n.value)
+			f.Expected = fmt.Sprintf("%s <= %d", name, n.value)
+		} else {
+			f.Message = fmt.Sprintf("%s is %d, below the %d the profile asks for", name, cur, n.value)
+			f.Expected = fmt.Sprintf("%s >= %d", name, n.value)
+		}
+		f.Message += "; it matters for parallel, throughput-bound workloads and applies only to connections made after the change"
+		f.Actual = fmt.Sprintf("%s = %d", name, cur)
+		f.Fix = fmt.Sprintf("sysctl -w %s=%d and persist it in /etc/sysctl.d/90-nfstune.conf (or nfstune apply); then remount the NFS mounts", name, n.value)
+		f.Reason = "RPC slot tables bound the requests in flight per connection and socket buffers bound the TCP window; both are host-wide and read when a transport is created"
+		f.Source = srcSlots
+		out = append(out, f)
+	}
+	return out
+}

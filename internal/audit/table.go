@@ -1,0 +1,132 @@
+package audit
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/nfstune/nfstune/internal/inventory"
+)
+
+// WriteTable writes the report for people: one block per mount, mounts with the worst
+// findings first, then host-wide findings.
+func WriteTable(w io.Writer, rep Report) error {
+	byDev := map[string][]Finding{}
+	var host []Finding
+	for _, f := range rep.Findings {
+		if f.Device == "" {
+			host = append(host, f)
+			continue
+		}
+		byDev[f.Device] = append(byDev[f.Device], f)
+	}
+	worst := make(map[string]int, len(byDev))
+	for dev, fs := range byDev {
+		for _, f := range fs {
+			worst[dev] = max(worst[dev], SeverityRank(f.Severity))
+		}
+	}
+	order := make([]int, len(rep.Mounts))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		da, db := rep.Mounts[a].Device, rep.Mounts[b].Device
+		if c := cmp.Compare(worst[db], worst[da]); c != 0 {
+			return c
+		}
+		return CompareDevices(da, db)
+	})
+
+	ew := &errWriter{w: w}
+	counts := map[string]int{}
+	for _, f := range rep.Findings {
+		counts[f.Severity]++
+	}
+	ew.printf("%d NFS mount(s): %d error(s), %d warning(s), %d info\n", len(rep.Mounts), counts[SeverityError], counts[SeverityWarning], counts[SeverityInfo])
+	for _, i := range order {
+		m := &rep.Mounts[i]
+		res := rep.Desired[m.Device]
+		ew.printf("\n%s  %s:%s  (%s)\n", strings.Join(m.MountPoints, ", "), m.Server, m.Export, m.Device)
+		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "  version\t%s\trsize/wsize\t%s/%s\n", orDash(m.Version), size(m.RSize), size(m.WSize))
+		fmt.Fprintf(tw, "  nconnect\t%s\tconnections\t%s\n", num(m.NConnect), num(m.Connections))
+		fmt.Fprintf(tw, "  read-ahead\t%s\tprofile\t%s/%s (%s)\n", readAhead(m), orDash(res.Backend), orDash(res.Workload), orDash(res.Rule))
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fs := byDev[m.Device]
+		if len(fs) == 0 {
+			ew.printf("  ok\n")
+		}
+		writeFindings(ew, fs)
+	}
+	if len(host) > 0 {
+		ew.printf("\nhost\n")
+		writeFindings(ew, host)
+	}
+	return ew.err
+}
+
+func writeFindings(ew *errWriter, fs []Finding) {
+	for _, f := range fs {
+		ew.printf("  %-7s %s %s\n", strings.ToUpper(f.Severity), f.ID, f.Message)
+		ew.printf("          expected: %s; actual: %s\n", f.Expected, f.Actual)
+		ew.printf("          fix: %s\n", f.Fix)
+	}
+}
+
+func readAhead(m *inventory.Mount) string {
+	if m.ReadAheadKB == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%d KiB", *m.ReadAheadKB)
+}
+
+func size(n int) string {
+	switch {
+	case n <= 0:
+		return "-"
+	case n%(1<<20) == 0:
+		return fmt.Sprintf("%dM", n>>20)
+	case n%(1<<10) == 0:
+		return fmt.Sprintf("%dK", n>>10)
+	}
+	return fmt.Sprint(n)
+}
+
+func num(n int) string {
+	if n <= 0 {
+		return "-"
+	}
+	return fmt.Sprint(n)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// errWriter keeps the first write error so that the table code stays linear.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	fmt.Fprintf(e, format, args...)
+}
