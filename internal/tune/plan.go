@@ -183,9 +183,15 @@ func NewPlan(root hostfs.Root, inv *inventory.Inventory, want Want, opts Options
 		return nil, fmt.Errorf("planning: unknown persistence %q (want %s, %s or %s)", opts.Persist, PersistUdev, PersistNFSConf, PersistNone)
 	}
 	p := &Plan{}
-	nfsDevs, err := nfsVolumes(root)
-	if err != nil {
-		p.note("cannot read /proc/fs/nfsfs/volumes (%v): no live read-ahead change, since no bdi can be confirmed as NFS", err)
+	nfsDevs := map[string]bool{}
+	for _, v := range inv.NFSVolumes {
+		nfsDevs[v.Device] = true
+	}
+	if len(nfsDevs) == 0 {
+		var err error
+		if nfsDevs, err = nfsVolumes(root); err != nil {
+			p.note("cannot read /proc/fs/nfsfs/volumes (%v): no live read-ahead change, since no bdi can be confirmed as NFS", err)
+		}
 	}
 	desired := make([]Desired, len(inv.Mounts))
 	for i := range inv.Mounts {
