@@ -1,0 +1,160 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"flag"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/nfstune/nfstune/internal/hostfs"
+	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/policy"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/metrics.golden")
+
+// volatile are series whose values change from run to run.
+var volatile = []string{"go_", "process_", "promhttp_", "nfstune_scrape_duration_seconds", "nfstune_agent_last_resync_timestamp_seconds"}
+
+// copyTree copies a fixture root so that a test may write bdi attributes in it.
+func copyTree(t *testing.T, src string) hostfs.Root {
+	t.Helper()
+	dst := t.TempDir()
+	err := filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if info.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hostfs.Root(dst)
+}
+
+func builtinPolicy(mode policy.Mode) LoadFunc {
+	return func() (*Policy, error) {
+		pol := policy.Default()
+		pol.Workload = policy.WorkloadSequentialRead // 15360 KiB read-ahead
+		return &Policy{Resolve: func(m *inventory.Mount) Desired {
+			r := pol.Resolve(m)
+			return Desired{ReadAheadKB: r.ReadAheadKB, Mode: mode}
+		}}, nil
+	}
+}
+
+// TestMetricsGolden serves /metrics for the fixture root through inventory.Read and the
+// built-in policy and compares it with testdata/metrics.golden (go test -update rewrites
+// it); promtool checks the whole exposition when it is installed.
+func TestMetricsGolden(t *testing.T) {
+	t.Parallel()
+	root := copyTree(t, "testdata/root")
+	a, err := New(Config{
+		Root: root, PID: 1,
+		Read: func(context.Context) (*inventory.Inventory, error) {
+			return inventory.Read(root, inventory.ReadOptions{PID: 1})
+		},
+		Load:   builtinPolicy(policy.ModeEnforce),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.loadPolicy(); err != nil {
+		t.Fatal(err)
+	}
+	a.Reconcile(context.Background(), TriggerStart, time.Now())
+	h, err := a.Handler(HandlerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("/metrics = %d", rec.Code)
+	}
+	full := rec.Body.Bytes()
+	got := stable(full)
+
+	golden := "testdata/metrics.golden"
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("/metrics differs from %s (-want +got):\n%s", golden, diff)
+	}
+
+	// Every NFS superblock got its profile's read-ahead at start.
+	for _, dev := range []string{"0:52", "0:53", "0:54"} {
+		n, err := hostfs.ReadInt(root.Sys("class", "bdi", dev, "read_ahead_kb"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != 16384 && n != 15360 {
+			t.Errorf("%s read_ahead_kb = %d, want 15360 (the sequential-read profile; 0:53 already had 16384)", dev, n)
+		}
+	}
+
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Log("promtool not installed; exposition not linted")
+		return
+	}
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = bytes.NewReader(full)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
+}
+
+// stable drops the volatile series (and their HELP and TYPE lines) from an exposition.
+func stable(b []byte) []byte {
+	var out bytes.Buffer
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		name := line
+		if rest, ok := strings.CutPrefix(line, "# HELP "); ok {
+			name = rest
+		} else if rest, ok := strings.CutPrefix(line, "# TYPE "); ok {
+			name = rest
+		}
+		skip := false
+		for _, v := range volatile {
+			if strings.HasPrefix(name, v) {
+				skip = true
+			}
+		}
+		if !skip {
+			out.WriteString(line + "\n")
+		}
+	}
+	return out.Bytes()
+}
