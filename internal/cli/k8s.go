@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nfstune/nfstune/internal/policy"
 	"github.com/nfstune/nfstune/internal/render"
 	"github.com/nfstune/nfstune/internal/version"
 )
@@ -21,6 +22,7 @@ func newK8sCommand(g *globals, streams IOStreams) *cobra.Command {
 	}
 	c.AddCommand(
 		newK8sRenderCommand(streams),
+		newK8sVolumeCommand(streams),
 		newK8sPauseCommand(),
 	)
 	return c
@@ -149,4 +151,108 @@ func newK8sPauseCommand() *cobra.Command {
 func pause(ctx context.Context) error {
 	<-ctx.Done()
 	return nil
+}
+
+type k8sVolumeFlags struct {
+	Backend   string
+	Workload  string
+	Driver    string
+	Static    bool
+	Dynamic   bool
+	Server    string
+	Export    string
+	Size      string
+	Name      string
+	Namespace string
+	Output    string
+}
+
+func newK8sVolumeCommand(streams IOStreams) *cobra.Command {
+	flags := &k8sVolumeFlags{}
+	c := &cobra.Command{
+		Use:   "volume",
+		Short: "Render a PersistentVolume and claim, or a StorageClass, with a profile's mount options",
+		Long: `volume renders the objects for an NFS volume whose mount options come from the built-in
+profile for --backend and --workload: a PersistentVolume bound to a PersistentVolumeClaim for an
+existing share (--static), or a StorageClass that provisions shares (--dynamic).
+
+Options the driver forces, drops or adds are left out or reported on stderr: azurefile-csi
+always mounts vers=4,minorversion=1,sec=sys and adds noresvport and actimeo=30; blob-csi
+mounts sec=sys,vers=3,nolock. Read-ahead is not a mount option: the agent or the installer
+sets it. Pod inline nfs volumes cannot carry mount options, so use the claim.`,
+		Example: `  nfstune k8s volume --backend azure-files --workload sequential-read --driver azurefile-csi \
+      --static --server acct.file.core.windows.net --export /acct/saswork --size 1Ti
+  nfstune k8s volume --backend generic --workload static-tools --driver nfs-csi --dynamic \
+      --server nfs.example.com --export /tools`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runK8sVolume(streams, flags)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&flags.Backend, "backend", "", "backend profile: "+strings.Join(policy.Backends(), ", "))
+	f.StringVar(&flags.Workload, "workload", policy.WorkloadGeneral, "workload profile: "+strings.Join(policy.Workloads(), ", "))
+	f.StringVar(&flags.Driver, "driver", "", "volume driver: "+strings.Join(render.Drivers(), ", "))
+	f.BoolVar(&flags.Static, "static", false, "PersistentVolume and claim for an existing share")
+	f.BoolVar(&flags.Dynamic, "dynamic", false, "StorageClass that provisions shares")
+	f.StringVar(&flags.Server, "server", "", "NFS server or storage account endpoint")
+	f.StringVar(&flags.Export, "export", "", "exported path, e.g. /<account>/<share> on Azure")
+	f.StringVar(&flags.Export, "share", "", "alias of --export")
+	f.StringVar(&flags.Size, "size", "100Gi", "capacity of a static volume")
+	f.StringVar(&flags.Name, "name", "", "object name (default <backend>-<workload>)")
+	f.StringVar(&flags.Namespace, "namespace", "default", "namespace of the claim")
+	f.StringVarP(&flags.Output, "output", "o", OutputYAML, "output format: yaml or json")
+	return c
+}
+
+func runK8sVolume(streams IOStreams, flags *k8sVolumeFlags) error {
+	if err := checkOutput(flags.Output, OutputYAML, OutputJSON); err != nil {
+		return err
+	}
+	if flags.Static == flags.Dynamic {
+		return &ExitError{Code: ExitError2, Err: fmt.Errorf("give exactly one of --static and --dynamic")}
+	}
+	if flags.Backend == "" || flags.Driver == "" {
+		return &ExitError{Code: ExitError2, Err: fmt.Errorf("--backend and --driver are required")}
+	}
+	prof, err := policy.Default().Profile(flags.Backend, flags.Workload)
+	if err != nil {
+		return &ExitError{Code: ExitError2, Err: err}
+	}
+	name := flags.Name
+	if name == "" {
+		name = flags.Backend + "-" + flags.Workload
+	}
+	objs, warnings, err := render.Volume(render.VolumeSpec{
+		Name:        name,
+		Namespace:   flags.Namespace,
+		Driver:      flags.Driver,
+		Static:      flags.Static,
+		Server:      flags.Server,
+		Export:      flags.Export,
+		Size:        flags.Size,
+		Options:     prof.Mount.List(),
+		ReadAheadKB: prof.ReadAheadKB,
+	})
+	if err != nil {
+		return &ExitError{Code: ExitError2, Err: fmt.Errorf("rendering volume: %w", err)}
+	}
+	if want := driverBackend(flags.Driver); want != "" && want != flags.Backend {
+		warnings = append(warnings, fmt.Sprintf("%s serves the %s backend, not %s: the profile may not fit", flags.Driver, want, flags.Backend))
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(streams.ErrOut, "warning: %s\n", w)
+	}
+	return render.Write(streams.Out, flags.Output, objs)
+}
+
+// driverBackend is the backend an Azure driver mounts, empty for the generic drivers.
+func driverBackend(driver string) string {
+	switch driver {
+	case render.DriverAzureFile:
+		return policy.BackendAzureFiles
+	case render.DriverBlob:
+		return policy.BackendAzureBlobNFS
+	}
+	return ""
 }

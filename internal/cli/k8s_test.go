@@ -82,3 +82,64 @@ func TestK8sPauseReturnsOnCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestK8sVolume(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		args       []string
+		wantOut    []string
+		wantErrOut []string
+		wantCode   int
+	}{
+		{
+			name: "azure files static from the built-in profile",
+			args: []string{"k8s", "volume", "--backend", "azure-files", "--workload", "sequential-read", "--driver", "azurefile-csi",
+				"--static", "--server", "acct.file.core.windows.net", "--share", "/acct/saswork", "--size", "1Ti"},
+			wantOut:    []string{"kind: PersistentVolume", "kind: PersistentVolumeClaim", "driver: file.csi.azure.com", "protocol: nfs", "- nconnect=4"},
+			wantErrOut: []string{`warning: azurefile-csi: dropped "vers=4.1"`, "warning: read_ahead_kb="},
+		},
+		{
+			name:       "blob nfs storage class",
+			args:       []string{"k8s", "volume", "--backend", "azure-blob-nfs", "--driver", "blob-csi", "--dynamic", "-o", "json"},
+			wantOut:    []string{`"kind": "StorageClass"`, `"provisioner": "blob.csi.azure.com"`},
+			wantErrOut: []string{"warning: blob-csi: dropped"},
+		},
+		{
+			name:       "driver and backend disagree",
+			args:       []string{"k8s", "volume", "--backend", "generic", "--driver", "azurefile-csi", "--dynamic"},
+			wantOut:    []string{"provisioner: file.csi.azure.com"},
+			wantErrOut: []string{"azurefile-csi serves the azure-files backend, not generic"},
+		},
+		{name: "static and dynamic", args: []string{"k8s", "volume", "--backend", "generic", "--driver", "nfs-csi", "--static", "--dynamic"}, wantCode: ExitError2},
+		{name: "neither", args: []string{"k8s", "volume", "--backend", "generic", "--driver", "nfs-csi"}, wantCode: ExitError2},
+		{name: "unknown backend", args: []string{"k8s", "volume", "--backend", "nas", "--driver", "nfs-csi", "--dynamic"}, wantCode: ExitError2},
+		{name: "in-tree dynamic", args: []string{"k8s", "volume", "--backend", "generic", "--driver", "in-tree", "--dynamic"}, wantCode: ExitError2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			out, errOut, err := runK8sCLI(t, "", tt.args...)
+			if tt.wantCode != 0 {
+				var exit *ExitError
+				if !errors.As(err, &exit) || exit.Code != tt.wantCode {
+					t.Fatalf("err = %v, want exit code %d", err, tt.wantCode)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tt.wantOut {
+				if !strings.Contains(out, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, out)
+				}
+			}
+			for _, w := range tt.wantErrOut {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, errOut)
+				}
+			}
+		})
+	}
+}

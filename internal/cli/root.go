@@ -67,6 +67,7 @@ and plans capacity per NFS service.`,
 		newAgentCommand(g, streams),
 		newStatsCommand(g, streams),
 		newPlanCommand(streams),
+		newBenchCommand(g, streams),
 	)
 	return root
 }

@@ -1,0 +1,265 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nfstune/nfstune/internal/bench"
+	"github.com/nfstune/nfstune/internal/fio"
+	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/version"
+)
+
+// benchDeps are what bench commands reach outside the process; tests replace them.
+type benchDeps struct {
+	exec      fio.RunFunc
+	inventory func(g *globals) bench.InventoryFunc
+}
+
+func defaultBenchDeps() benchDeps {
+	return benchDeps{
+		exec: fio.Exec,
+		inventory: func(g *globals) bench.InventoryFunc {
+			return func() (*inventory.Inventory, error) { return inventory.Read(g.Root(), inventory.ReadOptions{}) }
+		},
+	}
+}
+
+type benchRunFlags struct {
+	Mount        string
+	Profile      string
+	Repeat       int
+	Size         string
+	Runtime      time.Duration
+	Ramp         time.Duration
+	Output       string
+	Out          string
+	AllowNonNFS  bool
+	NoDropCaches bool
+	Fio          string
+}
+
+func newBenchCommand(g *globals, streams IOStreams) *cobra.Command {
+	return newBenchCommandWith(g, streams, defaultBenchDeps())
+}
+
+func newBenchCommandWith(g *globals, streams IOStreams, deps benchDeps) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "bench",
+		Short: "Benchmark an NFS mount with fio's built-in profiles, compare, sweep and report",
+		Long: `bench drives fio with job profiles built into nfstune (never user job files: fio can run
+programs), inside a directory it creates on the mount and removes afterwards, even when
+interrupted. Every result records the tuning in effect (mount options, read_ahead_kb, effective
+connections, backend), the fio version and command, the kernel and the mountstats delta of
+each run, so that two results can be compared honestly.`,
+		Args: cobra.NoArgs,
+	}
+	c.AddCommand(
+		newBenchRunCommand(g, streams, deps),
+		newBenchProfilesCommand(streams),
+		newBenchCompareCommand(streams),
+	)
+	return c
+}
+
+func addBenchRunFlags(c *cobra.Command, f *benchRunFlags) {
+	c.Flags().StringVar(&f.Mount, "mount", "", "directory on the NFS mount to benchmark (required)")
+	c.Flags().StringVar(&f.Profile, "profile", "", "built-in profile; see nfstune bench profiles (required)")
+	c.Flags().IntVar(&f.Repeat, "repeat", bench.DefaultRepeat, "times to run the whole profile; at least 3 gives a spread worth comparing")
+	c.Flags().StringVar(&f.Size, "size", "1G", "size of each data file, e.g. 4G; larger than the client's RAM defeats caching best")
+	c.Flags().DurationVar(&f.Runtime, "runtime", bench.DefaultRuntime, "run time of random jobs, cap for sequential ones")
+	c.Flags().DurationVar(&f.Ramp, "ramp", bench.DefaultRamp, "warm-up of random jobs, not counted")
+	c.Flags().StringVar(&f.Out, "out", "", "also write the JSON result to this file")
+	c.Flags().BoolVar(&f.AllowNonNFS, "allow-non-nfs", false, "benchmark a directory that is not on NFS (a local baseline)")
+	c.Flags().BoolVar(&f.NoDropCaches, "no-drop-caches", false, "do not write vm.drop_caches before each run (done only as root)")
+	c.Flags().StringVar(&f.Fio, "fio", "fio", "fio program to run")
+	_ = c.MarkFlagRequired("mount")
+	_ = c.MarkFlagRequired("profile")
+}
+
+func (f *benchRunFlags) options() (bench.RunOptions, error) {
+	size, err := bench.ParseSize(f.Size)
+	if err != nil {
+		return bench.RunOptions{}, err
+	}
+	if f.Repeat < 1 || f.Repeat > 100 {
+		return bench.RunOptions{}, fmt.Errorf("--repeat %d: want 1 to 100", f.Repeat)
+	}
+	if f.Runtime < time.Second {
+		return bench.RunOptions{}, fmt.Errorf("--runtime %v: want at least 1s", f.Runtime)
+	}
+	if _, err := bench.LookupProfile(f.Profile); err != nil {
+		return bench.RunOptions{}, err
+	}
+	return bench.RunOptions{Mount: f.Mount, Profile: f.Profile, Repeat: f.Repeat, Size: size,
+		Runtime: f.Runtime, Ramp: f.Ramp, AllowNonNFS: f.AllowNonNFS}, nil
+}
+
+func (f *benchRunFlags) runner(g *globals, streams IOStreams, deps benchDeps) *bench.Runner {
+	return &bench.Runner{
+		Root:          g.Root(),
+		Exec:          deps.exec,
+		FioBin:        f.Fio,
+		Inventory:     deps.inventory(g),
+		Progress:      streams.ErrOut,
+		ProgressEvery: 15 * time.Second,
+		DropCaches:    !f.NoDropCaches,
+		Tool:          "nfstune " + version.String(),
+		Logger:        g.Logger(streams.ErrOut),
+	}
+}
+
+func newBenchRunCommand(g *globals, streams IOStreams, deps benchDeps) *cobra.Command {
+	f := &benchRunFlags{}
+	c := &cobra.Command{
+		Use:   "run",
+		Short: "Run a profile on a mount and record results with their tuning and provenance",
+		Example: `  nfstune bench run --mount /mnt/data --profile seq-read --repeat 5 --out before.json
+  nfstune bench run --mount /mnt/data --profile azure-files-random --size 4G -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := checkOutput(f.Output, OutputTable, OutputJSON); err != nil {
+				return err
+			}
+			opts, err := f.options()
+			if err != nil {
+				return &ExitError{Code: ExitError2, Err: err}
+			}
+			res, err := f.runner(g, streams, deps).Run(c.Context(), opts)
+			return finishBench(streams, res, err, f.Output, f.Out, bench.WriteRunTable)
+		},
+	}
+	addBenchRunFlags(c, f)
+	c.Flags().StringVarP(&f.Output, "output", "o", OutputTable, "output format: table or json")
+	return c
+}
+
+// finishBench writes whatever result there is (a partial one after an interrupt) and
+// then returns the run's error.
+func finishBench(streams IOStreams, res *bench.Result, runErr error, output, out string, table func(io.Writer, *bench.Result) error) error {
+	if res == nil {
+		return benchError(runErr)
+	}
+	if out != "" {
+		if err := writeJSONFile(out, res); err != nil {
+			return errors.Join(benchError(runErr), err)
+		}
+	}
+	var err error
+	if output == OutputJSON {
+		err = writeStructured(streams.Out, OutputJSON, res)
+	} else {
+		err = table(streams.Out, res)
+	}
+	return errors.Join(benchError(runErr), err)
+}
+
+func benchError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, bench.ErrNotNFS) {
+		return &ExitError{Code: ExitError2, Err: err}
+	}
+	if errors.Is(err, context.Canceled) {
+		return &ExitError{Code: ExitIssues, Err: fmt.Errorf("interrupted; partial results kept: %w", err)}
+	}
+	return fmt.Errorf("benchmarking: %w", err)
+}
+
+func writeJSONFile(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing result: %w", err)
+	}
+	return nil
+}
+
+func newBenchProfilesCommand(streams IOStreams) *cobra.Command {
+	var output string
+	c := &cobra.Command{
+		Use:   "profiles",
+		Short: "List the built-in fio profiles",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if err := checkOutput(output, OutputTable, OutputJSON); err != nil {
+				return err
+			}
+			return writeProfiles(streams.Out, output)
+		},
+	}
+	c.Flags().StringVarP(&output, "output", "o", OutputTable, "output format: table or json")
+	return c
+}
+
+type profileView struct {
+	Name               string   `json:"name"`
+	Description        string   `json:"description"`
+	Source             string   `json:"source"`
+	ReadAheadSensitive bool     `json:"read_ahead_sensitive"`
+	Jobs               []string `json:"jobs"`
+}
+
+func writeProfiles(w io.Writer, output string) error {
+	var views []profileView
+	for _, p := range bench.Profiles() {
+		v := profileView{Name: p.Name, Description: p.Description, Source: p.Source, ReadAheadSensitive: p.ReadAheadSensitive}
+		for _, j := range p.Jobs {
+			v.Jobs = append(v.Jobs, j.Name)
+		}
+		views = append(views, v)
+	}
+	if output == OutputJSON {
+		return writeStructured(w, OutputJSON, views)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROFILE\tJOBS\tDESCRIPTION")
+	for _, v := range views {
+		fmt.Fprintf(tw, "%s\t%d\t%s\n", v.Name, len(v.Jobs), v.Description)
+	}
+	return tw.Flush()
+}
+
+func newBenchCompareCommand(streams IOStreams) *cobra.Command {
+	var output string
+	c := &cobra.Command{
+		Use:   "compare A.json B.json",
+		Short: "Compare two results job by job: median change and whether the spreads overlap",
+		Long: `compare prints, per job, the median of A and of B with their [min..max] over the repeats and
+the change in percent. When the two ranges overlap the difference is not distinguishable from
+run-to-run noise and "within noise" is printed instead of a percentage; with a single run on
+either side the spread is unknown and the percentage is marked as such.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(_ *cobra.Command, args []string) error {
+			if err := checkOutput(output, OutputTable, OutputJSON); err != nil {
+				return err
+			}
+			a, err := bench.ReadResult(args[0])
+			if err != nil {
+				return &ExitError{Code: ExitError2, Err: err}
+			}
+			b, err := bench.ReadResult(args[1])
+			if err != nil {
+				return &ExitError{Code: ExitError2, Err: err}
+			}
+			cs := bench.Compare(a, b)
+			if output == OutputJSON {
+				return writeStructured(streams.Out, OutputJSON, cs)
+			}
+			return bench.WriteComparisonTable(streams.Out, cs)
+		},
+	}
+	c.Flags().StringVarP(&output, "output", "o", OutputTable, "output format: table or json")
+	return c
+}

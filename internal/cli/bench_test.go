@@ -1,0 +1,139 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nfstune/nfstune/internal/bench"
+	"github.com/nfstune/nfstune/internal/inventory"
+)
+
+func runBenchCLI(t *testing.T, deps benchDeps, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	streams := IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
+	g := &globals{logLevel: "error"}
+	root := &cobra.Command{Use: "nfstune", SilenceUsage: true, SilenceErrors: true}
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.PersistentFlags().StringVar(&g.root, "root", "/", "")
+	root.AddCommand(newBenchCommandWith(g, streams, deps))
+	root.SetArgs(args)
+	err := root.ExecuteContext(context.Background())
+	return out.String(), errOut.String(), err
+}
+
+func TestBenchProfiles(t *testing.T) {
+	out, _, err := runBenchCLI(t, defaultBenchDeps(), "bench", "profiles")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range bench.Profiles() {
+		if !strings.Contains(out, p.Name) {
+			t.Errorf("profiles output lacks %s:\n%s", p.Name, out)
+		}
+	}
+	out, _, err = runBenchCLI(t, defaultBenchDeps(), "bench", "profiles", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var views []profileView
+	if err := json.Unmarshal([]byte(out), &views); err != nil || len(views) != len(bench.Profiles()) {
+		t.Fatalf("json profiles: %v, %d entries", err, len(views))
+	}
+}
+
+// TestBenchRunLocal runs a profile on a local directory with --allow-non-nfs and a fake
+// fio answering with a recorded output.
+func TestBenchRunLocal(t *testing.T) {
+	root, dir := t.TempDir(), t.TempDir()
+	mi := fmt.Sprintf("22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n36 22 0:40 / %s rw shared:2 - tmpfs tmpfs rw\n", dir)
+	for p, s := range map[string]string{"proc/self/mountinfo": mi, "proc/sys/kernel/osrelease": "6.1.0\n"} {
+		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, p), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recorded, err := os.ReadFile("../bench/testdata/fio/seqread-64k-buffered.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fioCalls int
+	deps := benchDeps{
+		exec: func(_ context.Context, name string, args ...string) ([]byte, error) {
+			if len(args) == 1 && args[0] == "--version" {
+				return []byte("fio-3.33\n"), nil
+			}
+			fioCalls++
+			return recorded, nil
+		},
+		inventory: func(*globals) bench.InventoryFunc {
+			return func() (*inventory.Inventory, error) { return &inventory.Inventory{}, nil }
+		},
+	}
+	resultFile := filepath.Join(t.TempDir(), "r.json")
+	common := []string{"--root", root, "bench", "run", "--mount", dir, "--profile", "seq-read", "--repeat", "2", "--size", "1M", "--no-drop-caches"}
+
+	_, _, err = runBenchCLI(t, deps, common...)
+	var exit *ExitError
+	if !errors.As(err, &exit) || exit.Code != ExitError2 || !strings.Contains(err.Error(), "tmpfs") {
+		t.Fatalf("without --allow-non-nfs: err = %v, want exit 2 naming tmpfs", err)
+	}
+	if fioCalls != 0 {
+		t.Fatalf("fio ran on a refused target")
+	}
+
+	out, stderr, err := runBenchCLI(t, deps, append(common, "--allow-non-nfs", "--out", resultFile)...)
+	if err != nil {
+		t.Fatalf("err = %v, stderr:\n%s", err, stderr)
+	}
+	if fioCalls != 2 {
+		t.Errorf("fio ran %d times, want 2", fioCalls)
+	}
+	if !strings.Contains(out, "seqread-64k-buffered  2") || !strings.Contains(out, "(tmpfs)") {
+		t.Errorf("table:\n%s", out)
+	}
+	if !strings.Contains(stderr, "job 2/2 seqread-64k-buffered, repeat 2/2") {
+		t.Errorf("progress:\n%s", stderr)
+	}
+	res, err := bench.ReadResult(resultFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Runs) != 2 || res.Runs[0].ReadMiBs <= 0 || res.Provenance.FioVersion != "fio-3.33" {
+		t.Errorf("result file: %+v", res)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("left behind %v", entries)
+	}
+}
+
+func TestBenchCompare(t *testing.T) {
+	out, _, err := runBenchCLI(t, defaultBenchDeps(), "bench", "compare", "testdata/bench/before.json", "testdata/bench/after.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile("testdata/bench/compare.golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != string(want) {
+		t.Errorf("compare output:\n%s\nwant:\n%s", out, want)
+	}
+	_, _, err = runBenchCLI(t, defaultBenchDeps(), "bench", "compare", "testdata/bench/before.json", "missing.json")
+	var exit *ExitError
+	if !errors.As(err, &exit) || exit.Code != ExitError2 {
+		t.Errorf("missing file: err = %v, want exit 2", err)
+	}
+}
