@@ -144,7 +144,7 @@ func runApply(ctx context.Context, g *globals, streams IOStreams, flags *applyFl
 			return &ExitError{Code: ExitError2, Err: err}
 		}
 	}
-	want := tune.Want{Resolve: tuneResolver(pol), Sysctls: pol.Sysctls(inv)}
+	want := tune.Want{Resolve: tuneResolver(pol), Sysctls: pol.Sysctls(inv), SysctlsMax: pol.SysctlsMax(inv)}
 	plan, err := tune.NewPlan(root, inv, want, opts)
 	if err != nil {
 		return &ExitError{Code: ExitError2, Err: err}

@@ -73,12 +73,18 @@ func Apply(ctx context.Context, root hostfs.Root, p *Plan, opts ApplyOptions) (*
 	if p.Empty() {
 		return res, nil
 	}
+	created := missingDirs(root, JournalPath)
+	unlock, err := lockJournal(root)
+	if err != nil {
+		return res, err
+	}
+	defer unlock()
 	j, err := loadJournal(root)
 	if err != nil {
 		return res, err
 	}
 	if j == nil {
-		j = &Journal{Version: journalVersion, Created: missingDirs(root, JournalPath)}
+		j = &Journal{Version: journalVersion, Created: created}
 	}
 	// An item whose original cannot be read is not changed: it could not be put back.
 	unrecorded := map[int]error{}
@@ -153,6 +159,14 @@ func explain(err error) string {
 // Without a journal it does nothing, so it can be run any number of times.
 func Revert(root hostfs.Root) (*Result, error) {
 	res := &Result{}
+	if ok, err := Pending(root); err != nil || !ok {
+		return res, err
+	}
+	unlock, err := lockJournal(root)
+	if err != nil {
+		return res, err
+	}
+	defer unlock()
 	j, err := loadJournal(root)
 	if err != nil || j == nil {
 		return res, err

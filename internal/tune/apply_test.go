@@ -173,3 +173,24 @@ func TestApplyPartialFailure(t *testing.T) {
 		t.Errorf("host not restored (-before +after):\n%s", diff)
 	}
 }
+
+// Two applies never interleave: the second finds the journal locked.
+func TestApplyLocked(t *testing.T) {
+	t.Parallel()
+	root := fixtureRoot(t)
+	unlock, err := lockJournal(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, root)
+	if _, err := Apply(context.Background(), root, plan(t, root), ApplyOptions{}); !errors.Is(err, ErrBusy) {
+		t.Errorf("err = %v, want ErrBusy", err)
+	}
+	if diff := cmp.Diff(before, snapshot(t, root)); diff != "" {
+		t.Errorf("a locked apply changed the host:\n%s", diff)
+	}
+	unlock()
+	if _, err := Apply(context.Background(), root, plan(t, root), ApplyOptions{}); err != nil {
+		t.Errorf("after unlock: %v", err)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"syscall"
 
 	"github.com/nfstune/nfstune/internal/hostfs"
 )
@@ -114,4 +116,29 @@ func (j *Journal) record(root hostfs.Root, a Action) error {
 	}
 	j.Entries = append(j.Entries, e)
 	return nil
+}
+
+// ErrBusy means another apply or revert holds the journal.
+var ErrBusy = errors.New("another nfstune apply or revert is running")
+
+// lockJournal takes an exclusive flock(2) on the journal's directory, creating it, so that
+// two applies (or an apply and a revert) never interleave their journal updates. The lock
+// is on the directory so that no lock file outlives a revert.
+func lockJournal(root hostfs.Root) (unlock func(), err error) {
+	dir := filepath.Dir(root.Path(JournalPath))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating journal directory: %w", err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("locking journal: %w", err)
+	}
+	if err := syscall.Flock(int(d.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		d.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, ErrBusy
+		}
+		return nil, fmt.Errorf("locking journal: %w", err)
+	}
+	return func() { d.Close() }, nil
 }

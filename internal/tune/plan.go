@@ -75,6 +75,9 @@ type Want struct {
 	Resolve func(m *inventory.Mount) Desired
 	// Sysctls are the NFS-relevant sysctls by dotted name with their target values.
 	Sysctls map[string]int64
+	// SysctlsMax are upper bounds (e.g. sunrpc.tcp_max_slot_table_entries for servers that
+	// limit slots); a higher value is lowered only with Options.Exact.
+	SysctlsMax map[string]int64
 }
 
 // Options change how a plan is built.
@@ -203,7 +206,7 @@ func NewPlan(root hostfs.Root, inv *inventory.Inventory, want Want, opts Options
 	if err := planPersist(root, p, inv, want, desired, opts); err != nil {
 		return nil, err
 	}
-	planSysctls(root, p, want.Sysctls, opts)
+	planSysctls(root, p, want.Sysctls, want.SysctlsMax, opts)
 	if err := planMountOptions(root, p, inv, desired, opts); err != nil {
 		return nil, err
 	}

@@ -279,3 +279,41 @@ func TestPlanFstabEdit(t *testing.T) {
 		t.Errorf("new fstab (-want +got):\n%s", diff)
 	}
 }
+
+func TestPlanSysctlMax(t *testing.T) {
+	t.Parallel()
+	root := fixtureRoot(t)
+	writeFile(t, root, "proc/sys/sunrpc/tcp_max_slot_table_entries", "65536\n")
+	want := fixtureWant()
+	want.SysctlsMax = map[string]int64{"sunrpc.tcp_max_slot_table_entries": 128}
+	opts := defaultOptions()
+	p, err := NewPlan(root, fixtureInventory(), want, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range p.Actions {
+		if strings.HasSuffix(a.Path, "tcp_max_slot_table_entries") {
+			t.Errorf("lowered without --exact: %v", a)
+		}
+	}
+	if !containsNote(p, "above the profile's bound 128; lowered only with --exact") {
+		t.Errorf("no note about the bound: %q", p.Notes)
+	}
+	opts.Exact = true
+	p, err = NewPlan(root, fixtureInventory(), want, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, a := range p.Actions {
+		if a.Path == "/proc/sys/sunrpc/tcp_max_slot_table_entries" {
+			found = a.Old == "65536" && a.New == "128"
+		}
+		if a.Kind == KindSysctlFile && !strings.Contains(a.New, "sunrpc.tcp_max_slot_table_entries = 128\n") {
+			t.Errorf("drop-in lacks the bound:\n%s", a.New)
+		}
+	}
+	if !found {
+		t.Errorf("--exact did not lower to the bound: %v", briefs(p))
+	}
+}

@@ -2,6 +2,7 @@ package tune
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -65,12 +66,25 @@ func raiseSysctl(cur string, want int64, exact bool) (string, bool, error) {
 // planSysctls adds live sysctl writes and the /etc/sysctl.d drop-in that keeps them across
 // reboots. The drop-in lists every sysctl whose live value is not above the target, so that a
 // second run writes the same file and an administrator's higher value is left to its own file.
-func planSysctls(root hostfs.Root, p *Plan, want map[string]int64, opts Options) {
-	if len(want) == 0 {
+func planSysctls(root hostfs.Root, p *Plan, want, max map[string]int64, opts Options) {
+	if len(want) == 0 && len(max) == 0 {
 		return
 	}
 	var lines []string
-	for _, name := range sortedKeys(want) {
+	names := sortedKeys(want)
+	for _, name := range sortedKeys(max) {
+		if _, ok := want[name]; !ok {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if bound, ok := max[name]; ok {
+			if line, ok := planSysctlMax(root, p, name, bound, opts); ok {
+				lines = append(lines, line)
+			}
+			continue
+		}
 		target := want[name]
 		if !validSysctl(name) {
 			p.note("sysctl %q skipped: not a sysctl name", name)
@@ -115,4 +129,36 @@ func planSysctls(root hostfs.Root, p *Plan, want map[string]int64, opts Options)
 	if ok {
 		p.Actions = append(p.Actions, a)
 	}
+}
+
+// planSysctlMax handles a sysctl with an upper bound: a single number above it is reported,
+// and lowered with opts.Exact. It returns the drop-in line to keep, if any.
+func planSysctlMax(root hostfs.Root, p *Plan, name string, bound int64, opts Options) (string, bool) {
+	if !validSysctl(name) {
+		p.note("sysctl %q skipped: not a sysctl name", name)
+		return "", false
+	}
+	sp := sysctlPath(name)
+	cur, err := readLive(root, sp)
+	if err != nil {
+		p.note("sysctl %s skipped: %v (is its module loaded?)", name, err)
+		return "", false
+	}
+	n, err := strconv.ParseInt(cur, 10, 64)
+	if err != nil {
+		p.note("sysctl %s skipped: not a number: %q", name, cur)
+		return "", false
+	}
+	val := strconv.FormatInt(bound, 10)
+	switch {
+	case n == bound:
+		return name + " = " + val, true
+	case n < bound:
+		return "", false
+	case !opts.Exact:
+		p.note("sysctl %s is %d, above the profile's bound %d; lowered only with --exact", name, n, bound)
+		return "", false
+	}
+	p.Actions = append(p.Actions, Action{Kind: KindSysctl, Path: sp, Old: cur, New: val, Reason: fmt.Sprintf("profile wants %s <= %d", name, bound)})
+	return name + " = " + val, true
 }
