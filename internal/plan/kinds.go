@@ -47,6 +47,7 @@ type Perf struct {
 	ClientMiBps         float64
 	ClientNconnectMiBps float64
 	Nconnect            int    // recommended nconnect, zero when none
+	Multi               string // how one client uses several connections: "nconnect=4", "efs-proxy"
 	Limit               string // what caps the aggregate throughput at this size
 	Notes               []string
 }
@@ -183,8 +184,8 @@ func deliverAzureFilesV1(t *Tier, p Provision, _ Access) Perf {
 		Notes: []string{fmt.Sprintf("storage account limit %s shared by all its shares", fmtMiBps(t.p("accountMiBps")))},
 	}
 	if burst > iops {
-		perf.Notes = append(perf.Notes, fmt.Sprintf("burst IOPS are credit based: %.0f credits, best effort",
-			(burst-iops)*t.p("burstCreditSeconds")))
+		perf.Notes = append(perf.Notes, fmt.Sprintf("burst IOPS are best effort from a credit bucket of %s IO",
+			group((burst-iops)*t.p("burstCreditSeconds"))))
 	}
 	return perf
 }
@@ -454,7 +455,7 @@ func deliverEFSElastic(t *Tier, _ Provision, a Access) Perf {
 	mibps, iops := efsDirection(t, a)
 	return Perf{
 		MiBps: mibps, IOPS: ptr(iops), Limit: "file system " + string(a) + " limit",
-		ClientMiBps: t.p("clientMiBps"), ClientNconnectMiBps: t.p("clientProxyMiBps"),
+		ClientMiBps: t.p("clientMiBps"), ClientNconnectMiBps: t.p("clientProxyMiBps"), Multi: "efs-proxy",
 		Notes: []string{"the nconnect column assumes efs-proxy (efs-utils >= 2.0), which spreads one mount over several connections"},
 	}
 }
@@ -585,3 +586,43 @@ func inRange(g, lo, hi float64, unit string) error {
 	}
 	return nil
 }
+
+// String describes what to create, for tables.
+func (p Provision) String() string {
+	var s string
+	switch {
+	case p.ByUse && p.CapacityGiB > 0:
+		s = "by use: " + shortGiB(p.CapacityGiB) + " stored"
+	case p.ByUse:
+		s = "by use"
+	case p.Unit == "pool":
+		kind := "volume"
+		if p.LargeVolume {
+			kind = "large volume"
+		}
+		s = fmt.Sprintf("pool %s TiB, %s %s", group(p.CapacityGiB/1024), kind, shortGiB(p.VolumeGiB))
+	default:
+		s = p.Unit + " " + shortGiB(p.CapacityGiB)
+	}
+	if p.IOPS > 0 {
+		s += fmt.Sprintf(" + %s IOPS", group(p.IOPS))
+	}
+	if p.MiBps > 0 {
+		s += " + " + fmtMiBps(p.MiBps)
+	}
+	return s
+}
+
+// shortGiB formats whole TiB as TiB and anything else as GiB.
+func shortGiB(g float64) string {
+	if g >= 1024 && math.Mod(g, 1024) == 0 {
+		return group(g/1024) + " TiB"
+	}
+	return group(g) + " GiB"
+}
+
+// FormatGiB formats a capacity in GiB with thousands separators, adding TiB from 1 TiB.
+func FormatGiB(g float64) string { return fmtGiB(g) }
+
+// FormatMiBps formats a throughput in MiB/s with thousands separators.
+func FormatMiBps(m float64) string { return fmtMiBps(m) }

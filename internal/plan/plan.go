@@ -62,6 +62,8 @@ type Option struct {
 	ClientMiBps         float64 `json:"clientMiBps,omitempty"`
 	ClientNconnectMiBps float64 `json:"clientNconnectMiBps,omitempty"`
 	Nconnect            int     `json:"nconnect,omitempty"`
+	// MultiConnection names how a client opens several connections: "nconnect=N" or "efs-proxy".
+	MultiConnection string `json:"multiConnection,omitempty"`
 	// ClientsNeeded is how many clients it takes to reach the target throughput
 	// (the need for a plan, the service throughput for show); nil when unknown.
 	ClientsNeeded         *int `json:"clientsNeeded"`
@@ -177,7 +179,10 @@ func describe(svc *Service, t *Tier, p Provision, perf Perf, n Need, target floa
 	o := Option{
 		Service: svc.Name, Tier: t.Name, Title: svc.Title + ", " + t.Title, Provision: p,
 		MiBps: perf.MiBps, IOPS: perf.IOPS, BurstIOPS: perf.BurstIOPS, Nconnect: perf.Nconnect,
-		LimitedBy: []string{perf.Limit}, Notes: slices.Clone(perf.Notes),
+		LimitedBy: []string{perf.Limit}, Notes: slices.Clone(perf.Notes), MultiConnection: perf.Multi,
+	}
+	if o.MultiConnection == "" && o.Nconnect > 0 {
+		o.MultiConnection = fmt.Sprintf("nconnect=%d", o.Nconnect)
 	}
 	nic := n.ClientNIC.MiBps()
 	o.ClientMiBps, o.ClientNconnectMiBps = lowest(perf.ClientMiBps, nic), lowest(perf.ClientNconnectMiBps, nic)
@@ -190,7 +195,7 @@ func describe(svc *Service, t *Tier, p Provision, perf Perf, n Need, target floa
 	case nic > 0 && nic <= perf.ClientMiBps:
 		o.LimitedBy = append(o.LimitedBy, "client NIC")
 	case nic > 0 && nic <= perf.ClientNconnectMiBps:
-		o.LimitedBy = append(o.LimitedBy, "per-client (one connection), NIC with nconnect")
+		o.LimitedBy = append(o.LimitedBy, "per-client; NIC with "+o.MultiConnection)
 	case perf.ClientMiBps > 0:
 		o.LimitedBy = append(o.LimitedBy, "per-client")
 	default:
@@ -201,7 +206,7 @@ func describe(svc *Service, t *Tier, p Provision, perf Perf, n Need, target floa
 		o.ClientsNeededNconnect = clients(target, o.ClientNconnectMiBps)
 	}
 	if n.IOPS > 0 && o.IOPS == nil {
-		o.Notes = append(o.Notes, fmt.Sprintf("%d IOPS not checked: no published IOPS model", n.IOPS))
+		o.Notes = append(o.Notes, fmt.Sprintf("%s IOPS not checked: no published IOPS model", group(float64(n.IOPS))))
 	}
 	return o
 }
@@ -239,8 +244,12 @@ func clientShortfall(o *Option, n Need) []string {
 		return []string{fmt.Sprintf("%d %s %s at most (%s each with nconnect), short of %s",
 			n.Clients, verb, fmtMiBps(got), fmtMiBps(o.ClientNconnectMiBps), fmtMiBps(need))}
 	}
-	if float64(n.Clients)*o.ClientMiBps < need && o.Nconnect > 0 {
-		o.Notes = append(o.Notes, fmt.Sprintf("%d clients need nconnect=%d to reach the throughput", n.Clients, o.Nconnect))
+	if float64(n.Clients)*o.ClientMiBps < need && o.MultiConnection != "" {
+		who := fmt.Sprintf("%d clients need", n.Clients)
+		if n.Clients == 1 {
+			who = "one client needs"
+		}
+		o.Notes = append(o.Notes, fmt.Sprintf("%s %s to reach the throughput", who, o.MultiConnection))
 	}
 	return nil
 }

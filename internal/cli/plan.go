@@ -1,0 +1,331 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nfstune/nfstune/internal/plan"
+)
+
+type planFlags struct {
+	Throughput string
+	Capacity   string
+	IOPS       string
+	Clients    string
+	ClientNIC  string
+	Access     string
+	Prices     []string
+	Output     string
+}
+
+type planShowFlags struct {
+	planFlags
+	Service string
+	Tier    string
+}
+
+func newPlanCommand(streams IOStreams) *cobra.Command {
+	flags := &planFlags{}
+	c := &cobra.Command{
+		Use:   "plan",
+		Short: "Size cloud NFS shares for a throughput, capacity and IOPS need, clients included",
+		Long: `plan sizes every tier of Azure Files, Azure NetApp Files, Azure Blob NFS, Amazon EFS and
+Google Filestore from their published performance models and lists the options that meet the
+need: what to provision, the throughput and IOPS it gives, how many clients it takes to drive
+it with one connection and with nconnect, and what limits it. Options are ranked by monthly
+cost when --prices gives prices, otherwise by provisioned capacity.
+
+Sizes use 1 TiB = 1024 GiB, as the vendors do. Units are strict: GiB and GB, MiB/s, MB/s
+and Mbps are different things. Exit code 1 when no option meets the need.`,
+		Example: `  nfstune plan --throughput 2GiB/s --capacity 10TiB --client-nic 12.5Gbps
+  nfstune plan --throughput 500MiB/s --iops 20000 --clients 4 --prices prices.yaml -o json
+  nfstune plan show --service azure-files --capacity 4000GiB`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runPlan(streams, flags)
+		},
+	}
+	addPlanFlags(c, flags)
+	c.Flags().StringVar(&flags.Throughput, "throughput", "", "aggregate throughput needed, e.g. 2GiB/s, 800MB/s, 10Gbps")
+	c.Flags().StringVar(&flags.Capacity, "capacity", "", "data to hold, e.g. 10TiB or 500GiB")
+	c.Flags().StringVar(&flags.IOPS, "iops", "", "aggregate IOPS needed")
+	c.Flags().StringVar(&flags.Clients, "clients", "", "client machines available to drive the load")
+	c.AddCommand(newPlanShowCommand(streams))
+	return c
+}
+
+func addPlanFlags(c *cobra.Command, flags *planFlags) {
+	c.Flags().StringVar(&flags.ClientNIC, "client-nic", "", "network bandwidth of one client, e.g. 12.5Gbps")
+	c.Flags().StringVar(&flags.Access, "access", string(plan.Read), "read or write: EFS, Blob NFS and Filestore publish different limits")
+	c.Flags().StringArrayVar(&flags.Prices, "prices", nil, "price file (YAML kind PriceList); repeat to layer files, later entries win")
+	c.Flags().StringVarP(&flags.Output, "output", "o", OutputTable, "output format: table, json or yaml")
+}
+
+func newPlanShowCommand(streams IOStreams) *cobra.Command {
+	flags := &planShowFlags{}
+	c := &cobra.Command{
+		Use:   "show",
+		Short: "Show what a service's tiers deliver at a given capacity",
+		Example: `  nfstune plan show --service azure-files --tier provisioned-v1 --capacity 4000GiB
+  nfstune plan show --service anf --capacity 4TiB --client-nic 25Gbps`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runPlanShow(streams, flags)
+		},
+	}
+	addPlanFlags(c, &flags.planFlags)
+	c.Flags().StringVar(&flags.Service, "service", "", "service name or alias: azure-files (afs), azure-netapp-files (anf), azure-blob-nfs (blob), amazon-efs (efs), google-filestore (filestore)")
+	c.Flags().StringVar(&flags.Tier, "tier", "", "one tier of the service (default all)")
+	c.Flags().StringVar(&flags.Capacity, "capacity", "", "capacity to describe, e.g. 4000GiB")
+	return c
+}
+
+func planUsageErr(err error) error { return &ExitError{Code: ExitError2, Err: err} }
+
+// need turns the flags into a plan.Need, returning every parse error at once.
+func (f *planFlags) need() (plan.Need, error) {
+	n := plan.Need{Access: plan.Access(f.Access)}
+	var errs []error
+	if f.Throughput != "" {
+		v, err := plan.ParseRate(f.Throughput)
+		errs = append(errs, planFlagErr("--throughput", err))
+		n.Throughput = v
+	}
+	if f.Capacity != "" {
+		v, err := plan.ParseSize(f.Capacity)
+		errs = append(errs, planFlagErr("--capacity", err))
+		n.Capacity = v
+	}
+	if f.IOPS != "" {
+		v, err := plan.ParseCount(f.IOPS)
+		errs = append(errs, planFlagErr("--iops", err))
+		n.IOPS = v
+	}
+	if f.Clients != "" {
+		v, err := plan.ParseCount(f.Clients)
+		if err == nil && (v < 1 || v > 1_000_000) {
+			err = fmt.Errorf("want 1 to 1000000 clients, got %d", v)
+		}
+		errs = append(errs, planFlagErr("--clients", err))
+		n.Clients = int(v)
+	}
+	if f.ClientNIC != "" {
+		v, err := plan.ParseRate(f.ClientNIC)
+		errs = append(errs, planFlagErr("--client-nic", err))
+		n.ClientNIC = v
+	}
+	if n.Access != plan.Read && n.Access != plan.Write {
+		errs = append(errs, fmt.Errorf("--access: want read or write, got %q", f.Access))
+	}
+	return n, errors.Join(errs...)
+}
+
+func planFlagErr(flag string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", flag, err)
+}
+
+func loadPlanInputs(f *planFlags) (*plan.Catalog, *plan.Prices, plan.Need, error) {
+	if err := checkOutput(f.Output, OutputTable, OutputJSON, OutputYAML); err != nil {
+		return nil, nil, plan.Need{}, err
+	}
+	n, err := f.need()
+	if err != nil {
+		return nil, nil, n, planUsageErr(err)
+	}
+	c, err := plan.LoadCatalog()
+	if err != nil {
+		return nil, nil, n, err
+	}
+	var ps *plan.Prices
+	if len(f.Prices) > 0 {
+		if ps, err = plan.LoadPrices(c, f.Prices...); err != nil {
+			return nil, nil, n, planUsageErr(err)
+		}
+	}
+	return c, ps, n, nil
+}
+
+func runPlan(streams IOStreams, f *planFlags) error {
+	c, ps, n, err := loadPlanInputs(f)
+	if err != nil {
+		return err
+	}
+	if n.Throughput <= 0 && n.Capacity <= 0 && n.IOPS <= 0 {
+		return planUsageErr(errors.New("give at least one of --throughput, --capacity, --iops"))
+	}
+	r, err := plan.Plan(c, ps, n)
+	if err != nil {
+		return planUsageErr(fmt.Errorf("planning: %w", err))
+	}
+	if err := writePlan(streams.Out, f.Output, r, false); err != nil {
+		return err
+	}
+	if len(r.Options) == 0 {
+		return &ExitError{Code: ExitIssues, Err: errors.New("no service tier meets the need (reasons in the output)")}
+	}
+	return nil
+}
+
+func runPlanShow(streams IOStreams, f *planShowFlags) error {
+	c, ps, n, err := loadPlanInputs(&f.planFlags)
+	if err != nil {
+		return err
+	}
+	if f.Service == "" || f.Capacity == "" {
+		return planUsageErr(errors.New("plan show needs --service and --capacity"))
+	}
+	r, err := plan.Show(c, ps, f.Service, f.Tier, n.Capacity, n)
+	if err != nil {
+		return planUsageErr(err)
+	}
+	if err := writePlan(streams.Out, f.Output, r, true); err != nil {
+		return err
+	}
+	if len(r.Options) == 0 {
+		return &ExitError{Code: ExitIssues, Err: fmt.Errorf("no tier of %s can be provisioned at %s (reasons in the output)", f.Service, f.Capacity)}
+	}
+	return nil
+}
+
+func writePlan(w io.Writer, format string, r *plan.Result, show bool) error {
+	if format != OutputTable {
+		return writeStructured(w, format, r)
+	}
+	return writePlanTable(w, r, show)
+}
+
+func writePlanTable(w io.Writer, r *plan.Result, show bool) error {
+	ew := &planWriter{w: w}
+	ew.printf("Need: %s\n", needLine(r.Need, show))
+	if !show {
+		ew.printf("Ranked by %s.\n", r.RankedBy)
+	}
+	if len(r.Options) > 0 {
+		ew.printf("\n")
+		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+		clientsHead := "CLIENTS 1 CONN/NCONNECT"
+		if show {
+			clientsHead = "CLIENTS TO SATURATE 1 CONN/NCONNECT"
+		}
+		fmt.Fprintf(tw, "#\tSERVICE/TIER\tPROVISION\tTHROUGHPUT\tIOPS (BURST)\tPER CLIENT 1 CONN/NCONNECT\t%s\tMONTHLY\tLIMITED BY\n", clientsHead)
+		for i, o := range r.Options {
+			fmt.Fprintf(tw, "%d\t%s/%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", i+1, o.Service, o.Tier, o.Provision,
+				plan.FormatMiBps(o.MiBps), iopsCell(o), perClientCell(o), clientsCell(o), costCell(o, r.Currency),
+				strings.Join(o.LimitedBy, "; "))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(r.Rejected) > 0 {
+		if show {
+			ew.printf("\nCannot be provisioned at this capacity:\n")
+		} else {
+			ew.printf("\nDoes not meet the need:\n")
+		}
+		for _, rej := range r.Rejected {
+			ew.printf("  %s/%s: %s\n", rej.Service, rej.Tier, strings.Join(rej.Reasons, "; "))
+		}
+	}
+	var notes []string
+	for i, o := range r.Options {
+		for _, n := range o.Notes {
+			notes = append(notes, fmt.Sprintf("  %d %s/%s: %s", i+1, o.Service, o.Tier, n))
+		}
+	}
+	if len(notes) > 0 {
+		ew.printf("\nNotes:\n%s\n", strings.Join(notes, "\n"))
+	}
+	ew.printf("\nSizes: %s.\nPrices: %s.\n", r.Convention, r.PriceNote)
+	return ew.err
+}
+
+func needLine(n plan.NeedSummary, show bool) string {
+	var parts []string
+	if show {
+		parts = append(parts, "capacity "+plan.FormatGiB(n.CapacityGiB))
+	} else {
+		if n.ThroughputMiBps > 0 {
+			parts = append(parts, plan.FormatMiBps(n.ThroughputMiBps))
+		}
+		if n.CapacityGiB > 0 {
+			parts = append(parts, "capacity "+plan.FormatGiB(n.CapacityGiB))
+		}
+		if n.IOPS > 0 {
+			parts = append(parts, plan.Group(float64(n.IOPS))+" IOPS")
+		}
+		if n.Clients > 0 {
+			parts = append(parts, fmt.Sprintf("%d clients", n.Clients))
+		}
+	}
+	parts = append(parts, string(n.Access)+"s")
+	if n.ClientNICMiBps > 0 {
+		parts = append(parts, "client NIC "+plan.FormatMiBps(n.ClientNICMiBps))
+	} else {
+		parts = append(parts, "client NIC not given")
+	}
+	return strings.Join(parts, ", ")
+}
+
+func iopsCell(o plan.Option) string {
+	if o.IOPS == nil {
+		return "not published"
+	}
+	s := plan.Group(*o.IOPS)
+	if o.BurstIOPS != nil && *o.BurstIOPS > *o.IOPS {
+		s += " (" + plan.Group(*o.BurstIOPS) + ")"
+	}
+	return s
+}
+
+func perClientCell(o plan.Option) string {
+	if o.ClientMiBps == 0 {
+		return "-"
+	}
+	return plan.Group(o.ClientMiBps) + "/" + plan.Group(o.ClientNconnectMiBps) + " MiB/s"
+}
+
+func clientsCell(o plan.Option) string {
+	if o.ClientsNeeded == nil {
+		return "-"
+	}
+	s := fmt.Sprintf("%d/%d", *o.ClientsNeeded, *o.ClientsNeededNconnect)
+	if o.MultiConnection != "" {
+		s += " (" + o.MultiConnection + ")"
+	}
+	return s
+}
+
+func costCell(o plan.Option, currency string) string {
+	if o.MonthlyCost == nil {
+		return "-"
+	}
+	return plan.Group(*o.MonthlyCost) + " " + currency
+}
+
+// planWriter keeps the first write error so that a table can be written without a check per line.
+type planWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *planWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
+
+func (e *planWriter) printf(format string, args ...any) {
+	fmt.Fprintf(e, format, args...)
+}

@@ -1,0 +1,140 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Set UPDATE_GOLDEN=1 to rewrite testdata/plan/*.golden from the current output.
+var planGoldenTests = []struct {
+	name     string
+	args     []string
+	wantCode int
+}{
+	{name: "plan-2gibps", args: []string{"plan", "--throughput", "2GiB/s", "--capacity", "10TiB", "--client-nic", "12.5Gbps"}},
+	{name: "plan-2gibps-json", args: []string{"plan", "--throughput", "2GiB/s", "--capacity", "10TiB", "--client-nic", "12.5Gbps", "-o", "json"}},
+	{name: "plan-priced", args: []string{"plan", "--throughput", "1000MiB/s", "--capacity", "2TiB", "--iops", "20000",
+		"--clients", "1", "--prices", "testdata/plan/prices.yaml"}},
+	{name: "plan-write", args: []string{"plan", "--throughput", "3GiB/s", "--access", "write", "--client-nic", "25Gbps"}},
+	{name: "plan-nothing-fits", args: []string{"plan", "--throughput", "100GiB/s"}, wantCode: ExitIssues},
+	{name: "plan-nothing-fits-json", args: []string{"plan", "--throughput", "30GiB/s", "--capacity", "2PiB", "-o", "json"}, wantCode: ExitIssues},
+	{name: "show-azure-files-4000", args: []string{"plan", "show", "--service", "azure-files", "--tier", "provisioned-v1", "--capacity", "4000GiB"}},
+	{name: "show-anf-4000", args: []string{"plan", "show", "--service", "anf", "--capacity", "4000GiB", "--client-nic", "25Gbps"}},
+	{name: "show-anf-4000-json", args: []string{"plan", "show", "--service", "anf", "--tier", "premium", "--capacity", "4000GiB", "-o", "json"}},
+	{name: "show-below-minimum", args: []string{"plan", "show", "--service", "afs", "--capacity", "20GiB"}, wantCode: ExitIssues},
+}
+
+func runPlanCLI(t *testing.T, args ...string) (stdout string, err error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	root := NewRoot(IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	root.SetArgs(args)
+	err = root.ExecuteContext(context.Background())
+	return out.String(), err
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var exit *ExitError
+	if errors.As(err, &exit) {
+		return exit.Code
+	}
+	return -1
+}
+
+func TestPlanGolden(t *testing.T) {
+	t.Parallel()
+	for _, tt := range planGoldenTests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			out, err := runPlanCLI(t, tt.args...)
+			if got := exitCode(err); got != tt.wantCode {
+				t.Fatalf("exit code %d (%v), want %d", got, err, tt.wantCode)
+			}
+			golden := filepath.Join("testdata", "plan", tt.name+".golden")
+			if os.Getenv("UPDATE_GOLDEN") != "" {
+				if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with UPDATE_GOLDEN=1 to create it)", err)
+			}
+			if out != string(want) {
+				t.Errorf("output differs from %s:\n--- got\n%s\n--- want\n%s", golden, out, want)
+			}
+			if strings.HasSuffix(tt.name, "-json") && !json.Valid([]byte(out)) {
+				t.Errorf("output is not valid JSON")
+			}
+		})
+	}
+}
+
+// The golden outputs carry the published numbers, not only whatever the code printed.
+func TestPlanGoldenFacts(t *testing.T) {
+	t.Parallel()
+	facts := map[string][]string{
+		"show-azure-files-4000": {"share 4,000 GiB", "500 MiB/s", "7,000 (12,000)"},
+		"show-anf-4000":         {"62.5 MiB/s", "250 MiB/s", "500 MiB/s", "pool 4 TiB, volume 4,000 GiB"},
+		"plan-2gibps":           {"share 19,467 GiB", "4/2 (nconnect=4)", "Ranked by provisioned capacity (no prices known)"},
+		"plan-priced":           {"Ranked by monthly cost, then provisioned capacity", "USD", "one client needs nconnect=4", "amazon-efs/provisioned: 1 client reaches 500 MiB/s at most"},
+		"plan-nothing-fits":     {"azure-files/provisioned-v1: needs 102,400 MiB/s, the largest share", "amazon-efs/elastic: needs 102,400 MiB/s, a file system gives 20,480 MiB/s"},
+	}
+	for name, want := range facts {
+		b, err := os.ReadFile(filepath.Join("testdata", "plan", name+".golden"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range want {
+			if !strings.Contains(string(b), w) {
+				t.Errorf("%s.golden lacks %q", name, w)
+			}
+		}
+	}
+}
+
+func TestPlanErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "ambiguous size", args: []string{"plan", "--throughput", "1GiB/s", "--capacity", "10T"}, want: "write TiB (powers of 1024) or TB"},
+		{name: "ambiguous rate", args: []string{"plan", "--throughput", "2G/s"}, want: "--throughput: ambiguous unit"},
+		{name: "size as rate", args: []string{"plan", "--throughput", "2GiB"}, want: "not a throughput"},
+		{name: "bits ambiguity", args: []string{"plan", "--throughput", "1GiB/s", "--client-nic", "10Gb/s"}, want: "lower-case b means bits"},
+		{name: "two errors at once", args: []string{"plan", "--throughput", "fast", "--iops", "lots"}, want: "--iops: invalid count"},
+		{name: "zero clients", args: []string{"plan", "--throughput", "1GiB/s", "--clients", "0"}, want: "want 1 to 1000000 clients"},
+		{name: "bad access", args: []string{"plan", "--throughput", "1GiB/s", "--access", "both"}, want: "--access: want read or write"},
+		{name: "nothing asked", args: []string{"plan"}, want: "give at least one of"},
+		{name: "bad output", args: []string{"plan", "--throughput", "1GiB/s", "-o", "csv"}, want: "unknown output format"},
+		{name: "price file line", args: []string{"plan", "--throughput", "1GiB/s", "--prices", "testdata/plan/bad-prices.yaml"},
+			want: "testdata/plan/bad-prices.yaml:8: field perTBMonth not found"},
+		{name: "missing price file", args: []string{"plan", "--throughput", "1GiB/s", "--prices", "testdata/plan/none.yaml"}, want: "no such file"},
+		{name: "show needs service", args: []string{"plan", "show", "--capacity", "1TiB"}, want: "needs --service and --capacity"},
+		{name: "show unknown service", args: []string{"plan", "show", "--service", "s3", "--capacity", "1TiB"}, want: "want one of azure-files"},
+		{name: "show unknown tier", args: []string{"plan", "show", "--service", "efs", "--tier", "bursting", "--capacity", "1TiB"}, want: "want one of elastic, provisioned"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := runPlanCLI(t, tt.args...)
+			if got := exitCode(err); got != ExitError2 {
+				t.Fatalf("exit code %d (%v), want %d", got, err, ExitError2)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
