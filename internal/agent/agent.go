@@ -140,7 +140,7 @@ func (a *Agent) Run(ctx context.Context, reload <-chan struct{}) error {
 	defer resync.Stop()
 	check := time.NewTicker(a.cfg.PolicyCheck)
 	defer check.Stop()
-	a.cfg.Logger.Info("agent started", "mountinfo", mountinfo, "resync", a.cfg.Resync)
+	a.cfg.Logger.Info("agent started", "mountinfo", mountinfo, "resync", a.cfg.Resync.String())
 
 	for {
 		select {

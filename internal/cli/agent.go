@@ -13,7 +13,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nfstune/nfstune/internal/agent"
+	"github.com/nfstune/nfstune/internal/audit"
 	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/metrics"
 	"github.com/nfstune/nfstune/internal/policy"
 )
 
@@ -147,6 +149,14 @@ func loadAgentPolicy(path string, observe bool) (*agent.Policy, error) {
 				d.Mode = policy.ModeObserve
 			}
 			return d
+		},
+		Audit: func(inv *inventory.Inventory) []metrics.Finding {
+			rep := audit.Run(inv, pol)
+			out := make([]metrics.Finding, 0, len(rep.Findings))
+			for _, f := range rep.Findings {
+				out = append(out, metrics.Finding{Device: f.Device, Rule: f.ID, Severity: f.Severity})
+			}
+			return out
 		},
 	}, nil
 }
