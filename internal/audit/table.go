@@ -50,7 +50,11 @@ func WriteTable(w io.Writer, rep Report) error {
 	for _, i := range order {
 		m := &rep.Mounts[i]
 		res := rep.Desired[m.Device]
-		ew.printf("\n%s  %s:%s  (%s)\n", strings.Join(m.MountPoints, ", "), m.Server, m.Export, m.Device)
+		server := m.Server
+		if strings.Contains(server, ":") {
+			server = "[" + server + "]"
+		}
+		ew.printf("\n%s  %s:%s  (%s)\n", strings.Join(m.MountPoints, ", "), server, m.Export, m.Device)
 		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 		fmt.Fprintf(tw, "  version\t%s\trsize/wsize\t%s/%s\n", orDash(m.Version), size(m.RSize), size(m.WSize))
 		fmt.Fprintf(tw, "  nconnect\t%s\tconnections\t%s\n", num(m.NConnect), num(m.Connections))

@@ -60,6 +60,8 @@ and plans capacity per NFS service.`,
 
 	root.AddCommand(
 		newVersionCommand(streams),
+		newAuditCommand(g, streams),
+		newOptionsCommand(streams),
 		newK8sCommand(g, streams),
 		newApplyCommand(g, streams),
 		newRevertCommand(g, streams),

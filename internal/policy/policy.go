@@ -292,6 +292,13 @@ func globOK(pattern, name string) bool {
 // the inventory derived from the server name, else generic), its workload (else the
 // policy's default), the built-in profile for them, and the rule's overrides on top.
 func (p *Policy) Resolve(m *inventory.Mount) Resolved {
+	return p.ResolveAs(m, "", "")
+}
+
+// ResolveAs is Resolve with the backend and workload forced when not empty (as `nfstune
+// options --backend --workload` does); the matching rule's mode, static flag and
+// overrides still apply.
+func (p *Policy) ResolveAs(m *inventory.Mount, forceBackend, forceWorkload string) Resolved {
 	backend := m.Backend
 	if _, ok := p.cat.backends[backend]; !ok {
 		backend = BackendGeneric
@@ -321,6 +328,12 @@ func (p *Policy) Resolve(m *inventory.Mount) Resolved {
 			mode = rule.Mode
 		}
 		static = rule.Static
+	}
+	if forceBackend != "" {
+		backend = forceBackend
+	}
+	if forceWorkload != "" {
+		workload = forceWorkload
 	}
 	prof, err := p.cat.profile(backend, workload)
 	if err != nil {

@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nfstune/nfstune/internal/audit"
+	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/policy"
+)
+
+// failOnNone disables the findings exit code.
+const failOnNone = "none"
+
+type auditFlags struct {
+	config string
+	pid    int
+	failOn string
+	output string
+}
+
+func newAuditCommand(g *globals, streams IOStreams) *cobra.Command {
+	flags := &auditFlags{}
+	c := &cobra.Command{
+		Use:   "audit",
+		Short: "Report what in each NFS mount costs performance or safety, with the fix",
+		Long: `audit reads every NFS mount from /proc and /sys (never the mount points), resolves its
+backend and workload profile from the policy, and reports findings with a stable ID, the evidence
+(expected and actual), the reason with its source, and the exact fix. It changes nothing.
+
+Exit status: 0 when no finding is at or above --fail-on, 1 when one is, 2 on usage errors or when
+the mounts cannot be read.`,
+		Example: `  nfstune audit
+  nfstune audit --config /etc/nfstune/policy.yaml -o json
+  nfstune audit --root /host --pid 1 --fail-on warning`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runAudit(c.Context(), g, streams, flags)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&flags.config, "config", "", "nfstune policy file (default: built-in profiles)")
+	f.IntVar(&flags.pid, "pid", 0, "read the mounts of this process's mount namespace (0: this process)")
+	f.StringVar(&flags.failOn, "fail-on", audit.SeverityError, "exit 1 when a finding is at or above this severity: error, warning, info or none")
+	f.StringVarP(&flags.output, "output", "o", OutputTable, "output format: table, json or yaml")
+	_ = c.RegisterFlagCompletionFunc("fail-on", cobra.FixedCompletions([]string{audit.SeverityError, audit.SeverityWarning, audit.SeverityInfo, failOnNone}, cobra.ShellCompDirectiveNoFileComp))
+	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{OutputTable, OutputJSON, OutputYAML}, cobra.ShellCompDirectiveNoFileComp))
+	return c
+}
+
+// auditOutput is the -o json|yaml document.
+type auditOutput struct {
+	Mounts   []inventory.Mount          `json:"mounts"`
+	Findings []audit.Finding            `json:"findings"`
+	Warnings []string                   `json:"warnings"`
+	Desired  map[string]policy.Resolved `json:"desired"`
+}
+
+func runAudit(_ context.Context, g *globals, streams IOStreams, flags *auditFlags) error {
+	if err := checkOutput(flags.output, OutputTable, OutputJSON, OutputYAML); err != nil {
+		return err
+	}
+	threshold := 0
+	if flags.failOn != failOnNone {
+		if threshold = audit.SeverityRank(flags.failOn); threshold == 0 {
+			return &ExitError{Code: ExitError2, Err: fmt.Errorf("unknown --fail-on %q (want error, warning, info or none)", flags.failOn)}
+		}
+	}
+	if flags.pid < 0 {
+		return &ExitError{Code: ExitError2, Err: fmt.Errorf("invalid --pid %d", flags.pid)}
+	}
+	pol, err := loadPolicyFile(flags.config)
+	if err != nil {
+		return &ExitError{Code: ExitError2, Err: err}
+	}
+	inv, err := inventory.Read(g.Root(), inventory.ReadOptions{PID: flags.pid})
+	if err != nil {
+		return &ExitError{Code: ExitError2, Err: fmt.Errorf("reading mounts: %w", err)}
+	}
+	rep := audit.Run(inv, pol)
+
+	if flags.output == OutputTable {
+		for _, w := range inv.Warnings {
+			if _, err := fmt.Fprintf(streams.ErrOut, "warning: %s\n", w); err != nil {
+				return err
+			}
+		}
+		if err := audit.WriteTable(streams.Out, rep); err != nil {
+			return fmt.Errorf("writing report: %w", err)
+		}
+	} else {
+		warnings := inv.Warnings
+		if warnings == nil {
+			warnings = []string{}
+		}
+		out := auditOutput{Mounts: rep.Mounts, Findings: rep.Findings, Warnings: warnings, Desired: rep.Desired}
+		if out.Mounts == nil {
+			out.Mounts = []inventory.Mount{}
+		}
+		if err := writeStructured(streams.Out, flags.output, out); err != nil {
+			return fmt.Errorf("writing report: %w", err)
+		}
+	}
+	if threshold > 0 && audit.SeverityRank(rep.Worst()) >= threshold {
+		return &ExitError{Code: ExitIssues}
+	}
+	return nil
+}
+
+// loadPolicyFile returns the policy in file, or the built-in policy when file is empty.
+func loadPolicyFile(file string) (*policy.Policy, error) {
+	if strings.TrimSpace(file) == "" {
+		return policy.Default(), nil
+	}
+	pol, err := policy.Load(file)
+	if err != nil {
+		return nil, fmt.Errorf("loading policy: %w", err)
+	}
+	return pol, nil
+}

@@ -1,0 +1,168 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// auditRoot is the inventory's fixture tree: Azure Files with nconnect and a shared client,
+// an escaped mount point, NFSv3 with nocto, EFS, and NFSv4.2 over IPv6.
+const auditRoot = "../inventory/testdata/mixed"
+
+// runVerb runs one nfstune command line with buffers and returns stdout, stderr and the
+// exit code app.Run would give.
+func runVerb(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	root := NewRoot(IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	root.SetArgs(args)
+	err := root.ExecuteContext(context.Background())
+	code := ExitOK
+	if err != nil {
+		code = ExitError2
+		var exit *ExitError
+		if errors.As(err, &exit) {
+			code = exit.Code
+		}
+		if exit == nil || exit.Err != nil {
+			errOut.WriteString(err.Error())
+		}
+	}
+	return out.String(), errOut.String(), code
+}
+
+func writeTempFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestAuditCommand(t *testing.T) {
+	t.Parallel()
+	staticTools := writeTempFile(t, "policy.yaml", `apiVersion: nfstune.io/v1alpha1
+kind: Policy
+rules:
+  - match: {mountpoint: /tools}
+    workload: static-tools
+`)
+	badPolicy := writeTempFile(t, "bad.yaml", `apiVersion: nfstune.io/v1alpha1
+kind: Policy
+rules:
+  - match: {cidr: 10.0.0.0/33}
+`)
+	tests := []struct {
+		name       string
+		args       []string
+		code       int
+		stdout     []string // substrings
+		notStdout  []string
+		stderr     []string
+		structured string // json or yaml: decode and check the document
+	}{
+		{
+			name:   "table, warnings only: exit 0 at --fail-on error",
+			args:   []string{"audit", "--root", auditRoot},
+			code:   ExitOK,
+			stdout: []string{"5 NFS mount(s)", "/mnt/share1, /srv/projects", "NFS001", "echo 15360 > /sys/class/bdi/0:53/read_ahead_kb", "NFS012 nconnect=8 is requested but not in effect: /mnt/share1, /srv/projects (0:53)", "/mnt/with\\040space", "[fd00::5]:/export", "NFS031"},
+			stderr: []string{"warning: reading read_ahead_kb of 0:61"},
+		},
+		{
+			name: "fail on warning",
+			args: []string{"audit", "--root", auditRoot, "--fail-on", "warning"},
+			code: ExitIssues,
+		},
+		{
+			name: "fail on none",
+			args: []string{"audit", "--root", auditRoot, "--fail-on", "none"},
+			code: ExitOK,
+		},
+		{
+			name:      "config declares the tools static",
+			args:      []string{"audit", "--root", auditRoot, "--config", staticTools},
+			code:      ExitOK,
+			stdout:    []string{"generic/static-tools (policy.yaml rule 1)"},
+			notStdout: []string{"NFS031"},
+		},
+		{name: "json", args: []string{"audit", "--root", auditRoot, "-o", "json"}, code: ExitOK, structured: "json"},
+		{name: "yaml", args: []string{"audit", "--root", auditRoot, "-o", "yaml", "--fail-on", "warning"}, code: ExitIssues, structured: "yaml"},
+		{name: "bad fail-on", args: []string{"audit", "--root", auditRoot, "--fail-on", "sometimes"}, code: ExitError2, stderr: []string{"unknown --fail-on"}},
+		{name: "bad output", args: []string{"audit", "--root", auditRoot, "-o", "xml"}, code: ExitError2, stderr: []string{"unknown output format"}},
+		{name: "bad policy", args: []string{"audit", "--root", auditRoot, "--config", badPolicy}, code: ExitError2, stderr: []string{"bad.yaml:4: rules[1].match.cidr"}},
+		{name: "missing root", args: []string{"audit", "--root", filepath.Join(t.TempDir(), "none")}, code: ExitError2, stderr: []string{"reading mounts"}},
+		{name: "arguments refused", args: []string{"audit", "/mnt"}, code: ExitError2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			stdout, stderr, code := runVerb(t, tt.args...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.code, stdout, stderr)
+			}
+			for _, s := range tt.stdout {
+				if !strings.Contains(stdout, s) {
+					t.Errorf("stdout lacks %q:\n%s", s, stdout)
+				}
+			}
+			for _, s := range tt.notStdout {
+				if strings.Contains(stdout, s) {
+					t.Errorf("stdout has %q:\n%s", s, stdout)
+				}
+			}
+			for _, s := range tt.stderr {
+				if !strings.Contains(stderr, s) {
+					t.Errorf("stderr lacks %q:\n%s", s, stderr)
+				}
+			}
+			if tt.structured != "" {
+				checkAuditDocument(t, tt.structured, stdout, stderr)
+			}
+		})
+	}
+}
+
+// checkAuditDocument decodes -o json|yaml output and checks the fields the issue promises.
+func checkAuditDocument(t *testing.T, format, stdout, stderr string) {
+	t.Helper()
+	b := []byte(stdout)
+	if format == "yaml" {
+		var err error
+		if b, err = yaml.YAMLToJSON(b); err != nil {
+			t.Fatalf("output is not YAML: %v", err)
+		}
+	}
+	var doc struct {
+		Mounts   []map[string]any `json:"mounts"`
+		Findings []map[string]any `json:"findings"`
+		Warnings []string         `json:"warnings"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("decoding %s: %v\n%s", format, err, stdout)
+	}
+	if len(doc.Mounts) != 5 || len(doc.Findings) == 0 || len(doc.Warnings) == 0 {
+		t.Fatalf("mounts %d findings %d warnings %d", len(doc.Mounts), len(doc.Findings), len(doc.Warnings))
+	}
+	if strings.Contains(stderr, "warning:") {
+		t.Errorf("structured output also wrote warnings to stderr: %s", stderr)
+	}
+	for _, k := range []string{"device", "mountpoints", "server", "export", "fstype", "version", "read_ahead_kb", "nconnect", "rsize", "wsize", "backend", "options"} {
+		if _, ok := doc.Mounts[0][k]; !ok {
+			t.Errorf("mount lacks %q: %v", k, doc.Mounts[0])
+		}
+	}
+	for _, k := range []string{"id", "severity", "device", "mountpoints", "message", "expected", "actual", "fix"} {
+		if _, ok := doc.Findings[0][k]; !ok {
+			t.Errorf("finding lacks %q: %v", k, doc.Findings[0])
+		}
+	}
+}

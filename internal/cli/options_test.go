@@ -1,0 +1,109 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestOptionsCommand(t *testing.T) {
+	t.Parallel()
+	cfg := writeTempFile(t, "policy.yaml", `apiVersion: nfstune.io/v1alpha1
+kind: Policy
+rules:
+  - match: {cidr: 10.20.0.0/16}
+    backend: azure-netapp-files
+    workload: static-tools
+    mountOptions: {nconnect: 4}
+`)
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string // whole stdout, or a substring of stderr when code != 0
+	}{
+		{
+			name: "mount options",
+			args: []string{"options", "--backend", "azure-files", "--workload", "sequential-read"},
+			want: "-o vers=4.1,proto=tcp,nconnect=4,rsize=1048576,wsize=1048576,hard,actimeo=30,noresvport,sec=sys\n",
+		},
+		{
+			name: "mount command",
+			args: []string{"options", "--backend", "aws-efs", "--server", "fs-0123456789abcdef0.efs.us-east-1.amazonaws.com", "--export", "/", "--mountpoint", "/mnt/my efs"},
+			want: "mount -t nfs -o vers=4.1,proto=tcp,rsize=1048576,wsize=1048576,hard,timeo=600,retrans=2,noresvport fs-0123456789abcdef0.efs.us-east-1.amazonaws.com:/ '/mnt/my efs'\n",
+		},
+		{
+			name: "backend detected from the server name",
+			args: []string{"options", "--server", "acct.blob.core.windows.net", "--format", "fstab", "--export", "/acct/c", "--mountpoint", "/blob"},
+			want: "# nfstune azure-blob-nfs/general (built-in)\n" +
+				"# read_ahead_kb 16384 is not a mount option: nfstune apply sets it with a udev rule\n" +
+				"acct.blob.core.windows.net:/acct/c /blob nfs vers=3,proto=tcp,rsize=1048576,wsize=1048576,hard,retrans=6,nolock,sec=sys 0 0\n",
+		},
+		{
+			name: "fstab with placeholders",
+			args: []string{"options", "--backend", "generic", "--format", "fstab"},
+			want: "# nfstune generic/general (built-in)\n<server>:<export> <mountpoint> nfs proto=tcp,hard 0 0\n",
+		},
+		{
+			name: "config rule by address",
+			args: []string{"options", "--config", cfg, "--server", "10.20.1.5", "--export", "/tools", "--mountpoint", "/tools", "--format", "fstab"},
+			want: "# nfstune azure-netapp-files/static-tools (policy.yaml rule 1)\n" +
+				"# read_ahead_kb 15360 is not a mount option: nfstune apply sets it with a udev rule\n" +
+				"10.20.1.5:/tools /tools nfs vers=3,proto=tcp,nconnect=4,rsize=262144,wsize=262144,hard,timeo=600,actimeo=600,nocto 0 0\n",
+		},
+		{
+			name: "nfsmount.conf server section",
+			args: []string{"options", "--backend", "azure-netapp-files", "--workload", "static-tools", "--format", "nfsmount.conf", "--server", "10.20.1.5"},
+			want: "# nfstune azure-netapp-files/static-tools (built-in)\n" +
+				"# read_ahead_kb 15360 is not a mount option: nfstune apply sets it with a udev rule\n" +
+				"[ Server \"10.20.1.5\" ]\nNfsvers=3\nProto=tcp\nNconnect=8\nRsize=262144\nWsize=262144\nHard=True\nTimeo=600\nActimeo=600\nCto=False\n",
+		},
+		{
+			name: "nfsmount.conf global",
+			args: []string{"options", "--backend", "azure-blob-nfs", "--format", "nfsmount.conf"},
+			want: "# nfstune azure-blob-nfs/general (built-in)\n" +
+				"# read_ahead_kb 16384 is not a mount option: nfstune apply sets it with a udev rule\n" +
+				"[ NFSMount_Global_Options ]\nNfsvers=3\nProto=tcp\nRsize=1048576\nWsize=1048576\nHard=True\nRetrans=6\nLock=False\nSec=sys\n",
+		},
+		{name: "ipv6 server", args: []string{"options", "--server", "fd00::5", "--export", "/e", "--mountpoint", "/m", "--format", "fstab"},
+			want: "# nfstune generic/general (built-in)\n[fd00::5]:/e /m nfs proto=tcp,hard 0 0\n"},
+		{name: "unknown backend", args: []string{"options", "--backend", "netapp"}, code: ExitError2, want: "unknown --backend"},
+		{name: "unknown workload", args: []string{"options", "--workload", "batch"}, code: ExitError2, want: "unknown --workload"},
+		{name: "unknown format", args: []string{"options", "--format", "json"}, code: ExitError2, want: "unknown --format"},
+		{name: "relative mount point", args: []string{"options", "--mountpoint", "mnt"}, code: ExitError2, want: "absolute path"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			stdout, stderr, code := runVerb(t, tt.args...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.code, stdout, stderr)
+			}
+			if tt.code != ExitOK {
+				if !strings.Contains(stderr, tt.want) {
+					t.Errorf("stderr lacks %q: %s", tt.want, stderr)
+				}
+				return
+			}
+			if stdout != tt.want {
+				t.Errorf("stdout:\n%s\nwant:\n%s", stdout, tt.want)
+			}
+		})
+	}
+}
+
+func TestNFSMountConfLine(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"vers=4.1":   "Nfsvers=4.1",
+		"hard":       "Hard=True",
+		"soft":       "Soft=True",
+		"nocto":      "Cto=False",
+		"noresvport": "Resvport=False",
+		"sec=sys":    "Sec=sys",
+		"rdirplus":   "Rdirplus=True",
+	} {
+		if got := nfsmountConfLine(in); got != want {
+			t.Errorf("nfsmountConfLine(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
