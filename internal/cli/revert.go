@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -51,7 +52,7 @@ func runRevert(g *globals, streams IOStreams, flags *revertFlags) error {
 			case it.Action.OldAbsent:
 				what = "removed (apply created it)"
 			case it.Action.Kind.Live():
-				what = "restored to " + fmt.Sprintf("%q", it.Action.New)
+				what = "restored to " + strings.TrimSpace(it.Action.New)
 			}
 			if it.Status != tune.StatusDone {
 				what = it.Status
