@@ -138,3 +138,36 @@ func TestPlanErrors(t *testing.T) {
 		})
 	}
 }
+
+// Every "$ nfstune plan ..." example in docs/plan.md shows the command's real output.
+func TestPlanDocsExamples(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../../docs/plan.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := strings.Split(string(doc), "```\n$ nfstune ")
+	if len(blocks) < 6 {
+		t.Fatalf("found %d examples in docs/plan.md, want at least 5", len(blocks)-1)
+	}
+	for _, b := range blocks[1:] {
+		b, _, _ = strings.Cut(b, "```")
+		cmdLine, want, _ := strings.Cut(b, "\n")
+		t.Run(cmdLine, func(t *testing.T) {
+			t.Parallel()
+			args := strings.Fields(cmdLine)
+			for i, a := range args {
+				if a == "prices.yaml" {
+					args[i] = "../plan/testdata/example-prices.yaml"
+				}
+			}
+			got, err := runPlanCLI(t, args...)
+			if err != nil {
+				got += "nfstune: " + err.Error() + "\n"
+			}
+			if got != want {
+				t.Errorf("docs/plan.md output differs:\n--- got\n%s\n--- docs\n%s", got, want)
+			}
+		})
+	}
+}

@@ -13,6 +13,7 @@ var priceFileTests = []struct {
 }{
 	{file: "valid-prices.yaml"},
 	{file: "valid-override.yaml"},
+	{file: "example-prices.yaml"},
 	{file: "invalid-unknown-field.yaml", wantErr: "invalid-unknown-field.yaml:7: field perGBMonth not found"},
 	{file: "invalid-service.yaml", wantErr: `invalid-service.yaml:8: unknown service "ceph"`},
 	{file: "invalid-tier.yaml", wantErr: `invalid-tier.yaml:5: unknown tier "gold" of azure-netapp-files`},
@@ -109,6 +110,27 @@ func TestPricesOverrideAndRank(t *testing.T) {
 	}
 	if !strings.Contains(r.PriceNote, "test fixture test-region 2026-11-01") {
 		t.Errorf("price note = %q, want the source, region and date", r.PriceNote)
+	}
+}
+
+// The price file shown in docs/plan.md is the tested example file.
+func TestDocsPriceExample(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../../docs/plan.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(doc), "```yaml\n")
+	block, _, _ = strings.Cut(block, "```")
+	if !ok {
+		t.Fatal("docs/plan.md has no yaml block")
+	}
+	want, err := os.ReadFile("testdata/example-prices.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if block != string(want) {
+		t.Errorf("docs/plan.md price example differs from testdata/example-prices.yaml:\n%s", block)
 	}
 }
 

@@ -159,8 +159,8 @@ func unitError(s, suffix, kind, accepted string) error {
 	if kind == "throughput" && !strings.HasSuffix(suffix, "/s") && !strings.HasSuffix(suffix, "ps") {
 		return fmt.Errorf("%q is not a throughput (missing /s), want one of %s", s, accepted)
 	}
-	if kind == "throughput" && strings.HasSuffix(suffix, "b/s") {
-		return fmt.Errorf("ambiguous unit %q in %q: lower-case b means bits, write Mbit/s or MB/s (or Gbit/s, GB/s)", suffix, s)
+	if p := strings.TrimSuffix(suffix, "b/s"); kind == "throughput" && p != suffix && len(p) == 1 && strings.Contains("kKMGT", p) {
+		return fmt.Errorf("ambiguous unit %q in %q: lower-case b means bits, write %sbit/s (bits) or %sB/s (bytes)", suffix, s, p, strings.ToUpper(p))
 	}
 	return fmt.Errorf("unknown %s unit %q in %q: want one of %s", kind, suffix, s, accepted)
 }
