@@ -175,3 +175,19 @@ func TestApplyBadFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestUdevReadAheadCommand(t *testing.T) {
+	t.Parallel()
+	dir := copyTree(t)
+	out, err := runTuneCLI(t, "udev-readahead", "--root", dir, "0:53")
+	if err != nil || out != "15360\n" {
+		t.Errorf("0:53: %q, %v; want the azure-files profile's 15360", out, err)
+	}
+	for _, dev := range []string{"8:0", "0:99"} {
+		out, err := runTuneCLI(t, "udev-readahead", "--root", dir, "--wait", "30ms", dev)
+		var exit *ExitError
+		if out != "" || !errors.As(err, &exit) || exit.Code != ExitIssues {
+			t.Errorf("%s: %q, %v; want no output and exit code 1", dev, out, err)
+		}
+	}
+}
