@@ -3,8 +3,11 @@ GO       ?= go
 BIN      := bin/nfstune
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X github.com/nfstune/nfstune/internal/version.Version=$(VERSION)
+# helm is built once from the Go module proxy (a few minutes) for helm-lint and helm-test.
+HELM_VERSION ?= v3.22.0
+HELM     := bin/tools/helm-$(HELM_VERSION)/helm
 
-.PHONY: all build test vet check lab-test demo clean
+.PHONY: all build test vet check lab-test demo clean helm-lint helm-test image
 
 all: build
 
@@ -17,8 +20,22 @@ vet:
 test:
 	$(GO) test -count=1 ./...
 
-# check runs every test: unit tests, then the real-kernel lab tests.
-check: vet test lab-test
+# check runs every test: unit tests, the chart against nfstune k8s render, then the
+# real-kernel lab tests.
+check: vet test helm-lint helm-test lab-test
+
+$(HELM):
+	GOBIN=$(CURDIR)/$(dir $(HELM)) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+
+helm-lint: $(HELM)
+	$(HELM) lint --strict deploy/helm/nfstune
+	$(HELM) lint --strict deploy/helm/nfstune --set mode=installer
+	$(HELM) template nfstune deploy/helm/nfstune >/dev/null
+
+# helm-test renders the chart with helm template and compares it, object by object, with
+# nfstune k8s render for the same values (internal/render/helm_test.go).
+helm-test: $(HELM)
+	NFSTUNE_HELM=$(CURDIR)/$(HELM) $(GO) test -count=1 -tags helm -run Helm ./internal/render/
 
 clean:
 	rm -rf bin

@@ -51,8 +51,8 @@ const (
 	validateName  = "nfstune-validate"
 )
 
-// Render returns the objects for v in apply order: Namespace, ServiceAccount, ConfigMap,
-// then the workloads. version is the default image tag.
+// Render returns the objects for v in apply order (Helm's): Namespace, ServiceAccount,
+// ConfigMap, Service, then the DaemonSets. version is the default image tag.
 func Render(v Values, version string) ([]Object, error) {
 	if err := v.Validate(); err != nil {
 		return nil, err
@@ -64,10 +64,11 @@ func Render(v Values, version string) ([]Object, error) {
 	objs = append(objs, serviceAccount(v), policyConfigMap(v))
 	switch v.Mode {
 	case ModeAgent:
-		objs = append(objs, agentDaemonSet(v, version))
+		// Service before DaemonSet: the order Helm installs kinds in.
 		if v.Metrics.Service {
 			objs = append(objs, metricsService(v))
 		}
+		objs = append(objs, agentDaemonSet(v, version))
 	case ModeInstaller:
 		objs = append(objs, installerDaemonSet(v, version))
 		if v.Installer.Validate {

@@ -146,7 +146,7 @@ func kinds(objs []Object) []string {
 func TestRenderDecodesStrictly(t *testing.T) {
 	t.Parallel()
 	wantKinds := map[string][]string{
-		"agent-default":     {"Namespace/nfstune", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "DaemonSet/nfstune-agent", "Service/nfstune-metrics"},
+		"agent-default":     {"Namespace/nfstune", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "Service/nfstune-metrics", "DaemonSet/nfstune-agent"},
 		"agent-enforce-cas": {"Namespace/nfstune-system", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "DaemonSet/nfstune-agent"},
 		"installer":         {"Namespace/nfstune", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "DaemonSet/nfstune-installer", "DaemonSet/nfstune-validate"},
 	}
@@ -287,4 +287,33 @@ func FuzzLoadValues(f *testing.F) {
 			t.Fatalf("valid values failed to render: %v", err)
 		}
 	})
+}
+
+func toMapAny(t *testing.T, v any) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestChartValuesAreDefaults keeps the chart's values.yaml equal to DefaultValues.
+func TestChartValuesAreDefaults(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join("..", "..", "deploy", "helm", "nfstune", "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chart, err := LoadValues(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(toMapAny(t, DefaultValues()), toMapAny(t, chart)); diff != "" {
+		t.Errorf("chart values.yaml differ from DefaultValues (-go +chart):\n%s", diff)
+	}
 }

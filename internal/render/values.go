@@ -6,8 +6,10 @@ package render
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"strings"
 
@@ -150,20 +152,56 @@ func DefaultValues() Values {
 	}
 }
 
-// LoadValues decodes a values file over DefaultValues. Unknown keys are errors; keys the
-// file sets replace the default (maps and lists are replaced, not merged).
+// LoadValues decodes a values file over DefaultValues the way Helm merges a -f file over a
+// chart's values.yaml: maps merge key by key, lists and scalars replace, and null deletes
+// a default. Unknown keys are errors.
 func LoadValues(b []byte) (Values, error) {
 	v := DefaultValues()
 	if len(bytes.TrimSpace(b)) == 0 {
 		return v, v.Validate()
 	}
-	// Lists and maps the file sets replace the defaults, as Helm does for lists. Helm merges
-	// maps key by key, so a file that sets nodeSelector or resources should spell them out
-	// in full; the chart test keeps both renderers in agreement for the files in testdata.
-	if err := yaml.UnmarshalStrict(b, &v); err != nil {
+	var user map[string]any
+	if err := yaml.Unmarshal(b, &user); err != nil {
+		return Values{}, fmt.Errorf("decoding values: %w", err)
+	}
+	def, err := json.Marshal(v)
+	if err != nil {
+		return Values{}, err
+	}
+	var base map[string]any
+	if err := json.Unmarshal(def, &base); err != nil {
+		return Values{}, err
+	}
+	merged, err := json.Marshal(coalesce(base, user))
+	if err != nil {
+		return Values{}, fmt.Errorf("decoding values: %w", err)
+	}
+	v = Values{}
+	if err := yaml.UnmarshalStrict(merged, &v); err != nil {
 		return Values{}, fmt.Errorf("decoding values: %w", err)
 	}
 	return v, v.Validate()
+}
+
+// coalesce merges over onto base as Helm merges values: nested maps recursively, a null
+// removes the key, anything else replaces.
+func coalesce(base, over map[string]any) map[string]any {
+	out := make(map[string]any, len(base)+len(over))
+	maps.Copy(out, base)
+	for k, ov := range over {
+		if ov == nil {
+			delete(out, k)
+			continue
+		}
+		bm, bok := out[k].(map[string]any)
+		om, ook := ov.(map[string]any)
+		if bok && ook {
+			out[k] = coalesce(bm, om)
+			continue
+		}
+		out[k] = ov
+	}
+	return out
 }
 
 var (

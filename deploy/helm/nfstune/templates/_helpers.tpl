@@ -1,0 +1,122 @@
+{{/* Labels of a component's objects and its pod selector. */}}
+{{- define "nfstune.labels" -}}
+app.kubernetes.io/component: {{ . }}
+app.kubernetes.io/name: nfstune
+{{- end }}
+
+{{/* The image reference: repository@digest when pinned, else repository:tag. */}}
+{{- define "nfstune.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+{{- end }}
+
+{{/* Security context of every container: uid 0 without capabilities, nothing else. */}}
+{{- define "nfstune.securityContext" -}}
+allowPrivilegeEscalation: false
+capabilities:
+  drop:
+    - ALL
+privileged: false
+readOnlyRootFilesystem: true
+runAsGroup: 0
+runAsNonRoot: false
+runAsUser: 0
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{/* NODE_NAME from the downward API. */}}
+{{- define "nfstune.env" -}}
+- name: NODE_NAME
+  valueFrom:
+    fieldRef:
+      apiVersion: v1
+      fieldPath: spec.nodeName
+{{- end }}
+
+{{/* Scheduling and pod security shared by the DaemonSets. */}}
+{{- define "nfstune.podFrame" -}}
+serviceAccountName: nfstune
+automountServiceAccountToken: false
+{{- with .Values.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with .Values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+securityContext:
+  seccompProfile:
+    type: RuntimeDefault
+terminationGracePeriodSeconds: 10
+{{- end }}
+
+{{/* The DaemonSet frame: selector and rolling update. */}}
+{{- define "nfstune.updateStrategy" -}}
+updateStrategy:
+  type: RollingUpdate
+  rollingUpdate:
+    maxUnavailable: {{ .Values.maxUnavailable }}
+{{- end }}
+
+{{/* The read-only host mounts: /proc, and the bdi directory at the place its
+     /sys/class/bdi symlinks point to. */}}
+{{- define "nfstune.readMounts" -}}
+- name: host-proc
+  mountPath: /host/proc
+  readOnly: true
+- name: host-bdi
+  mountPath: /host/sys/class/bdi
+  readOnly: {{ .readOnly }}
+{{- end }}
+
+{{- define "nfstune.readVolumes" -}}
+- name: host-proc
+  hostPath:
+    path: /proc
+    type: Directory
+- name: host-bdi
+  hostPath:
+    path: /sys/devices/virtual/bdi
+    type: Directory
+{{- end }}
+
+{{- define "nfstune.pause" -}}
+- name: pause
+  image: {{ include "nfstune.image" . }}
+  imagePullPolicy: {{ .Values.image.pullPolicy }}
+  args: [k8s, pause]
+  resources:
+    requests:
+      cpu: 1m
+      memory: 8Mi
+    limits:
+      cpu: 10m
+      memory: 16Mi
+  securityContext:
+    {{- include "nfstune.securityContext" . | nindent 4 }}
+{{- end }}
+
+{{/* Checks the values the templates cannot render around. */}}
+{{- define "nfstune.validate" -}}
+{{- if not (has .Values.mode (list "agent" "installer")) }}
+{{- fail (printf "mode %q: want \"agent\" or \"installer\"" .Values.mode) }}
+{{- end }}
+{{- if not (has .Values.agent.policyMode (list "observe" "enforce")) }}
+{{- fail (printf "agent.policyMode %q: want \"observe\" or \"enforce\"" .Values.agent.policyMode) }}
+{{- end }}
+{{- if and .Values.image.digest (not (regexMatch "^sha256:[0-9a-f]{64}$" .Values.image.digest)) }}
+{{- fail (printf "image.digest %q: want sha256:<64 hex digits>" .Values.image.digest) }}
+{{- end }}
+{{- end }}

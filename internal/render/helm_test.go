@@ -1,0 +1,116 @@
+//go:build helm
+
+package render
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// The chart tests need a helm binary: `make helm-test` builds one from the Go module proxy
+// and passes it in NFSTUNE_HELM.
+
+const chartDir = "../../deploy/helm/nfstune"
+
+func helm(t *testing.T, args ...string) ([]byte, error) {
+	t.Helper()
+	bin := os.Getenv("NFSTUNE_HELM")
+	if bin == "" {
+		t.Fatal("NFSTUNE_HELM is not set: run make helm-test")
+	}
+	cmd := exec.Command(bin, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, &exec.ExitError{ProcessState: cmd.ProcessState, Stderr: stderr.Bytes()}
+	}
+	return out, nil
+}
+
+func key(o Object) string {
+	return o.GetObjectKind().GroupVersionKind().Kind + "/" + o.GetNamespace() + "/" + o.GetName()
+}
+
+// TestHelmChartMatchesRender renders each testdata values file with helm template and with
+// Render, decodes both strictly into k8s.io/api types and compares them object by object.
+func TestHelmChartMatchesRender(t *testing.T) {
+	for _, name := range renderCases {
+		t.Run(name, func(t *testing.T) {
+			out, err := helm(t, "template", "nfstune", chartDir, "-f", filepath.Join("testdata", name+".values.yaml"))
+			if err != nil {
+				t.Fatalf("helm template: %v: %s", err, err.(*exec.ExitError).Stderr)
+			}
+			fromHelm := decodeAll(t, out)
+			fromGo := decodeAll(t, renderFile(t, name, FormatYAML))
+			if diff := cmp.Diff(kinds(fromGo), kinds(fromHelm)); diff != "" {
+				t.Errorf("objects or their order differ (-render +helm):\n%s", diff)
+			}
+			byKey := map[string]Object{}
+			for _, o := range fromHelm {
+				byKey[key(o)] = o
+			}
+			for _, o := range fromGo {
+				h, ok := byKey[key(o)]
+				if !ok {
+					t.Errorf("helm does not render %s", key(o))
+					continue
+				}
+				if diff := cmp.Diff(toMap(t, o), toMap(t, h)); diff != "" {
+					t.Errorf("%s differs (-render +helm):\n%s", key(o), diff)
+				}
+			}
+		})
+	}
+}
+
+// TestHelmChartDefaults checks that both renderers agree on the chart's own values (the
+// image tag aside, which is the chart's appVersion); TestChartValuesAreDefaults checks that
+// those are DefaultValues.
+func TestHelmChartDefaults(t *testing.T) {
+	out, err := helm(t, "template", "nfstune", chartDir, "--set", "image.tag=v9.9.9")
+	if err != nil {
+		t.Fatalf("helm template: %v", err)
+	}
+	v := DefaultValues()
+	v.Image.Tag = "v9.9.9"
+	objs, err := Render(v, "unused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, FormatYAML, objs); err != nil {
+		t.Fatal(err)
+	}
+	fromGo, fromHelm := decodeAll(t, buf.Bytes()), decodeAll(t, out)
+	if len(fromGo) != len(fromHelm) {
+		t.Fatalf("render %v, helm %v", kinds(fromGo), kinds(fromHelm))
+	}
+	for i := range fromGo {
+		if diff := cmp.Diff(toMap(t, fromGo[i]), toMap(t, fromHelm[i])); diff != "" {
+			t.Errorf("%s differs (-render +helm):\n%s", key(fromGo[i]), diff)
+		}
+	}
+}
+
+// TestHelmChartRejects checks that the chart refuses what Validate refuses.
+func TestHelmChartRejects(t *testing.T) {
+	for _, set := range []string{"mode=operator", "agent.policyMode=fix", "image.digest=sha256:short", "hostNetwork=true"} {
+		_, err := helm(t, "template", "nfstune", chartDir, "--set", set)
+		if err == nil {
+			t.Errorf("helm template --set %s succeeded", set)
+			continue
+		}
+		k, _, _ := strings.Cut(set, "=")
+		k = strings.ReplaceAll(k, ".", "/") // the schema names /agent/policyMode
+		if msg := string(err.(*exec.ExitError).Stderr); !strings.Contains(msg, k) {
+			t.Errorf("--set %s: error does not name the key: %s", set, msg)
+		}
+	}
+}
