@@ -254,3 +254,42 @@ func TestGroup(t *testing.T) {
 		}
 	}
 }
+
+// Every option a plan returns meets the need it was given, whatever the need.
+func FuzzPlanMeetsNeed(f *testing.F) {
+	f.Add(2048.0, 10240.0, uint32(0), false)
+	f.Add(10340.0, 0.0, uint32(102400), false)
+	f.Add(4501.0, 51200.0, uint32(0), true)
+	f.Add(0.5, 99.5, uint32(1), true)
+	c, err := LoadCatalog()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, mibps, gib float64, iops uint32, write bool) {
+		if !(mibps >= 0 && mibps < 1e6 && gib >= 0 && gib < 1e8) || mibps+gib+float64(iops) == 0 {
+			return
+		}
+		n := Need{Throughput: Rate(mibps * MiB), Capacity: Size(gib * GiB), IOPS: int64(iops), Access: Read}
+		if write {
+			n.Access = Write
+		}
+		r, err := Plan(c, nil, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range r.Options {
+			if o.MiBps < mibps-1e-9 {
+				t.Errorf("%s/%s gives %v MiB/s for a need of %v", o.Service, o.Tier, o.MiBps, mibps)
+			}
+			if got := max(o.Provision.CapacityGiB, o.Provision.VolumeGiB); got < gib-1e-9 {
+				t.Errorf("%s/%s provisions %v GiB for %v GiB of data", o.Service, o.Tier, got, gib)
+			}
+			if o.IOPS != nil && *o.IOPS < float64(iops) {
+				t.Errorf("%s/%s gives %v IOPS for a need of %d", o.Service, o.Tier, *o.IOPS, iops)
+			}
+		}
+		if len(r.Options)+len(r.Rejected) != 10 {
+			t.Errorf("%d options + %d rejections, want 10 tiers", len(r.Options), len(r.Rejected))
+		}
+	})
+}
