@@ -66,6 +66,7 @@ each run, so that two results can be compared honestly.`,
 		newBenchRunCommand(g, streams, deps),
 		newBenchProfilesCommand(streams),
 		newBenchCompareCommand(streams),
+		newBenchSweepCommand(g, streams, deps),
 	)
 	return c
 }
@@ -261,5 +262,76 @@ either side the spread is unknown and the percentage is marked as such.`,
 		},
 	}
 	c.Flags().StringVarP(&output, "output", "o", OutputTable, "output format: table or json")
+	return c
+}
+
+type benchSweepFlags struct {
+	benchRunFlags
+	ReadAhead   []int
+	NConnect    []int
+	RSize       []int
+	Remount     bool
+	Remountable []string
+}
+
+func newBenchSweepCommand(g *globals, streams IOStreams, deps benchDeps) *cobra.Command {
+	f := &benchSweepFlags{}
+	c := &cobra.Command{
+		Use:   "sweep",
+		Short: "Run a profile under several read-ahead and mount option values and pick the best per job",
+		Long: `sweep runs the profile once per variant. read_ahead_kb is changed live through the mount's
+bdi (files are reopened by every fio run, so each run sees the new value); the value found at
+the start is written back at the end, also after an interrupt.
+
+--nconnect and --rsize variants need --remount: nconnect belongs to the kernel's NFS client,
+which every mount of the same server, version and transport shares, so each variant unmounts
+every mount of that client group, waits until /proc/fs/nfsfs/servers no longer lists the
+client, and mounts again with the variant. Every mount of the group must be named with
+--remountable; the original options are mounted again at the end.
+
+The result ends with the best variant per job, judged against the starting setting with the
+run-to-run spread, and a policy rule that applies it.`,
+		Example: `  nfstune bench sweep --mount /mnt/data --profile seq-read --readahead 128,1024,4096,15360 --repeat 5
+  nfstune bench sweep --mount /mnt/data --profile azure-files-random --nconnect 1,4,8 \
+      --remount --remountable /mnt/data --out sweep.json`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := checkOutput(f.Output, OutputTable, OutputJSON); err != nil {
+				return err
+			}
+			run, err := f.options()
+			if err != nil {
+				return &ExitError{Code: ExitError2, Err: err}
+			}
+			opts := bench.SweepOptions{RunOptions: run, ReadAheadKB: f.ReadAhead, NConnect: f.NConnect, RSize: f.RSize,
+				Remount: f.Remount, Remountable: f.Remountable}
+			res, err := f.runner(g, streams, deps).Sweep(c.Context(), opts)
+			if res == nil {
+				if err != nil && !errors.Is(err, context.Canceled) {
+					return &ExitError{Code: ExitError2, Err: fmt.Errorf("sweep: %w", err)}
+				}
+				return benchError(err)
+			}
+			if f.Out != "" {
+				if werr := writeJSONFile(f.Out, res); werr != nil {
+					return errors.Join(benchError(err), werr)
+				}
+			}
+			var werr error
+			if f.Output == OutputJSON {
+				werr = writeStructured(streams.Out, OutputJSON, res)
+			} else {
+				werr = bench.WriteSweepTable(streams.Out, res)
+			}
+			return errors.Join(benchError(err), werr)
+		},
+	}
+	addBenchRunFlags(c, &f.benchRunFlags)
+	c.Flags().StringVarP(&f.Output, "output", "o", OutputTable, "output format: table or json")
+	c.Flags().IntSliceVar(&f.ReadAhead, "readahead", nil, "read_ahead_kb values to try, e.g. 128,1024,4096,15360")
+	c.Flags().IntSliceVar(&f.NConnect, "nconnect", nil, "nconnect values to try (needs --remount)")
+	c.Flags().IntSliceVar(&f.RSize, "rsize", nil, "rsize values in bytes to try (needs --remount)")
+	c.Flags().BoolVar(&f.Remount, "remount", false, "allow unmounting and mounting the mount's client group for option variants")
+	c.Flags().StringSliceVar(&f.Remountable, "remountable", nil, "mount points nfstune may unmount and mount again")
 	return c
 }

@@ -52,16 +52,23 @@ func TestBenchProfiles(t *testing.T) {
 	}
 }
 
-// TestBenchRunLocal runs a profile on a local directory with --allow-non-nfs and a fake
-// fio answering with a recorded output.
-func TestBenchRunLocal(t *testing.T) {
-	root, dir := t.TempDir(), t.TempDir()
-	mi := fmt.Sprintf("22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n36 22 0:40 / %s rw shared:2 - tmpfs tmpfs rw\n", dir)
-	for p, s := range map[string]string{"proc/self/mountinfo": mi, "proc/sys/kernel/osrelease": "6.1.0\n"} {
-		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755); err != nil {
+// localBench is a fixture root whose mountinfo shows a temporary directory as tmpfs, and
+// a fake fio answering with a recorded output.
+type localBench struct {
+	root, dir string
+	fioCalls  int
+	deps      benchDeps
+}
+
+func newLocalBench(t *testing.T) *localBench {
+	t.Helper()
+	lb := &localBench{root: t.TempDir(), dir: t.TempDir()}
+	mi := fmt.Sprintf("22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n36 22 0:40 / %s rw shared:2 - tmpfs tmpfs rw\n", lb.dir)
+	for p, s := range map[string]string{"proc/self/mountinfo": mi, "proc/sys/kernel/osrelease": "6.1.0\n", "sys/class/bdi/0:40/read_ahead_kb": "512\n"} {
+		if err := os.MkdirAll(filepath.Join(lb.root, filepath.Dir(p)), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(root, p), []byte(s), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(lb.root, p), []byte(s), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -69,28 +76,34 @@ func TestBenchRunLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fioCalls int
-	deps := benchDeps{
+	lb.deps = benchDeps{
 		exec: func(_ context.Context, name string, args ...string) ([]byte, error) {
 			if len(args) == 1 && args[0] == "--version" {
 				return []byte("fio-3.33\n"), nil
 			}
-			fioCalls++
+			lb.fioCalls++
 			return recorded, nil
 		},
 		inventory: func(*globals) bench.InventoryFunc {
 			return func() (*inventory.Inventory, error) { return &inventory.Inventory{}, nil }
 		},
 	}
+	return lb
+}
+
+// TestBenchRunLocal runs a profile on a local directory with --allow-non-nfs.
+func TestBenchRunLocal(t *testing.T) {
+	lb := newLocalBench(t)
+	root, dir, deps := lb.root, lb.dir, lb.deps
 	resultFile := filepath.Join(t.TempDir(), "r.json")
 	common := []string{"--root", root, "bench", "run", "--mount", dir, "--profile", "seq-read", "--repeat", "2", "--size", "1M", "--no-drop-caches"}
 
-	_, _, err = runBenchCLI(t, deps, common...)
+	_, _, err := runBenchCLI(t, deps, common...)
 	var exit *ExitError
 	if !errors.As(err, &exit) || exit.Code != ExitError2 || !strings.Contains(err.Error(), "tmpfs") {
 		t.Fatalf("without --allow-non-nfs: err = %v, want exit 2 naming tmpfs", err)
 	}
-	if fioCalls != 0 {
+	if lb.fioCalls != 0 {
 		t.Fatalf("fio ran on a refused target")
 	}
 
@@ -98,8 +111,8 @@ func TestBenchRunLocal(t *testing.T) {
 	if err != nil {
 		t.Fatalf("err = %v, stderr:\n%s", err, stderr)
 	}
-	if fioCalls != 2 {
-		t.Errorf("fio ran %d times, want 2", fioCalls)
+	if lb.fioCalls != 2 {
+		t.Errorf("fio ran %d times, want 2", lb.fioCalls)
 	}
 	if !strings.Contains(out, "seqread-64k-buffered  2") || !strings.Contains(out, "(tmpfs)") {
 		t.Errorf("table:\n%s", out)
@@ -135,5 +148,32 @@ func TestBenchCompare(t *testing.T) {
 	var exit *ExitError
 	if !errors.As(err, &exit) || exit.Code != ExitError2 {
 		t.Errorf("missing file: err = %v, want exit 2", err)
+	}
+}
+
+func TestBenchSweepLocal(t *testing.T) {
+	lb := newLocalBench(t)
+	out, stderr, err := runBenchCLI(t, lb.deps, "--root", lb.root, "bench", "sweep", "--mount", lb.dir, "--profile", "seq-read",
+		"--repeat", "2", "--size", "1M", "--no-drop-caches", "--allow-non-nfs", "--readahead", "128,4096")
+	if err != nil {
+		t.Fatalf("err = %v\n%s", err, stderr)
+	}
+	if lb.fioCalls != 4 {
+		t.Errorf("fio ran %d times, want 2 variants x 2 repeats", lb.fioCalls)
+	}
+	// The recorded output is the same for every run: no variant can win beyond noise.
+	for _, want := range []string{"seqread-64k-buffered [ra=128]", "seqread-64k-buffered [ra=4096]", "baseline is best", "rule is optional", "readAheadKB: "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(lb.root, "sys/class/bdi/0:40/read_ahead_kb"))
+	if err != nil || strings.TrimSpace(string(b)) != "512" {
+		t.Errorf("read_ahead_kb after sweep = %q, %v; want 512 restored", b, err)
+	}
+	_, _, err = runBenchCLI(t, lb.deps, "--root", lb.root, "bench", "sweep", "--mount", lb.dir, "--profile", "seq-read", "--allow-non-nfs", "--nconnect", "4")
+	var exit *ExitError
+	if !errors.As(err, &exit) || exit.Code != ExitError2 || !strings.Contains(err.Error(), "--remount") {
+		t.Errorf("nconnect without --remount: %v", err)
 	}
 }

@@ -1,0 +1,482 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/moby/sys/mountinfo"
+
+	"github.com/nfstune/nfstune/internal/hostfs"
+	"github.com/nfstune/nfstune/internal/inventory"
+)
+
+// SweepOptions are what bench sweep asks for.
+type SweepOptions struct {
+	RunOptions
+	// ReadAheadKB are the read_ahead_kb values to try, set live through the bdi.
+	ReadAheadKB []int
+	// NConnect and RSize are mount option values to try; they need Remount.
+	NConnect []int
+	RSize    []int
+	// Remount allows unmounting and mounting the target's client group.
+	Remount bool
+	// Remountable are the mount points nfstune may unmount and mount again. Every mount
+	// of the target's client group must be listed, since nconnect belongs to the client.
+	Remountable []string
+	// ClientGoneTimeout bounds the wait for the kernel to drop the NFS client.
+	ClientGoneTimeout time.Duration
+}
+
+// Variant is one tuning state of a sweep; zero fields are left as they are.
+type Variant struct {
+	Name        string `json:"name"`
+	ReadAheadKB int    `json:"read_ahead_kb,omitempty"`
+	NConnect    int    `json:"nconnect,omitempty"`
+	RSize       int    `json:"rsize,omitempty"`
+}
+
+func (v Variant) mountKey() string { return fmt.Sprintf("%d/%d", v.NConnect, v.RSize) }
+
+// Best is the best variant for one job.
+type Best struct {
+	Job     string `json:"job"`
+	Metric  Metric `json:"metric"`
+	Variant string `json:"variant"`
+	Spread  Spread `json:"spread"`
+	// Baseline is the variant closest to the tuning found at the start, and the verdict
+	// of the best one against it.
+	Baseline       string   `json:"baseline"`
+	BaselineSpread Spread   `json:"baseline_spread"`
+	ChangePct      *float64 `json:"change_pct,omitempty"`
+	Verdict        string   `json:"verdict"`
+}
+
+// SweepResult is a Result whose runs carry variant names, plus the verdict.
+type SweepResult struct {
+	Result
+	Variants []Variant `json:"variants"`
+	Best     []Best    `json:"best"`
+	// Policy is a policy YAML rule that applies the variant that won the most jobs.
+	Policy string `json:"policy_snippet"`
+}
+
+// Variants lists the cartesian product of the values, mount options outermost so that
+// each mount variant needs one remount.
+func (o SweepOptions) Variants() []Variant {
+	ras, ncs, rss := o.ReadAheadKB, o.NConnect, o.RSize
+	if len(ras) == 0 {
+		ras = []int{0}
+	}
+	if len(ncs) == 0 {
+		ncs = []int{0}
+	}
+	if len(rss) == 0 {
+		rss = []int{0}
+	}
+	var out []Variant
+	for _, nc := range ncs {
+		for _, rs := range rss {
+			for _, ra := range ras {
+				v := Variant{ReadAheadKB: ra, NConnect: nc, RSize: rs}
+				var parts []string
+				if ra > 0 {
+					parts = append(parts, "ra="+strconv.Itoa(ra))
+				}
+				if nc > 0 {
+					parts = append(parts, "nconnect="+strconv.Itoa(nc))
+				}
+				if rs > 0 {
+					parts = append(parts, "rsize="+strconv.Itoa(rs))
+				}
+				v.Name = strings.Join(parts, ",")
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+func (o SweepOptions) validate() error {
+	var errs []error
+	for _, ra := range o.ReadAheadKB {
+		if ra < 4 || ra > 1<<20 {
+			errs = append(errs, fmt.Errorf("read-ahead %d KiB out of range 4..1048576", ra))
+		}
+	}
+	for _, n := range o.NConnect {
+		if n < 1 || n > 16 {
+			errs = append(errs, fmt.Errorf("nconnect %d out of range 1..16", n))
+		}
+	}
+	for _, n := range o.RSize {
+		if n < 4096 || n > 1<<20 || n%4096 != 0 {
+			errs = append(errs, fmt.Errorf("rsize %d: want a multiple of 4096 up to 1048576", n))
+		}
+	}
+	if len(o.ReadAheadKB)+len(o.NConnect)+len(o.RSize) == 0 {
+		errs = append(errs, errors.New("nothing to sweep: give --readahead, --nconnect or --rsize"))
+	}
+	if (len(o.NConnect) > 0 || len(o.RSize) > 0) && !o.Remount {
+		errs = append(errs, errors.New("--nconnect and --rsize variants need --remount: the mount is unmounted and mounted again"))
+	}
+	return errors.Join(errs...)
+}
+
+// Sweep runs the profile under every variant. Read-ahead is written to the bdi and
+// restored at the end, even when interrupted; mount variants unmount every mount of the
+// client group, wait until /proc/fs/nfsfs/servers no longer lists the client, and mount
+// again with the variant; the original options are mounted again at the end.
+func (r *Runner) Sweep(ctx context.Context, opts SweepOptions) (*SweepResult, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	variants := opts.Variants()
+	s, err := r.open(ctx, opts.RunOptions, len(variants))
+	if err != nil {
+		return nil, err
+	}
+	var rm *remounter
+	if len(opts.NConnect)+len(opts.RSize) > 0 {
+		rm, err = r.newRemounter(s.target, opts)
+		if err != nil {
+			_, cerr := s.close(ctx, nil)
+			return nil, errors.Join(err, cerr)
+		}
+	}
+	origRA, raErr := s.readAhead()
+	if len(opts.ReadAheadKB) > 0 && raErr != nil {
+		_, cerr := s.close(ctx, nil)
+		return nil, errors.Join(raErr, cerr)
+	}
+
+	runErr := s.sweep(ctx, variants, rm)
+
+	// Put everything back, whatever happened, with a context that is not cancelled.
+	restoreCtx := context.WithoutCancel(ctx)
+	var restoreErrs []error
+	if rm != nil && rm.changed {
+		if err := rm.apply(restoreCtx, Variant{}); err != nil {
+			restoreErrs = append(restoreErrs, fmt.Errorf("mounting the original options again: %w", err))
+		} else if err := s.retarget(); err != nil {
+			restoreErrs = append(restoreErrs, err)
+		}
+	}
+	if len(opts.ReadAheadKB) > 0 {
+		if err := s.setReadAhead(origRA); err != nil {
+			restoreErrs = append(restoreErrs, fmt.Errorf("restoring read_ahead_kb %d: %w", origRA, err))
+		} else {
+			r.logger().Info("read-ahead restored", "device", s.target.Device, "read_ahead_kb", origRA)
+		}
+	}
+	res, err := s.close(ctx, errors.Join(append([]error{runErr}, restoreErrs...)...))
+	out := &SweepResult{Result: *res, Variants: variants}
+	out.Best = BestPerJob(&out.Result, variants, origRA, s.result.Tuning)
+	out.Policy = PolicySnippet(s.profile.Name, s.target.MountPoint, out.Best, variants)
+	return out, err
+}
+
+func (s *session) sweep(ctx context.Context, variants []Variant, rm *remounter) error {
+	mounted := ""
+	for _, v := range variants {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if rm != nil && v.mountKey() != mounted {
+			if err := rm.apply(ctx, v); err != nil {
+				return fmt.Errorf("mounting variant %s: %w", v.Name, err)
+			}
+			if err := s.retarget(); err != nil {
+				return err
+			}
+			mounted = v.mountKey()
+		}
+		if v.ReadAheadKB > 0 {
+			if err := s.setReadAhead(v.ReadAheadKB); err != nil {
+				return fmt.Errorf("variant %s: %w", v.Name, err)
+			}
+		}
+		if err := s.runAll(ctx, v.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// retarget resolves the mount again after a remount gave it a new superblock and device.
+func (s *session) retarget() error {
+	var inv *inventory.Inventory
+	if s.r.Inventory != nil {
+		var err error
+		if inv, err = s.r.Inventory(); err != nil {
+			return fmt.Errorf("reading NFS inventory after remount: %w", err)
+		}
+	}
+	t, err := ResolveTarget(s.r.Root, inv, s.target.Path, s.opts.AllowNonNFS)
+	if err != nil {
+		return fmt.Errorf("after remount: %w", err)
+	}
+	s.target = t
+	return nil
+}
+
+func (s *session) raPath() (string, error) {
+	dir, err := s.r.Root.BDI(s.target.Device)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "read_ahead_kb"), nil
+}
+
+func (s *session) readAhead() (int, error) {
+	p, err := s.raPath()
+	if err != nil {
+		return 0, err
+	}
+	v, err := hostfs.ReadInt(p)
+	if err != nil {
+		return 0, fmt.Errorf("reading %q: %w", p, err)
+	}
+	return int(v), nil
+}
+
+// setReadAhead writes the bdi attribute in place. Files opened afterwards use the new
+// value, and every fio run opens its files anew.
+func (s *session) setReadAhead(kb int) error {
+	p, err := s.raPath()
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(p, []byte(strconv.Itoa(kb)+"\n"), 0o644); err != nil {
+		return fmt.Errorf("setting %q to %d: %w", p, kb, err)
+	}
+	return nil
+}
+
+// mountSpec is one mount of a client group, enough to mount it again.
+type mountSpec struct {
+	MountPoint string
+	FSType     string
+	Source     string
+	Options    map[string]string
+}
+
+// remounter unmounts and mounts a client group.
+type remounter struct {
+	r       *Runner
+	mounts  []mountSpec // the target first: the first mount of a client fixes nconnect
+	addr    string
+	version string // "v3" or "v4", as in /proc/fs/nfsfs/servers
+	timeout time.Duration
+	changed bool
+}
+
+func (r *Runner) newRemounter(t Target, opts SweepOptions) (*remounter, error) {
+	if t.NFS == nil {
+		return nil, errors.New("mount option variants need an NFS mount")
+	}
+	inv, err := r.Inventory()
+	if err != nil {
+		return nil, fmt.Errorf("reading NFS inventory: %w", err)
+	}
+	allowed := map[string]bool{}
+	for _, m := range opts.Remountable {
+		allowed[filepath.Clean(m)] = true
+	}
+	var group *inventory.Group
+	for i := range inv.Groups {
+		if inv.Groups[i].Key == t.NFS.ClientGroup {
+			group = &inv.Groups[i]
+		}
+	}
+	if group == nil {
+		return nil, fmt.Errorf("client group %q of %q not in the inventory", t.NFS.ClientGroup, t.MountPoint)
+	}
+	rm := &remounter{r: r, addr: group.ServerAddr, version: "v" + strings.SplitN(group.Version, ".", 2)[0], timeout: opts.ClientGoneTimeout}
+	if rm.timeout <= 0 {
+		rm.timeout = 2 * time.Minute
+	}
+	var errs []error
+	for _, dev := range group.Devices {
+		m := FindMount(inv, dev)
+		if m == nil {
+			continue
+		}
+		if len(m.MountPoints) != 1 {
+			errs = append(errs, fmt.Errorf("device %s is mounted at %d places %v (bind mounts); nfstune does not remount those", dev, len(m.MountPoints), m.MountPoints))
+			continue
+		}
+		mp := m.MountPoints[0]
+		if !allowed[mp] {
+			errs = append(errs, fmt.Errorf("%q shares the NFS client %s with %q but is not in --remountable", mp, group.Key, t.MountPoint))
+			continue
+		}
+		server := m.Server
+		if strings.Contains(server, ":") {
+			server = "[" + server + "]"
+		}
+		spec := mountSpec{MountPoint: mp, FSType: m.FSType, Source: server + ":" + m.Export, Options: m.Options}
+		if dev == t.NFS.Device {
+			rm.mounts = append([]mountSpec{spec}, rm.mounts...)
+		} else {
+			rm.mounts = append(rm.mounts, spec)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("refusing to remount: %w", err)
+	}
+	return rm, nil
+}
+
+// remountOptions are the mount options worth carrying over; the kernel-filled ones
+// (addr, clientaddr, namlen, mountaddr, ...) are left for mount.nfs to work out again.
+var remountOptions = map[string]bool{
+	"vers": true, "nfsvers": true, "minorversion": true, "proto": true, "port": true,
+	"rsize": true, "wsize": true, "hard": true, "soft": true, "softerr": true, "timeo": true,
+	"retrans": true, "sec": true, "nconnect": true, "max_connect": true, "acregmin": true,
+	"acregmax": true, "acdirmin": true, "acdirmax": true, "actimeo": true, "noac": true,
+	"nocto": true, "lookupcache": true, "nolock": true, "local_lock": true, "noresvport": true,
+	"fsc": true, "nordirplus": true, "ro": true, "rw": true, "xprtsec": true,
+}
+
+// optionString renders spec's options with the variant's changes, sorted by name.
+func optionString(opts map[string]string, v Variant) string {
+	o := map[string]string{}
+	for k, val := range opts {
+		if remountOptions[k] {
+			o[k] = val
+		}
+	}
+	if v.NConnect > 0 {
+		o["nconnect"] = strconv.Itoa(v.NConnect)
+	}
+	if v.RSize > 0 {
+		o["rsize"] = strconv.Itoa(v.RSize)
+	}
+	keys := make([]string, 0, len(o))
+	for k := range o {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		if o[k] == "" {
+			parts = append(parts, k)
+		} else {
+			parts = append(parts, k+"="+o[k])
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// apply unmounts the group, waits for the client to go, and mounts the target with v's
+// options (the zero Variant: the original ones) and the others with theirs. When the
+// unmount or the wait fails, the mounts are mounted again as they were.
+func (rm *remounter) apply(ctx context.Context, v Variant) error {
+	mounted, err := rm.mountedNFS()
+	if err != nil {
+		return err
+	}
+	for i := len(rm.mounts) - 1; i >= 0; i-- {
+		mp := rm.mounts[i].MountPoint
+		if !mounted[mp] {
+			continue // an earlier, interrupted step already unmounted it
+		}
+		if _, err := rm.r.Exec(ctx, "umount", mp); err != nil {
+			return errors.Join(fmt.Errorf("unmounting %q: %w", mp, err), rm.mountMissing(ctx))
+		}
+	}
+	if err := rm.waitClientGone(ctx); err != nil {
+		return errors.Join(err, rm.mountMissing(ctx))
+	}
+	rm.changed = rm.changed || v != Variant{}
+	for i, m := range rm.mounts {
+		mv := Variant{}
+		if i == 0 {
+			mv = v
+		}
+		if _, err := rm.r.Exec(ctx, "mount", "-t", m.FSType, "-o", optionString(m.Options, mv), m.Source, m.MountPoint); err != nil {
+			return errors.Join(fmt.Errorf("mounting %q: %w", m.MountPoint, err), rm.mountMissing(ctx))
+		}
+	}
+	rm.r.logger().Info("client group mounted", "variant", v.Name, "mounts", len(rm.mounts))
+	return nil
+}
+
+// mountMissing mounts, with their original options, the group's mounts that are not
+// mounted, so that a failed step does not leave the host without them.
+func (rm *remounter) mountMissing(ctx context.Context) error {
+	ctx = context.WithoutCancel(ctx)
+	mounted, err := rm.mountedNFS()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, m := range rm.mounts {
+		if mounted[m.MountPoint] {
+			continue
+		}
+		if _, err := rm.r.Exec(ctx, "mount", "-t", m.FSType, "-o", optionString(m.Options, Variant{}), m.Source, m.MountPoint); err != nil {
+			errs = append(errs, fmt.Errorf("mounting %q again: %w", m.MountPoint, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// mountedNFS returns the NFS mount points in mountinfo.
+func (rm *remounter) mountedNFS() (map[string]bool, error) {
+	p := rm.r.Root.Proc("self", "mountinfo")
+	b, err := hostfs.ReadSmall(p)
+	if err != nil {
+		return nil, fmt.Errorf("reading %q: %w", p, err)
+	}
+	infos, err := mountinfo.GetMountsFromReader(bytes.NewReader(b), nil)
+	if err != nil {
+		return nil, fmt.Errorf("parsing %q: %w", p, err)
+	}
+	out := map[string]bool{}
+	for _, m := range infos {
+		if IsNFS(m.FSType) {
+			out[m.Mountpoint] = true
+		}
+	}
+	return out, nil
+}
+
+// waitClientGone polls /proc/fs/nfsfs/servers until no row names the group's server
+// address and NFS version: only a new client takes a new nconnect.
+func (rm *remounter) waitClientGone(ctx context.Context) error {
+	p := rm.r.Root.Proc("fs", "nfsfs", "servers")
+	deadline := time.Now().Add(rm.timeout)
+	for {
+		b, err := hostfs.ReadSmall(p)
+		if err != nil {
+			return fmt.Errorf("reading %q: %w", p, err)
+		}
+		servers, _ := inventory.ParseNFSServers(bytes.NewReader(b))
+		listed := false
+		for _, sv := range servers {
+			if sv.Addr == rm.addr && sv.Version == rm.version {
+				listed = true
+			}
+		}
+		if !listed {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the kernel still lists the NFS client for %s %s in %q after %v: another mount (or a different minor version) still uses it", rm.version, rm.addr, p, rm.timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
