@@ -301,8 +301,19 @@ func fstabLine(m *inventory.Mount, profile policy.MountOptions, set map[string]s
 
 // escapeFstab octal-escapes the characters fstab(5) cannot hold literally.
 func escapeFstab(s string) string {
-	r := strings.NewReplacer(" ", `\040`, "\t", `\011`, "\n", `\012`, `\`, `\134`)
-	return r.Replace(s)
+	if !strings.ContainsAny(s, " \t\n\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case ' ', '\t', '\n', '\\':
+			fmt.Fprintf(&b, "\\%03o", c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 // groupMountPoints lists the mount points of every mount in the client group.
