@@ -63,47 +63,55 @@ type modelKind struct {
 	deliver func(t *Tier, p Provision, a Access) Perf
 }
 
-var modelKinds = map[string]modelKind{
-	"azurefiles-v1": {
-		params: []string{"minGiB", "maxGiB", "iopsBase", "iopsPerGiB", "iopsMax", "burstIopsPerGiB", "burstIopsFloor",
-			"burstIopsMax", "burstCreditSeconds", "mibpsBase", "mibpsIngressPerGiB", "mibpsEgressPerGiB", "mibpsMax",
-			"accountMiBps", "clientMiBps", "clientNconnectMiBps", "nconnect"},
-		solve: solveAzureFilesV1, at: atAzureFilesV1, deliver: deliverAzureFilesV1,
-	},
-	"azurefiles-v2": {
-		params: []string{"minGiB", "maxGiB", "iopsMin", "iopsMax", "mibpsMin", "mibpsMax", "recIopsBase", "recIopsPerGiB",
-			"recMiBpsBase", "recMiBpsPerGiB", "burstIopsFactor", "burstIopsFloor", "burstIopsMax", "accountMiBps",
-			"clientMiBps", "clientNconnectMiBps", "nconnect"},
-		solve: solveAzureFilesV2, at: atAzureFilesV2, deliver: deliverAzureFilesV2,
-	},
-	"anf-level": {
-		params: []string{"mibpsPerTiB", "minVolumeGiB", "maxVolumeGiB", "volumeMaxMiBps", "largeMinGiB", "largeMaxGiB",
-			"largeMaxMiBps", "poolMinTiB", "nconnect"},
-		solve: solveANFLevel, at: atANFLevel, deliver: deliverANFLevel,
-	},
-	"anf-flexible": {
-		params: []string{"poolMinMiBps", "poolMaxMiBpsPerTiB", "minVolumeGiB", "maxVolumeGiB", "volumeMaxMiBps",
-			"largeMinGiB", "largeMaxGiB", "largeMaxMiBps", "poolMinTiB", "nconnect"},
-		solve: solveANFFlexible, at: atANFFlexible, deliver: deliverANFFlexible,
-	},
-	"blob-account": {
-		params: []string{"ingressGbps", "egressGbps", "requestsPerSecond", "maxGiB", "nconnect"},
-		solve:  solveBlob, at: atBlob, deliver: deliverBlob,
-	},
-	"efs-elastic": {
-		params: []string{"readMiBps", "writeMiBps", "readIops", "writeIops", "clientMiBps", "clientProxyMiBps"},
-		solve:  solveEFSElastic, at: atByUse, deliver: deliverEFSElastic,
-	},
-	"efs-provisioned": {
-		params: []string{"provMinMiBps", "provMaxMiBps", "readMeterFactor", "readMiBps", "writeMiBps", "readIops",
-			"writeIops", "clientMiBps"},
-		solve: solveEFSProvisioned, at: atEFSProvisioned, deliver: deliverEFSProvisioned,
-	},
-	"filestore-zonal": {
-		params: []string{"minGiB", "smallMaxGiB", "smallStepGiB", "largeMinGiB", "largeStepGiB", "maxGiB",
-			"readMiBpsPerTiB", "writeMiBpsPerTiB", "readIopsPerTiB", "writeIopsPerTiB", "nconnectSmall", "nconnectLarge"},
-		solve: solveFilestoreZonal, at: atFilestoreZonal, deliver: deliverFilestoreZonal,
-	},
+// kindOf returns the formulas of a model named in models.yaml.
+func kindOf(model string) (modelKind, bool) {
+	m, ok := modelKindTable()[model]
+	return m, ok
+}
+
+func modelKindTable() map[string]modelKind {
+	return map[string]modelKind{
+		"azurefiles-v1": {
+			params: []string{"minGiB", "maxGiB", "iopsBase", "iopsPerGiB", "iopsMax", "burstIopsPerGiB", "burstIopsFloor",
+				"burstIopsMax", "burstCreditSeconds", "mibpsBase", "mibpsIngressPerGiB", "mibpsEgressPerGiB", "mibpsMax",
+				"accountMiBps", "clientMiBps", "clientNconnectMiBps", "nconnect", "fileIops", "fileReadMiBps", "fileWriteMiBps"},
+			solve: solveAzureFilesV1, at: atAzureFilesV1, deliver: deliverAzureFilesV1,
+		},
+		"azurefiles-v2": {
+			params: []string{"minGiB", "maxGiB", "iopsMin", "iopsMax", "mibpsMin", "mibpsMax", "recIopsBase", "recIopsPerGiB",
+				"recMiBpsBase", "recMiBpsPerGiB", "burstIopsFactor", "burstIopsFloor", "burstIopsMax", "accountMiBps",
+				"clientMiBps", "clientNconnectMiBps", "nconnect", "fileIops", "fileReadMiBps", "fileWriteMiBps"},
+			solve: solveAzureFilesV2, at: atAzureFilesV2, deliver: deliverAzureFilesV2,
+		},
+		"anf-level": {
+			params: []string{"mibpsPerTiB", "minVolumeGiB", "maxVolumeGiB", "volumeMaxMiBps", "largeMinGiB", "largeMaxGiB",
+				"largeMaxMiBps", "poolMinTiB", "nconnect"},
+			solve: solveANFLevel, at: atANFLevel, deliver: deliverANFLevel,
+		},
+		"anf-flexible": {
+			params: []string{"poolMinMiBps", "poolMaxMiBpsPerTiB", "minVolumeGiB", "maxVolumeGiB", "volumeMaxMiBps",
+				"largeMinGiB", "largeMaxGiB", "largeMaxMiBps", "poolMinTiB", "nconnect"},
+			solve: solveANFFlexible, at: atANFFlexible, deliver: deliverANFFlexible,
+		},
+		"blob-account": {
+			params: []string{"ingressGbps", "egressGbps", "requestsPerSecond", "maxGiB", "nconnect"},
+			solve:  solveBlob, at: atBlob, deliver: deliverBlob,
+		},
+		"efs-elastic": {
+			params: []string{"readMiBps", "writeMiBps", "readIops", "writeIops", "clientMiBps", "clientProxyMiBps"},
+			solve:  solveEFSElastic, at: atByUse, deliver: deliverEFSElastic,
+		},
+		"efs-provisioned": {
+			params: []string{"provMinMiBps", "provMaxMiBps", "readMeterFactor", "readMiBps", "writeMiBps", "readIops",
+				"writeIops", "clientMiBps"},
+			solve: solveEFSProvisioned, at: atEFSProvisioned, deliver: deliverEFSProvisioned,
+		},
+		"filestore-zonal": {
+			params: []string{"minGiB", "smallMaxGiB", "smallStepGiB", "largeMinGiB", "largeStepGiB", "maxGiB",
+				"readMiBpsPerTiB", "writeMiBpsPerTiB", "readIopsPerTiB", "writeIopsPerTiB", "nconnectSmall", "nconnectLarge"},
+			solve: solveFilestoreZonal, at: atFilestoreZonal, deliver: deliverFilestoreZonal,
+		},
+	}
 }
 
 // ceil rounds up, ignoring floating-point noise such as 0.04*500 = 20.000000000000004.
@@ -181,13 +189,21 @@ func deliverAzureFilesV1(t *Tier, p Provision, _ Access) Perf {
 		MiBps: mibps, IOPS: ptr(iops), BurstIOPS: ptr(math.Max(burst, iops)),
 		ClientMiBps: t.p("clientMiBps"), ClientNconnectMiBps: t.p("clientNconnectMiBps"), Nconnect: int(t.p("nconnect")),
 		Limit: limit,
-		Notes: []string{fmt.Sprintf("storage account limit %s shared by all its shares", fmtMiBps(t.p("accountMiBps")))},
+		Notes: []string{
+			fmt.Sprintf("storage account limit %s shared by all its shares", fmtMiBps(t.p("accountMiBps"))),
+			azureFilesPerFile(t),
+		},
 	}
 	if burst > iops {
 		perf.Notes = append(perf.Notes, fmt.Sprintf("burst IOPS are best effort from a credit bucket of %s IO",
 			group((burst-iops)*t.p("burstCreditSeconds"))))
 	}
 	return perf
+}
+
+func azureFilesPerFile(t *Tier) string {
+	return fmt.Sprintf("one file gets at most about %s IOPS, %s of reads and %s of writes: spread load over files",
+		group(t.p("fileIops")), fmtMiBps(t.p("fileReadMiBps")), fmtMiBps(t.p("fileWriteMiBps")))
 }
 
 // Azure Files provisioned v2: storage, IOPS and throughput are bought separately.
@@ -239,6 +255,7 @@ func deliverAzureFilesV2(t *Tier, p Provision, _ Access) Perf {
 		Limit: "provisioned throughput",
 		Notes: []string{
 			fmt.Sprintf("classic storage account limit %s shared by its shares", fmtMiBps(t.p("accountMiBps"))),
+			azureFilesPerFile(t),
 			"decreases are allowed 24 hours after the last increase",
 		},
 	}

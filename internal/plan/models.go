@@ -93,7 +93,7 @@ func (c *Catalog) validate() error {
 			seen[n] = true
 		}
 		for _, t := range svc.Tiers {
-			m, ok := modelKinds[t.Model]
+			m, ok := kindOf(t.Model)
 			if !ok {
 				errs = append(errs, fmt.Errorf("%s/%s: unknown model %q", svc.Name, t.Name, t.Model))
 				continue

@@ -115,7 +115,7 @@ func Plan(c *Catalog, prices *Prices, n Need) (*Result, error) {
 		svc := &c.Services[si]
 		for ti := range svc.Tiers {
 			t := &svc.Tiers[ti]
-			m := modelKinds[t.Model]
+			m, _ := kindOf(t.Model)
 			p, why := m.solve(t, n)
 			if len(why) == 0 {
 				o := describe(svc, t, p, m.deliver(t, p, n.Access), n, n.Throughput.MiBps())
@@ -154,7 +154,7 @@ func Show(c *Catalog, prices *Prices, service, tier string, capacity Size, n Nee
 	r := &Result{Need: summarize(n), Convention: Convention, RankedBy: "tier", Options: []Option{}, Rejected: []Rejection{}}
 	for i := range tiers {
 		t := &tiers[i]
-		m := modelKinds[t.Model]
+		m, _ := kindOf(t.Model)
 		p, err := m.at(t, capacity.GiB(), n.Access)
 		if err != nil {
 			r.Rejected = append(r.Rejected, Rejection{Service: svc.Name, Tier: t.Name, Reasons: []string{err.Error()}})
