@@ -325,3 +325,33 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestResolveAs(t *testing.T) {
+	t.Parallel()
+	pol, err := Parse("c.yaml", []byte(`apiVersion: nfstune.io/v1alpha1
+kind: Policy
+rules:
+  - match: {server: "10.0.0.*"}
+    backend: azure-netapp-files
+    workload: static-tools
+    mode: observe
+    mountOptions: {nconnect: 4}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &inventory.Mount{Server: "10.0.0.9", Export: "/x"}
+	got := pol.ResolveAs(m, "", WorkloadSequentialRead)
+	if got.Backend != BackendAzureNetAppFiles || got.Workload != WorkloadSequentialRead || got.Mode != ModeObserve {
+		t.Errorf("forced workload: got %s/%s mode %s", got.Backend, got.Workload, got.Mode)
+	}
+	if got.Mount.NConnect != 4 || got.Mount.NoCTO || got.Static {
+		t.Errorf("rule overrides must still apply and static must follow the forced workload: %+v static %v", got.Mount, got.Static)
+	}
+	if got := pol.ResolveAs(m, BackendAWSEFS, ""); got.Backend != BackendAWSEFS || got.Workload != WorkloadStaticTools || got.Mount.Vers != "4.1" {
+		t.Errorf("forced backend: got %s/%s vers %q", got.Backend, got.Workload, got.Mount.Vers)
+	}
+	if got := pol.Resolve(&inventory.Mount{Server: "10.0.1.9"}); got.Rule != RuleBuiltIn || got.Backend != BackendGeneric {
+		t.Errorf("no rule: got %s %s", got.Rule, got.Backend)
+	}
+}
