@@ -40,7 +40,7 @@ need: what to provision, the throughput and IOPS it gives, how many clients it t
 it with one connection and with nconnect, and what limits it. Options are ranked by monthly
 cost when --prices gives prices, otherwise by provisioned capacity.
 
-Sizes use 1 TiB = 1024 GiB, as the vendors do. Units are strict: GiB and GB, MiB/s, MB/s
+Sizes are in GiB and 1 TiB = 1024 GiB, as Azure meters shares and volumes. Units are strict: GiB and GB, MiB/s, MB/s
 and Mbps are different things. Exit code 1 when no option meets the need.`,
 		Example: `  nfstune plan --throughput 2GiB/s --capacity 10TiB --client-nic 12.5Gbps
   nfstune plan --throughput 500MiB/s --iops 20000 --clients 4 --prices prices.yaml -o json

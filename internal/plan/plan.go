@@ -11,8 +11,9 @@ import (
 )
 
 // Convention is printed with every plan: the planner's size unit and why.
-const Convention = "1 TiB = 1024 GiB: Azure, AWS and Google size shares and quote per-TiB throughput in binary units " +
-	"(Azure NetApp Files: 100 GiB Premium = 6.25 MiB/s, i.e. 64 x 100/1024)"
+const Convention = "GiB, and 1 TiB = 1024 GiB, as Azure meters shares and volumes " +
+	"(Azure NetApp Files: 100 GiB at Premium = 6.25 MiB/s = 64 x 100/1024); " +
+	"tables that read 4,000 GB as 4 TB overstate per-TiB throughput by 2.4%"
 
 // Need is what the workload requires. Zero fields are not constrained.
 type Need struct {
