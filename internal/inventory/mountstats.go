@@ -63,7 +63,9 @@ func ParseMountStats(r io.Reader) (map[string]*Stats, []string) {
 //     entries among n this costs O(k log n) parses instead of n.
 //
 // procfs only parses files it opens itself (Proc.MountStats), so the bytes are written to
-// a private temporary proc tree (<tmp>/1/mountstats) for each parse.
+// a private temporary proc tree (<tmp>/1/mountstats, in /dev/shm when it exists) for each
+// parse. Read uses this path only when procfs rejects the kernel file or /proc/self is
+// not a link; otherwise procfs reads /proc/<pid>/mountstats directly.
 func parseMountStats(b []byte) ([]mountStatsEntry, []string) {
 	chunks := splitMountStats(b)
 	if len(chunks) == 0 {
@@ -219,7 +221,12 @@ type tempProc struct {
 }
 
 func newTempProc() (*tempProc, error) {
-	dir, err := os.MkdirTemp("", "nfstune-mountstats-")
+	// Prefer memory-backed /dev/shm: under I/O pressure a disk-backed temporary file can
+	// stall the parse for seconds.
+	dir, err := os.MkdirTemp("/dev/shm", "nfstune-mountstats-")
+	if err != nil {
+		dir, err = os.MkdirTemp("", "nfstune-mountstats-")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("creating temporary proc tree: %w", err)
 	}
