@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/procfs"
 
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/policy"
@@ -274,6 +275,17 @@ defaults: {workload: static-tools}
 			requested(m0(inv), "noatime", "", "nodiratime", "")
 		}, want: 1, severity: SeverityInfo, contains: []string{"noatime,nodiratime in /etc/fstab:3 has no effect"}},
 		{name: "relatime shown by the kernel is not reported"},
+	},
+	"NFS091": {
+		{name: "major timeouts", mutate: func(inv *inventory.Inventory) {
+			m0(inv).Stats.Operations = []procfs.NFSOperationStats{
+				{Operation: "READ", Requests: 1000, MajorTimeouts: 3},
+				{Operation: "GETATTR", Requests: 500, MajorTimeouts: 1},
+			}
+		}, want: 1, severity: SeverityWarning, contains: []string{"4 of 1500 requests", "READ, 3", "/sys/fs/nfs/0:53/shutdown"}},
+		{name: "answered in time", mutate: func(inv *inventory.Inventory) {
+			m0(inv).Stats.Operations = []procfs.NFSOperationStats{{Operation: "READ", Requests: 1000}}
+		}},
 	},
 	"NFS090": {
 		{name: "no mountstats entry", mutate: func(inv *inventory.Inventory) { m0(inv).Stats = nil }, want: 1, severity: SeverityWarning,

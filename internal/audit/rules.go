@@ -395,10 +395,11 @@ func hasKey(m map[string]string, k string) bool {
 	return ok
 }
 
-// checkStats is NFS090: no mountstats entry, so connections and counters are unknown.
+// checkStats is NFS090 (no mountstats entry, so connections and counters are unknown)
+// and NFS091 (the server has failed to answer requests in time since the mount).
 func checkStats(c *mountCtx) []Finding {
 	if c.m.Stats != nil {
-		return nil
+		return checkTimeouts(c)
 	}
 	f := c.finding("NFS090", SeverityWarning)
 	f.Message = "no usable /proc/self/mountstats entry: the connection count and I/O counters are unknown (entry missing, malformed, or the mount is in another namespace)"
@@ -407,6 +408,36 @@ func checkStats(c *mountCtx) []Finding {
 	f.Fix = fmt.Sprintf("grep -A2 'mounted on %s ' /proc/self/mountstats ; run nfstune audit --pid 1 to read the host's mount namespace", firstOr(c.m.MountPoints, "<mountpoint>"))
 	f.Reason = "nfstune counts transports and reads counters from mountstats; it never touches the mount point itself"
 	f.Source = srcMountstats
+	return []Finding{f}
+}
+
+// checkTimeouts is NFS091: major timeouts in mountstats, i.e. RPCs that got no reply after
+// timeo and retrans retransmissions.
+func checkTimeouts(c *mountCtx) []Finding {
+	var timeouts, ops uint64
+	var worst string
+	var worstN uint64
+	for _, op := range c.m.Stats.Operations {
+		timeouts += op.MajorTimeouts
+		ops += op.Requests
+		if op.MajorTimeouts > worstN {
+			worst, worstN = op.Operation, op.MajorTimeouts
+		}
+	}
+	if timeouts == 0 {
+		return nil
+	}
+	f := c.finding("NFS091", SeverityWarning)
+	f.Message = fmt.Sprintf("the server left %d of %d requests unanswered past timeo and retrans since the mount (most: %s, %d): it has been unresponsive or unreachable", timeouts, ops, worst, worstN)
+	f.Expected = "0 major timeouts"
+	f.Actual = fmt.Sprintf("%d major timeouts", timeouts)
+	addr := c.m.ServerAddr
+	if addr == "" {
+		addr = c.m.Server
+	}
+	f.Fix = fmt.Sprintf("check the server and the network path to %s; watch it with nfstune stats %s ; if the server is gone for good (Linux >= 6.6): echo 1 > /sys/fs/nfs/%s/shutdown, then umount", addr, firstOr(c.m.MountPoints, ""), c.m.Device)
+	f.Reason = "a major timeout is an RPC that got no reply after retrans retransmissions; on a hard mount the application blocks meanwhile, on a soft mount it gets an error"
+	f.Source = srcMountstats + "; " + srcNFSMan + " (timeo, retrans)"
 	return []Finding{f}
 }
 
