@@ -238,3 +238,89 @@ func TestEveryNumberHasASource(t *testing.T) {
 		}
 	}
 }
+
+// The per-client and connection figures in the research notes.
+func TestPublishedClientFigures(t *testing.T) {
+	t.Parallel()
+	c := catalog(t)
+	tests := []struct {
+		name               string
+		service, tier      string
+		gib                float64
+		clients, clientsNC int // to saturate the size; -1 when unknown
+		multi              string
+		note               string // substring of a note
+	}{
+		// About 20 clients reach the 10 GiB/s share limit without nconnect, 6-7 with nconnect=4.
+		{name: "afs largest share", service: "azure-files", tier: "provisioned-v1", gib: 102400, clients: 21, clientsNC: 7,
+			multi: "nconnect=4", note: "about 8,000 IOPS, 300 MiB/s of reads and 200 MiB/s of writes"},
+		{name: "afs burst credits", service: "azure-files", tier: "provisioned-v1", gib: 10240, clients: 3, clientsNC: 1,
+			multi: "nconnect=4", note: "credit bucket of 62,928,000 IO"},
+		{name: "afs v2 account", service: "azure-files", tier: "provisioned-v2", gib: 1024, clients: 1, clientsNC: 1,
+			multi: "nconnect=4", note: "classic storage account limit 10,340 MiB/s"},
+		// EFS: 500 MiB/s per client, 1,500 with efs-proxy on Elastic.
+		{name: "efs elastic", service: "amazon-efs", tier: "elastic", gib: 1, clients: 41, clientsNC: 14, multi: "efs-proxy"},
+		{name: "efs provisioned", service: "amazon-efs", tier: "provisioned", gib: 1, clients: 7, clientsNC: 7},
+		// Filestore: nconnect=2 below 10 TiB, 7 from 10 TiB; no per-client figure.
+		{name: "filestore small", service: "google-filestore", tier: "zonal", gib: 9984, clients: -1, clientsNC: -1, multi: "nconnect=2"},
+		{name: "filestore large", service: "google-filestore", tier: "zonal", gib: 10240, clients: -1, clientsNC: -1, multi: "nconnect=7"},
+		// ANF: nconnect=8 performed best; no per-client figure.
+		{name: "anf", service: "azure-netapp-files", tier: "premium", gib: 1024, clients: -1, clientsNC: -1, multi: "nconnect=8",
+			note: "no published per-client limit"},
+		{name: "blob", service: "azure-blob-nfs", tier: "gpv2", gib: 1, clients: -1, clientsNC: -1, multi: "nconnect=16",
+			note: "enable_azure_nconnect"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			o, err := showOne(t, c, tt.service, tt.tier, tt.gib, Read)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := count(o.ClientsNeeded), tt.clients; got != want {
+				t.Errorf("clients = %d, want %d", got, want)
+			}
+			if got, want := count(o.ClientsNeededNconnect), tt.clientsNC; got != want {
+				t.Errorf("clients with %s = %d, want %d", o.MultiConnection, got, want)
+			}
+			if o.MultiConnection != tt.multi {
+				t.Errorf("multiConnection = %q, want %q", o.MultiConnection, tt.multi)
+			}
+			if notes := strings.Join(o.Notes, "\n"); !strings.Contains(notes, tt.note) {
+				t.Errorf("notes lack %q:\n%s", tt.note, notes)
+			}
+		})
+	}
+}
+
+func count(p *int) int {
+	if p == nil {
+		return -1
+	}
+	return *p
+}
+
+// Flexible pools include 128 MiB/s and allow at most 640 MiB/s per TiB.
+func TestANFFlexiblePool(t *testing.T) {
+	t.Parallel()
+	c := catalog(t)
+	for _, tt := range []struct {
+		mibps, gib        float64
+		poolTiB, provided float64
+	}{
+		{mibps: 10, gib: 100, poolTiB: 1, provided: 128},
+		{mibps: 640, gib: 100, poolTiB: 1, provided: 640},
+		{mibps: 641, gib: 100, poolTiB: 2, provided: 641},
+		{mibps: 4500, gib: 100, poolTiB: 8, provided: 4500},
+		{mibps: 1000, gib: 20480, poolTiB: 20, provided: 1000},
+	} {
+		r := mustPlan(t, c, nil, Need{Throughput: Rate(tt.mibps * MiB), Capacity: Size(tt.gib * GiB)})
+		o := option(r, "azure-netapp-files", "flexible")
+		if o == nil {
+			t.Fatalf("%v MiB/s: flexible does not fit", tt.mibps)
+		}
+		if o.Provision.CapacityGiB != tt.poolTiB*1024 || o.Provision.MiBps != tt.provided || o.Provision.LargeVolume {
+			t.Errorf("%v MiB/s, %v GiB: provision %+v, want a %v TiB pool with %v MiB/s", tt.mibps, tt.gib, o.Provision, tt.poolTiB, tt.provided)
+		}
+	}
+}
