@@ -254,6 +254,11 @@ defaults: {workload: static-tools}
 			inv.ReadAhead.UdevRules = []inventory.UdevRule{{File: "/usr/lib/udev/rules.d/99-nfs.rules", Line: 1, Program: "/usr/libexec/nfsrahead"}}
 			inv.ReadAhead.NFSRahead = map[string]string{"nfs4": "16384", "default": "128"}
 		}},
+		{name: "nfsrahead value with a trailing comment", mutate: func(inv *inventory.Inventory) {
+			inv.ReadAhead.UdevRules = []inventory.UdevRule{{File: "/usr/lib/udev/rules.d/99-nfs.rules", Line: 1, Program: "/usr/libexec/nfsrahead"}}
+			inv.ReadAhead.NFSRahead = map[string]string{"nfs4": "1024   # NFSv4.x"}
+			inv.ReadAhead.NFSRaheadFrom = map[string]string{"nfs4": "/etc/nfs.conf:12"}
+		}, want: 1, severity: SeverityWarning, contains: []string{"[nfsrahead] nfs4=1024 in /etc/nfs.conf:12"}},
 		{name: "fixed low rule", mutate: func(inv *inventory.Inventory) {
 			inv.ReadAhead.UdevRules = []inventory.UdevRule{{File: "/etc/udev/rules.d/60-ra.rules", Line: 4, ReadAheadKB: intp(1024)}}
 		}, want: 1, severity: SeverityWarning, contains: []string{"/etc/udev/rules.d/60-ra.rules:4", `"15360"`}},

@@ -304,12 +304,12 @@ func nextMountReadAhead(inv *inventory.Inventory, m *inventory.Mount, want int) 
 	case strings.Contains(r.Program, "nfsrahead"):
 		key := m.FSType
 		if v, ok := inv.ReadAhead.NFSRahead[key]; ok {
-			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+			if n, err := leadingInt(v); err == nil {
 				return n, fmt.Sprintf("udev rule %s running nfsrahead, [nfsrahead] %s=%d in %s", where, key, n, inv.ReadAhead.NFSRaheadFrom[key]), true, true
 			}
 		}
 		if v, ok := inv.ReadAhead.NFSRahead["default"]; ok {
-			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+			if n, err := leadingInt(v); err == nil {
 				return n, fmt.Sprintf("udev rule %s running nfsrahead, [nfsrahead] default=%d in %s", where, n, inv.ReadAhead.NFSRaheadFrom["default"]), true, true
 			}
 		}
@@ -318,6 +318,16 @@ func nextMountReadAhead(inv *inventory.Inventory, m *inventory.Mount, want int) 
 		return want, "udev rule " + where + " running nfstune", true, true
 	}
 	return 0, "", true, false
+}
+
+// leadingInt parses the number at the start of an nfs.conf value, the way nfsrahead's
+// strtol does: "15000      # NFSv3" is 15000.
+func leadingInt(v string) (int, error) {
+	f := strings.Fields(v)
+	if len(f) == 0 {
+		return 0, strconv.ErrSyntax
+	}
+	return strconv.Atoi(f[0])
 }
 
 // checkReadAheadRules is NFS050: the udev rule or nfs.conf [nfsrahead] setting that sets
