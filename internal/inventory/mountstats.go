@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -248,14 +249,22 @@ func newTempProc() (*tempProc, error) {
 }
 
 func (p *tempProc) parse(chunks []statsChunk) ([]*procfs.Mount, error) {
-	var buf bytes.Buffer
+	f, err := os.Create(p.file)
+	if err != nil {
+		return nil, err
+	}
+	w := bufio.NewWriterSize(f, 64<<10)
 	for _, c := range chunks {
-		buf.Write(c.text)
+		w.Write(c.text)
 		if n := len(c.text); n > 0 && c.text[n-1] != '\n' {
-			buf.WriteByte('\n')
+			w.WriteByte('\n')
 		}
 	}
-	if err := os.WriteFile(p.file, buf.Bytes(), 0o600); err != nil {
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := f.Close(); err != nil {
 		return nil, err
 	}
 	return p.proc.MountStats()
@@ -293,4 +302,46 @@ func shorten(s string, n int) string {
 		return s
 	}
 	return s[:n] + "..."
+}
+
+// readStripped reads a mountstats file without the rows after each "per-op statistics"
+// line (up to the blank line that ends the entry), keeping the header so that procfs still
+// sees a complete entry. Reading line by line keeps only the short result in memory.
+func readStripped(r io.Reader, limit int64) ([]byte, error) {
+	br := bufio.NewReaderSize(io.LimitReader(r, limit+1), 64<<10)
+	var out []byte
+	var n int64
+	inOps := false
+	for {
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			// An over-long line: keep it whole, procfs will judge it.
+			rest, err2 := br.ReadBytes('\n')
+			line = append(append([]byte(nil), line...), rest...)
+			err = err2
+		}
+		n += int64(len(line))
+		if n > limit {
+			return nil, fmt.Errorf("mountstats larger than %d bytes", limit)
+		}
+		trimmed := bytes.TrimSpace(line)
+		keep := true
+		switch {
+		case inOps && (len(trimmed) == 0 || string(firstField(line)) == "device"):
+			inOps = false
+		case inOps:
+			keep = false
+		case string(trimmed) == "per-op statistics":
+			inOps = true
+		}
+		if keep {
+			out = append(out, line...)
+		}
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }

@@ -157,6 +157,9 @@ func FuzzParseMountStats(f *testing.F) {
 		f.Add(tt.in)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
+		if _, err := readStripped(strings.NewReader(s), 1<<20); err != nil {
+			t.Errorf("readStripped: %v", err)
+		}
 		stats, _ := ParseMountStats(strings.NewReader(s))
 		for mp, st := range stats {
 			if st == nil {
@@ -164,4 +167,21 @@ func FuzzParseMountStats(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestReadStripped(t *testing.T) {
+	t.Parallel()
+	in := statsEntry("/a", "1.1", goodEvents, tcpLine, goodRead) + "device proc mounted on /proc with fstype proc\n" +
+		statsEntry("/b", "1.1", goodEvents, tcpLine, goodRead)
+	got, err := readStripped(strings.NewReader(in), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(got), "READ:") || strings.Count(string(got), "per-op statistics") != 2 ||
+		!strings.Contains(string(got), "device proc mounted on /proc") {
+		t.Errorf("stripped:\n%s", got)
+	}
+	if _, err := readStripped(strings.NewReader(in), 100); err == nil {
+		t.Errorf("readStripped over the limit: want error")
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net"
 	"net/netip"
+	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -28,6 +29,10 @@ type ReadOptions struct {
 	// /proc/<pid>/mountstats and /proc/<pid>/net/nfsfs (e.g. 1 for the host's namespace
 	// from a container that shares the host's PID namespace).
 	PID int
+	// SkipOperations leaves Stats.Operations empty: the per-op rows, about 70 lines per
+	// NFSv4 mount, are cut from mountstats before parsing. Audit needs only the transports
+	// and ages; metrics need the operations.
+	SkipOperations bool
 }
 
 // Read builds the inventory of NFS mounts under root. Only kernel pseudo-files under
@@ -79,7 +84,7 @@ func Read(root hostfs.Root, opts ReadOptions) (*Inventory, error) {
 
 	var stats map[string]mountStatsEntry
 	if len(infos) > 0 {
-		stats, w = readMountStats(root, opts.PID, procDir)
+		stats, w = readMountStats(root, opts, procDir)
 		warn(w...)
 	}
 	req := readRequested(root)
@@ -123,10 +128,15 @@ func parseMountInfo(b []byte) ([]*mountinfo.Info, []string) {
 // readMountStats returns the mountstats entries keyed by mount point. The fast path hands
 // the kernel file straight to procfs; if procfs rejects it (or /proc/self is not a link,
 // as in a copied tree), the bytes go through the tolerant per-entry parser.
-func readMountStats(root hostfs.Root, pid int, procDir string) (map[string]mountStatsEntry, []string) {
+func readMountStats(root hostfs.Root, opts ReadOptions, procDir string) (map[string]mountStatsEntry, []string) {
 	var entries []mountStatsEntry
 	var warnings []string
-	if mounts, err := procfsMountStats(root, pid); err == nil {
+	var mounts []*procfs.Mount
+	err := errors.New("per-op rows skipped")
+	if !opts.SkipOperations {
+		mounts, err = procfsMountStats(root, opts.PID)
+	}
+	if err == nil {
 		entries = make([]mountStatsEntry, 0, len(mounts))
 		for _, m := range mounts {
 			e := entryFromProcfs(statsChunk{}, m)
@@ -139,7 +149,12 @@ func readMountStats(root hostfs.Root, pid int, procDir string) (map[string]mount
 			}
 		}
 	} else {
-		b, err := hostfs.ReadSmall(root.Proc(procDir, "mountstats"))
+		var b []byte
+		if opts.SkipOperations {
+			b, err = readStrippedFile(root.Proc(procDir, "mountstats"))
+		} else {
+			b, err = hostfs.ReadSmall(root.Proc(procDir, "mountstats"))
+		}
 		if err != nil {
 			return nil, []string{fmt.Sprintf("reading mountstats: %v", err)}
 		}
@@ -153,6 +168,15 @@ func readMountStats(root hostfs.Root, pid int, procDir string) (map[string]mount
 		}
 	}
 	return out, warnings
+}
+
+func readStrippedFile(p string) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readStripped(f, hostfs.MaxSmall)
 }
 
 func procfsMountStats(root hostfs.Root, pid int) ([]*procfs.Mount, error) {

@@ -346,3 +346,27 @@ func TestReadNeverTouchesMountPoints(t *testing.T) {
 		t.Fatal("Read blocked: it opened a mount point")
 	}
 }
+
+// TestReadSkipOperations wants the same inventory without the per-op rows.
+func TestReadSkipOperations(t *testing.T) {
+	t.Parallel()
+	full, err := Read(hostfs.Root("testdata/mixed"), ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lean, err := Read(hostfs.Root("testdata/mixed"), ReadOptions{SkipOperations: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(full, lean, cmpopts.IgnoreFields(Stats{}, "Operations")); diff != "" {
+		t.Errorf("(-full +lean):\n%s", diff)
+	}
+	for _, m := range lean.Mounts {
+		if m.Stats == nil || len(m.Stats.Operations) != 0 {
+			t.Errorf("mount %s: stats %v with operations", m.Device, m.Stats != nil)
+		}
+	}
+	if n := len(full.ByMountPoint("/tools").Stats.Operations); n != 22 {
+		t.Errorf("full read: /tools has %d NFSv3 operations, want 22", n)
+	}
+}

@@ -60,3 +60,22 @@ func BenchmarkRead1000(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRead1000SkipOperations is BenchmarkRead1000 without the per-op rows, as the
+// audit reads it.
+func BenchmarkRead1000SkipOperations(b *testing.B) {
+	dir := b.TempDir()
+	if err := GenerateTree(dir, 1000); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		inv, err := Read(hostfs.Root(dir), ReadOptions{SkipOperations: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(inv.Mounts) != 1000 || inv.Mounts[0].Stats == nil {
+			b.Fatalf("mounts = %d", len(inv.Mounts))
+		}
+	}
+}
