@@ -197,7 +197,7 @@ func (j Job) Args(p Params) []string {
 		"--runtime=" + strconv.Itoa(seconds(p.Runtime)),
 	}
 	if j.TimeBased {
-		args = append(args, "--time_based", "--ramp_time="+strconv.Itoa(seconds(p.Ramp)))
+		args = append(args, "--time_based", "--ramp_time="+strconv.Itoa(int((p.Ramp+time.Second-1)/time.Second)))
 	}
 	for _, e := range j.Extra {
 		args = append(args, "--"+e)

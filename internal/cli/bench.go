@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/nfstune/nfstune/internal/bench"
 	"github.com/nfstune/nfstune/internal/fio"
 	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/plan"
 	"github.com/nfstune/nfstune/internal/version"
 )
 
@@ -67,6 +70,7 @@ each run, so that two results can be compared honestly.`,
 		newBenchProfilesCommand(streams),
 		newBenchCompareCommand(streams),
 		newBenchSweepCommand(g, streams, deps),
+		newBenchReportCommand(streams),
 	)
 	return c
 }
@@ -334,4 +338,87 @@ run-to-run spread, and a policy rule that applies it.`,
 	c.Flags().BoolVar(&f.Remount, "remount", false, "allow unmounting and mounting the mount's client group for option variants")
 	c.Flags().StringSliceVar(&f.Remountable, "remountable", nil, "mount points nfstune may unmount and mount again")
 	return c
+}
+
+type benchReportFlags struct {
+	Format   string
+	Out      string
+	NICSpeed string
+	Limit    string
+}
+
+func newBenchReportCommand(streams IOStreams) *cobra.Command {
+	f := &benchReportFlags{}
+	c := &cobra.Command{
+		Use:   "report A.json [B.json ...]",
+		Short: "Write a Markdown or HTML report with throughput, IOPS and latency charts",
+		Long: `report writes report.md (or report.html) and three SVG charts (throughput, IOPS, p99
+latency) into --out, one bar per result file and sweep variant for each job, with the
+run-to-run range as whiskers. With --nic-speed or --limit (the service's throughput, e.g.
+from nfstune plan) every throughput is also shown as a share of that limit.`,
+		Example: `  nfstune bench report before.json after.json --out report/ --nic-speed 10Gbps
+  nfstune bench report sweep.json --format html --out report/ --limit 200MiB/s`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			opts := bench.ReportOptions{Format: f.Format}
+			var err error
+			opts.LimitMiBs, opts.LimitLabel, err = reportLimit(f.NICSpeed, f.Limit)
+			if err != nil {
+				return &ExitError{Code: ExitError2, Err: err}
+			}
+			if f.Out == "" {
+				return &ExitError{Code: ExitError2, Err: errors.New("--out DIR is required")}
+			}
+			var inputs []bench.ReportInput
+			seen := map[string]int{}
+			for _, a := range args {
+				res, err := bench.ReadResult(a)
+				if err != nil {
+					return &ExitError{Code: ExitError2, Err: err}
+				}
+				label := strings.TrimSuffix(filepath.Base(a), filepath.Ext(a))
+				if seen[label]++; seen[label] > 1 {
+					label = fmt.Sprintf("%s#%d", label, seen[label])
+				}
+				inputs = append(inputs, bench.ReportInput{Label: label, Result: res})
+			}
+			files, err := bench.WriteReport(f.Out, inputs, opts)
+			if err != nil {
+				return fmt.Errorf("writing report: %w", err)
+			}
+			for _, p := range files {
+				fmt.Fprintln(streams.Out, p)
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&f.Format, "format", "md", "report format: md or html")
+	c.Flags().StringVar(&f.Out, "out", "", "directory to write the report and charts into (required)")
+	c.Flags().StringVar(&f.NICSpeed, "nic-speed", "", "client NIC speed, e.g. 10Gbps or 1250MB/s")
+	c.Flags().StringVar(&f.Limit, "limit", "", "the service's throughput limit, e.g. 200MiB/s (see nfstune plan)")
+	return c
+}
+
+// reportLimit turns --nic-speed and --limit into MiB/s and a label; with both, the lower
+// one is the limit.
+func reportLimit(nic, limit string) (float64, string, error) {
+	var mibs float64
+	var label string
+	if nic != "" {
+		r, err := plan.ParseRate(nic)
+		if err != nil {
+			return 0, "", fmt.Errorf("--nic-speed: %w", err)
+		}
+		mibs, label = r.MiBps(), fmt.Sprintf("the NIC (%s = %.0f MiB/s)", nic, r.MiBps())
+	}
+	if limit != "" {
+		r, err := plan.ParseRate(limit)
+		if err != nil {
+			return 0, "", fmt.Errorf("--limit: %w", err)
+		}
+		if mibs == 0 || r.MiBps() < mibs {
+			mibs, label = r.MiBps(), fmt.Sprintf("the service limit (%s = %.0f MiB/s)", limit, r.MiBps())
+		}
+	}
+	return mibs, label, nil
 }

@@ -177,3 +177,30 @@ func TestBenchSweepLocal(t *testing.T) {
 		t.Errorf("nconnect without --remount: %v", err)
 	}
 }
+
+func TestBenchReport(t *testing.T) {
+	dir := t.TempDir()
+	out, _, err := runBenchCLI(t, defaultBenchDeps(), "bench", "report", "testdata/bench/before.json", "testdata/bench/after.json",
+		"--format", "html", "--out", dir, "--nic-speed", "10Gbps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"report.html", "throughput.svg", "iops.svg", "latency.svg"} {
+		if !strings.Contains(out, filepath.Join(dir, f)) {
+			t.Errorf("output does not list %s:\n%s", f, out)
+		}
+	}
+	html, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// before.json: median 477.6 MiB/s of 1192.1 MiB/s.
+	if !strings.Contains(string(html), "<td>40%</td>") || !strings.Contains(string(html), "10Gbps = 1192 MiB/s") {
+		t.Errorf("report lacks the NIC share")
+	}
+	_, _, err = runBenchCLI(t, defaultBenchDeps(), "bench", "report", "testdata/bench/before.json", "--out", dir, "--nic-speed", "10 gigs")
+	var exit *ExitError
+	if !errors.As(err, &exit) || exit.Code != ExitError2 {
+		t.Errorf("bad --nic-speed: err = %v, want exit 2", err)
+	}
+}

@@ -1,0 +1,134 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"html"
+	"math"
+	"strconv"
+)
+
+// barChart is a grouped bar chart: one group per job, one bar per series (result file and
+// variant), each bar the median with a whisker from min to max.
+type barChart struct {
+	Title  string
+	YLabel string
+	Groups []string
+	Series []string
+	// Values[g][s] is series s of group g; N == 0 when the series lacks that job.
+	Values [][]Spread
+	// Limit draws a dashed line (e.g. the NIC's throughput); 0 for none.
+	Limit      float64
+	LimitLabel string
+}
+
+// palette is colour-blind safe (Okabe-Ito).
+var palette = []string{"#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"}
+
+const (
+	chartLeft   = 70
+	chartRight  = 20
+	chartTop    = 40
+	chartHeight = 260
+	barWidth    = 18
+	groupGap    = 28
+)
+
+// SVG renders the chart as a standalone SVG document.
+func (c barChart) SVG() []byte {
+	nSeries := max(len(c.Series), 1)
+	groupWidth := nSeries*barWidth + groupGap
+	plotWidth := max(len(c.Groups)*groupWidth, 360)
+	legendRows := (len(c.Series) + 2) / 3
+	longest := 0
+	for _, g := range c.Groups {
+		longest = max(longest, len(g))
+	}
+	// Group labels are turned 30 degrees: their drop is half their length.
+	labelDrop := 24 + longest*3
+	width := chartLeft + plotWidth + chartRight
+	height := chartTop + chartHeight + labelDrop + 24 + legendRows*18
+
+	top := c.Limit
+	for _, g := range c.Values {
+		for _, v := range g {
+			if v.N > 0 {
+				top = math.Max(top, v.Max)
+			}
+		}
+	}
+	step, yMax := niceScale(top)
+	y := func(v float64) float64 { return chartTop + chartHeight - v/yMax*chartHeight }
+
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`+"\n", width, height, width, height)
+	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", width, height)
+	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="14" font-weight="bold">%s</text>`+"\n", chartLeft, esc(c.Title))
+	// Grid and y axis labels.
+	for v := 0.0; v <= yMax*1.0001; v += step {
+		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#dddddd"/>`+"\n", chartLeft, chartLeft+plotWidth, y(v), y(v))
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", chartLeft-6, y(v)+4, formatNum(v))
+	}
+	fmt.Fprintf(&b, `<text transform="translate(16 %d) rotate(-90)" text-anchor="middle">%s</text>`+"\n", chartTop+chartHeight/2, esc(c.YLabel))
+	fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="#333333"/>`+"\n", chartLeft, chartLeft+plotWidth, chartTop+chartHeight, chartTop+chartHeight)
+	// Bars.
+	for gi, g := range c.Groups {
+		x0 := chartLeft + gi*groupWidth + groupGap/2
+		for si := range c.Series {
+			if gi >= len(c.Values) || si >= len(c.Values[gi]) || c.Values[gi][si].N == 0 {
+				continue
+			}
+			v := c.Values[gi][si]
+			x := x0 + si*barWidth
+			col := palette[si%len(palette)]
+			fmt.Fprintf(&b, `<rect x="%d" y="%.1f" width="%d" height="%.1f" fill="%s"><title>%s: %s</title></rect>`+"\n",
+				x+1, y(v.Median), barWidth-2, y(0)-y(v.Median), col, esc(c.Series[si]), esc(v.String()))
+			if v.N > 1 && v.Max > v.Min {
+				cx := float64(x) + barWidth/2
+				fmt.Fprintf(&b, `<path d="M%.1f %.1fV%.1fM%.1f %.1fH%.1fM%.1f %.1fH%.1f" stroke="#222222" fill="none"/>`+"\n",
+					cx, y(v.Min), y(v.Max), cx-4, y(v.Min), cx+4, cx-4, y(v.Max), cx+4)
+			}
+		}
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end" transform="rotate(-30 %d %d)">%s</text>`+"\n",
+			x0+nSeries*barWidth/2, chartTop+chartHeight+16, x0+nSeries*barWidth/2, chartTop+chartHeight+16, esc(g))
+	}
+	if c.Limit > 0 {
+		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#D55E00" stroke-dasharray="6 4"/>`+"\n", chartLeft, chartLeft+plotWidth, y(c.Limit), y(c.Limit))
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" fill="#D55E00">%s</text>`+"\n", chartLeft+4, y(c.Limit)-4, esc(c.LimitLabel))
+	}
+	// Legend.
+	ly := chartTop + chartHeight + labelDrop + 12
+	for si, s := range c.Series {
+		lx := chartLeft + (si%3)*((plotWidth)/3)
+		yy := ly + (si/3)*18
+		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="12" height="12" fill="%s"/><text x="%d" y="%d">%s</text>`+"\n", lx, yy-10, palette[si%len(palette)], lx+16, yy, esc(s))
+	}
+	b.WriteString("</svg>\n")
+	return b.Bytes()
+}
+
+// niceScale picks a tick step of 1, 2 or 5 times a power of ten giving about five ticks,
+// and the axis maximum as a whole number of steps at or above top.
+func niceScale(top float64) (step, yMax float64) {
+	if top <= 0 || math.IsNaN(top) || math.IsInf(top, 0) {
+		return 1, 5
+	}
+	raw := top / 5
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	switch r := raw / mag; {
+	case r <= 1:
+		step = mag
+	case r <= 2:
+		step = 2 * mag
+	case r <= 5:
+		step = 5 * mag
+	default:
+		step = 10 * mag
+	}
+	yMax = math.Ceil(top/step-1e-9) * step
+	// Round away float noise such as 0.30000000000000004.
+	yMax, _ = strconv.ParseFloat(strconv.FormatFloat(yMax, 'g', 12, 64), 64)
+	return step, yMax
+}
+
+func esc(s string) string { return html.EscapeString(s) }
