@@ -24,6 +24,12 @@ test:
 # real-kernel lab tests.
 check: vet test helm-lint helm-test lab-test
 
+# image builds the agent's OCI image from the static binary without a container daemon:
+# bin/image/oci (OCI layout), bin/image/nfstune-$(VERSION).tar and bin/image/digest.
+image: build
+	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 0) \
+		$(GO) run ./internal/image/mkimage -binary $(BIN) -version $(VERSION) -out bin/image
+
 $(HELM):
 	GOBIN=$(CURDIR)/$(dir $(HELM)) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 
