@@ -233,6 +233,9 @@ func writePlanTable(w io.Writer, r *plan.Result, show bool) error {
 		}
 		for _, rej := range r.Rejected {
 			ew.printf("  %s/%s: %s\n", rej.Service, rej.Tier, strings.Join(rej.Reasons, "; "))
+			if rej.ScaleOut != nil {
+				ew.printf("    %s\n", rej.ScaleOut)
+			}
 		}
 	}
 	var notes []string

@@ -61,6 +61,12 @@ type modelKind struct {
 	at func(t *Tier, gib float64, a Access) (Provision, error)
 	// deliver returns the performance of p.
 	deliver func(t *Tier, p Provision, a Access) Perf
+	// largest names the parameter holding the largest capacity one unit can have; empty
+	// when there is no limit. grows is set when throughput grows with capacity.
+	largest string
+	grows   bool
+	// several names several units, for scale-out hints: "shares", "volumes".
+	several string
 }
 
 // kindOf returns the formulas of a model named in models.yaml.
@@ -76,40 +82,48 @@ func modelKindTable() map[string]modelKind {
 				"burstIopsMax", "burstCreditSeconds", "mibpsBase", "mibpsIngressPerGiB", "mibpsEgressPerGiB", "mibpsMax",
 				"accountMiBps", "clientMiBps", "clientNconnectMiBps", "nconnect", "fileIops", "fileReadMiBps", "fileWriteMiBps"},
 			solve: solveAzureFilesV1, at: atAzureFilesV1, deliver: deliverAzureFilesV1,
+			largest: "maxGiB", grows: true, several: "shares in separate storage accounts",
 		},
 		"azurefiles-v2": {
 			params: []string{"minGiB", "maxGiB", "iopsMin", "iopsMax", "mibpsMin", "mibpsMax", "recIopsBase", "recIopsPerGiB",
 				"recMiBpsBase", "recMiBpsPerGiB", "burstIopsFactor", "burstIopsFloor", "burstIopsMax", "accountMiBps",
 				"clientMiBps", "clientNconnectMiBps", "nconnect", "fileIops", "fileReadMiBps", "fileWriteMiBps"},
 			solve: solveAzureFilesV2, at: atAzureFilesV2, deliver: deliverAzureFilesV2,
+			largest: "maxGiB", grows: true, several: "shares in separate storage accounts",
 		},
 		"anf-level": {
 			params: []string{"mibpsPerTiB", "minVolumeGiB", "maxVolumeGiB", "volumeMaxMiBps", "largeMinGiB", "largeMaxGiB",
 				"largeMaxMiBps", "poolMinTiB", "nconnect"},
 			solve: solveANFLevel, at: atANFLevel, deliver: deliverANFLevel,
+			largest: "largeMaxGiB", grows: true, several: "large volumes",
 		},
 		"anf-flexible": {
 			params: []string{"poolMinMiBps", "poolMaxMiBpsPerTiB", "minVolumeGiB", "maxVolumeGiB", "volumeMaxMiBps",
 				"largeMinGiB", "largeMaxGiB", "largeMaxMiBps", "poolMinTiB", "nconnect"},
 			solve: solveANFFlexible, at: atANFFlexible, deliver: deliverANFFlexible,
+			largest: "largeMaxGiB", grows: true, several: "large volumes",
 		},
 		"blob-account": {
 			params: []string{"ingressGbps", "egressGbps", "requestsPerSecond", "maxGiB", "nconnect"},
 			solve:  solveBlob, at: atBlob, deliver: deliverBlob,
+			largest: "maxGiB", several: "storage accounts",
 		},
 		"efs-elastic": {
 			params: []string{"readMiBps", "writeMiBps", "readIops", "writeIops", "clientMiBps", "clientProxyMiBps"},
 			solve:  solveEFSElastic, at: atByUse, deliver: deliverEFSElastic,
+			several: "file systems",
 		},
 		"efs-provisioned": {
 			params: []string{"provMinMiBps", "provMaxMiBps", "readMeterFactor", "readMiBps", "writeMiBps", "readIops",
 				"writeIops", "clientMiBps"},
 			solve: solveEFSProvisioned, at: atEFSProvisioned, deliver: deliverEFSProvisioned,
+			several: "file systems",
 		},
 		"filestore-zonal": {
 			params: []string{"minGiB", "smallMaxGiB", "smallStepGiB", "largeMinGiB", "largeStepGiB", "maxGiB",
 				"readMiBpsPerTiB", "writeMiBpsPerTiB", "readIopsPerTiB", "writeIopsPerTiB", "nconnectSmall", "nconnectLarge"},
 			solve: solveFilestoreZonal, at: atFilestoreZonal, deliver: deliverFilestoreZonal,
+			largest: "maxGiB", grows: true, several: "instances",
 		},
 	}
 }
@@ -230,7 +244,7 @@ func solveAzureFilesV2(t *Tier, n Need) (Provision, []string) {
 		iops = math.Max(float64(n.IOPS), t.p("iopsMin"))
 	}
 	if iops > t.p("iopsMax") {
-		why = append(why, fmt.Sprintf("needs %.0f IOPS, a share can be provisioned with at most %.0f", iops, t.p("iopsMax")))
+		why = append(why, fmt.Sprintf("needs %s IOPS, a share can be provisioned with at most %s", group(iops), group(t.p("iopsMax"))))
 	}
 	if len(why) > 0 {
 		return Provision{}, why
@@ -414,7 +428,7 @@ func solveBlob(t *Tier, n Need) (Provision, []string) {
 		why = append(why, fmt.Sprintf("needs %s, the %s limit is %s", fmtMiBps(need), what, fmtMiBps(limit)))
 	}
 	if float64(n.IOPS) > t.p("requestsPerSecond") {
-		why = append(why, fmt.Sprintf("needs %d IOPS, the account serves %.0f requests/s", n.IOPS, t.p("requestsPerSecond")))
+		why = append(why, fmt.Sprintf("needs %s IOPS, the account serves %s requests/s", group(float64(n.IOPS)), group(t.p("requestsPerSecond"))))
 	}
 	if len(why) > 0 {
 		return Provision{}, why
@@ -460,7 +474,7 @@ func solveEFSElastic(t *Tier, n Need) (Provision, []string) {
 		why = append(why, fmt.Sprintf("needs %s, a file system gives %s of %ss", fmtMiBps(need), fmtMiBps(mibps), n.Access))
 	}
 	if float64(n.IOPS) > iops {
-		why = append(why, fmt.Sprintf("needs %d IOPS, a file system gives %.0f %s IOPS", n.IOPS, iops, n.Access))
+		why = append(why, fmt.Sprintf("needs %s IOPS, a file system gives %s %s IOPS", group(float64(n.IOPS)), group(iops), n.Access))
 	}
 	if len(why) > 0 {
 		return Provision{}, why
@@ -500,7 +514,7 @@ func solveEFSProvisioned(t *Tier, n Need) (Provision, []string) {
 		why = append(why, fmt.Sprintf("needs %s provisioned, the maximum is %s", fmtMiBps(prov), fmtMiBps(t.p("provMaxMiBps"))))
 	}
 	if float64(n.IOPS) > iops {
-		why = append(why, fmt.Sprintf("needs %d IOPS, a file system gives %.0f %s IOPS", n.IOPS, iops, n.Access))
+		why = append(why, fmt.Sprintf("needs %s IOPS, a file system gives %s %s IOPS", group(float64(n.IOPS)), group(iops), n.Access))
 	}
 	if len(why) > 0 {
 		return Provision{}, why
@@ -589,7 +603,7 @@ func overLargest(needMiBps, gotMiBps, needIOPS, gotIOPS float64, unit string, ma
 		why = append(why, fmt.Sprintf("needs %s, the largest %s (%s) gives %s", fmtMiBps(needMiBps), unit, fmtGiB(maxGiB), fmtMiBps(gotMiBps)))
 	}
 	if needIOPS > gotIOPS {
-		why = append(why, fmt.Sprintf("needs %.0f IOPS, the largest %s (%s) gives %.0f", needIOPS, unit, fmtGiB(maxGiB), gotIOPS))
+		why = append(why, fmt.Sprintf("needs %s IOPS, the largest %s (%s) gives %s", group(needIOPS), unit, fmtGiB(maxGiB), group(gotIOPS)))
 	}
 	return why
 }

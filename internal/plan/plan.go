@@ -82,6 +82,56 @@ type Rejection struct {
 	Service string   `json:"service"`
 	Tier    string   `json:"tier"`
 	Reasons []string `json:"reasons"`
+	// ScaleOut is set when the throughput is over what one unit of the tier gives, and says
+	// how many of the largest units would reach it together.
+	ScaleOut *ScaleOut `json:"scaleOut,omitempty"`
+}
+
+// ScaleOut is a number of the largest units of a tier that together meet a need, with the
+// data and load split between them.
+type ScaleOut struct {
+	Count     int     `json:"count"`
+	Units     string  `json:"units"`
+	EachMiBps float64 `json:"eachMiBps"`
+}
+
+func (s *ScaleOut) String() string {
+	return fmt.Sprintf("%d %s, %s each, would together meet the need with the data split between them",
+		s.Count, s.Units, fmtMiBps(s.EachMiBps))
+}
+
+// maxScaleOut bounds the hint: beyond it, splitting is not a plan.
+const maxScaleOut = 64
+
+// scaleOut returns how many of the tier's largest units together meet n, or nil when one
+// unit would do, when the split is too wide, or when the tier has no size to scale by.
+func scaleOut(t *Tier, m modelKind, n Need) *ScaleOut {
+	maxGiB, sizeGiB := 0.0, 0.0
+	if m.largest != "" {
+		maxGiB = t.p(m.largest)
+	}
+	if m.grows {
+		sizeGiB = maxGiB
+	}
+	p, err := m.at(t, sizeGiB, n.Access)
+	if err != nil {
+		return nil
+	}
+	perf := m.deliver(t, p, n.Access)
+	if perf.MiBps <= 0 {
+		return nil
+	}
+	k := ceil(n.Throughput.MiBps() / perf.MiBps)
+	if maxGiB > 0 {
+		k = math.Max(k, ceil(n.Capacity.GiB()/maxGiB))
+	}
+	if perf.IOPS != nil && *perf.IOPS > 0 {
+		k = math.Max(k, ceil(float64(n.IOPS) / *perf.IOPS))
+	}
+	if k <= 1 || k > maxScaleOut {
+		return nil
+	}
+	return &ScaleOut{Count: int(k), Units: m.several, EachMiBps: perf.MiBps}
 }
 
 // Result is a ranked plan.
@@ -118,15 +168,17 @@ func Plan(c *Catalog, prices *Prices, n Need) (*Result, error) {
 			t := &svc.Tiers[ti]
 			m, _ := kindOf(t.Model)
 			p, why := m.solve(t, n)
-			if len(why) == 0 {
-				o := describe(svc, t, p, m.deliver(t, p, n.Access), n, n.Throughput.MiBps())
-				why = clientShortfall(&o, n)
-				if len(why) == 0 {
-					r.Options = append(r.Options, o)
-					continue
-				}
+			if len(why) > 0 {
+				r.Rejected = append(r.Rejected, Rejection{Service: svc.Name, Tier: t.Name, Reasons: why,
+					ScaleOut: scaleOut(t, m, n)})
+				continue
 			}
-			r.Rejected = append(r.Rejected, Rejection{Service: svc.Name, Tier: t.Name, Reasons: why})
+			o := describe(svc, t, p, m.deliver(t, p, n.Access), n, n.Throughput.MiBps())
+			if why := clientShortfall(&o, n); len(why) > 0 {
+				r.Rejected = append(r.Rejected, Rejection{Service: svc.Name, Tier: t.Name, Reasons: why})
+				continue
+			}
+			r.Options = append(r.Options, o)
 		}
 	}
 	price(r, prices)

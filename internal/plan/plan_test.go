@@ -149,7 +149,7 @@ func TestPlanLimits(t *testing.T) {
 		{name: "afs v1 capacity over", need: Need{Capacity: 101 * TiB}, service: "azure-files", tier: "provisioned-v1",
 			reason: "over the largest share"},
 		{name: "afs v1 iops over", need: Need{Throughput: MiB, IOPS: 102401}, service: "azure-files", tier: "provisioned-v1",
-			reason: "needs 102401 IOPS"},
+			reason: "needs 102,401 IOPS, the largest share (102,400 GiB (100 TiB)) gives 102,400"},
 		{name: "afs v2 iops at cap", need: Need{Throughput: MiB, IOPS: 102400}, service: "azure-files", tier: "provisioned-v2", fits: true},
 		{name: "afs v2 throughput over", need: Need{Throughput: 10341 * MiB}, service: "azure-files", tier: "provisioned-v2",
 			reason: "at most 10,340 MiB/s"},
@@ -169,7 +169,7 @@ func TestPlanLimits(t *testing.T) {
 		{name: "blob write over ingress", need: Need{Throughput: 3000 * MiB, Access: Write}, service: "azure-blob-nfs", tier: "gpv2",
 			reason: "the account ingress limit is 2,980.23 MiB/s"},
 		{name: "blob requests", need: Need{Throughput: MiB, IOPS: 20001}, service: "azure-blob-nfs", tier: "gpv2",
-			reason: "serves 20000 requests/s"},
+			reason: "needs 20,001 IOPS, the account serves 20,000 requests/s"},
 		{name: "efs provisioned read cap", need: Need{Throughput: 3073 * MiB}, service: "amazon-efs", tier: "provisioned",
 			reason: "at most 3,072 MiB/s of reads"},
 		{name: "efs provisioned write cap", need: Need{Throughput: 1025 * MiB, Access: Write}, service: "amazon-efs", tier: "provisioned",
@@ -292,4 +292,42 @@ func FuzzPlanMeetsNeed(f *testing.F) {
 			t.Errorf("%d options + %d rejections, want 10 tiers", len(r.Options), len(r.Rejected))
 		}
 	})
+}
+
+func TestPlanScaleOut(t *testing.T) {
+	t.Parallel()
+	c := catalog(t)
+	r := mustPlan(t, c, nil, Need{Throughput: 30 * GiB, Capacity: 2 * PiB})
+	want := map[string]int{
+		"azure-files/provisioned-v1":  21, // 2 PiB over 100 TiB shares
+		"azure-files/provisioned-v2":  8,  // 2 PiB over 256 TiB shares
+		"azure-netapp-files/standard": 3,  // 30,720 MiB/s over 12,800 per large volume
+		"azure-netapp-files/flexible": 3,
+		"azure-blob-nfs/gpv2":         6, // 30,720 over 5,960.46 MiB/s of egress
+		"amazon-efs/elastic":          2, // 30,720 over 20,480
+		"amazon-efs/provisioned":      10,
+		"google-filestore/zonal":      21,
+	}
+	for _, rej := range r.Rejected {
+		w, ok := want[rej.Service+"/"+rej.Tier]
+		if !ok {
+			continue
+		}
+		if rej.ScaleOut == nil || rej.ScaleOut.Count != w {
+			t.Errorf("%s/%s scale-out = %+v, want %d", rej.Service, rej.Tier, rej.ScaleOut, w)
+		}
+	}
+	// Too wide a split, an IOPS-only shortfall the tier cannot model, and too few clients give no hint.
+	for _, n := range []Need{
+		{Throughput: 10000 * GiB},
+		{Throughput: MiB, IOPS: 1e9},
+		{Throughput: 2 * GiB, Clients: 1},
+	} {
+		r := mustPlan(t, c, nil, n)
+		for _, rej := range r.Rejected {
+			if rej.ScaleOut != nil {
+				t.Errorf("need %+v: %s/%s has scale-out %+v", n, rej.Service, rej.Tier, rej.ScaleOut)
+			}
+		}
+	}
 }
