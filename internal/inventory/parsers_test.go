@@ -279,6 +279,7 @@ var udevTests = []struct {
 	},
 	{name: "a match is not an assignment", in: `SUBSYSTEM=="bdi", ATTR{read_ahead_kb}=="128", GOTO="end"` + "\n"},
 	{name: "block queue attribute is not a bdi", in: `SUBSYSTEM=="block", ATTR{queue/read_ahead_kb}="4096"` + "\n"},
+	{name: "RUN that does not touch read-ahead", in: `SUBSYSTEM=="bdi", RUN+="/usr/bin/nfstune-notify %k"` + "\n"},
 	{name: "commented out", in: `# SUBSYSTEM=="bdi", ATTR{read_ahead_kb}="4096"` + "\n"},
 	{name: "dangling continuation", in: "SUBSYSTEM==\"bdi\", \\"},
 }

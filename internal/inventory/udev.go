@@ -17,12 +17,14 @@ import (
 // udevRuleDirs are the rules directories in udev's order of precedence, highest first:
 // a file in an earlier directory hides a file with the same name in a later one
 // (udev(7), "Rules Files"). /lib/udev/rules.d only matters on systems without merged /usr.
-var udevRuleDirs = []string{
-	"etc/udev/rules.d",
-	"run/udev/rules.d",
-	"usr/local/lib/udev/rules.d",
-	"usr/lib/udev/rules.d",
-	"lib/udev/rules.d",
+func udevRuleDirs() []string {
+	return []string{
+		"etc/udev/rules.d",
+		"run/udev/rules.d",
+		"usr/local/lib/udev/rules.d",
+		"usr/lib/udev/rules.d",
+		"lib/udev/rules.d",
+	}
 }
 
 var (
@@ -41,7 +43,7 @@ func readUdevRules(root hostfs.Root) (rules []UdevRule, masked []string) {
 	chosen := map[string]*pick{}
 	var names []string
 	seenDir := map[string]bool{}
-	for _, dir := range udevRuleDirs {
+	for _, dir := range udevRuleDirs() {
 		full := root.Path(dir)
 		// On merged-/usr systems /lib is a symlink to usr/lib: the same files, not an override.
 		if real := resolveUnderRoot(root, dir); seenDir[real] {
