@@ -10,9 +10,10 @@ import (
 	"github.com/nfstune/nfstune/internal/policy"
 )
 
-// auditTree runs what `nfstune audit` does on a host root: read, audit, render the table.
+// auditTree runs what `nfstune audit` does on a host root: read (without the per-op rows
+// unless --op-stats), audit, render the table.
 func auditTree(tb testing.TB, root hostfs.Root, pol *policy.Policy) Report {
-	inv, err := inventory.Read(root, inventory.ReadOptions{})
+	inv, err := inventory.Read(root, inventory.ReadOptions{SkipOperations: true})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bufio"
 	"cmp"
 	"fmt"
 	"io"
@@ -41,7 +42,8 @@ func WriteTable(w io.Writer, rep Report) error {
 		return CompareDevices(da, db)
 	})
 
-	ew := &errWriter{w: w}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	ew := &errWriter{w: bw}
 	counts := map[string]int{}
 	for _, f := range rep.Findings {
 		counts[f.Severity]++
@@ -72,7 +74,10 @@ func WriteTable(w io.Writer, rep Report) error {
 		ew.printf("\nhost\n")
 		writeFindings(ew, host)
 	}
-	return ew.err
+	if ew.err != nil {
+		return ew.err
+	}
+	return bw.Flush()
 }
 
 func writeFindings(ew *errWriter, fs []Finding) {

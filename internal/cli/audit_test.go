@@ -166,3 +166,33 @@ func checkAuditDocument(t *testing.T, format, stdout, stderr string) {
 		}
 	}
 }
+
+// TestAuditOpStats copies the fixture tree, gives READ on /mnt/share1 four major timeouts,
+// and checks that only --op-stats parses the per-op rows that reveal them.
+func TestAuditOpStats(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	if err := os.CopyFS(root, os.DirFS(auditRoot)); err != nil {
+		t.Fatal(err)
+	}
+	statsPath := filepath.Join(root, "proc", "self", "mountstats")
+	b, err := os.ReadFile(statsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const from, to = "READ: 4166 4166 0 ", "READ: 4166 4170 4 "
+	if !bytes.Contains(b, []byte(from)) {
+		t.Fatalf("fixture lacks %q", from)
+	}
+	if err := os.WriteFile(statsPath, bytes.Replace(b, []byte(from), []byte(to), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runVerb(t, "audit", "--root", root, "--op-stats")
+	if code != ExitOK || !strings.Contains(stdout, "NFS091 the server left 4 of") {
+		t.Errorf("--op-stats: exit %d, no NFS091:\n%s\n%s", code, stdout, stderr)
+	}
+	stdout, _, _ = runVerb(t, "audit", "--root", root)
+	if strings.Contains(stdout, "NFS091") {
+		t.Errorf("NFS091 without --op-stats:\n%s", stdout)
+	}
+}
