@@ -24,6 +24,7 @@ func newK8sCommand(g *globals, streams IOStreams) *cobra.Command {
 		newK8sRenderCommand(streams),
 		newK8sVolumeCommand(streams),
 		newK8sPauseCommand(),
+		newK8sInstallNodeCommand(g, streams),
 	)
 	return c
 }

@@ -39,6 +39,10 @@ const (
 	PolicyDir = "/etc/nfstune"
 	// PolicyFile is the policy's key in the ConfigMap.
 	PolicyFile = "policy.yaml"
+	// UdevRulesDir is where the installer writes nfstune's udev rule (tune.UdevRulePath).
+	UdevRulesDir = "/etc/udev/rules.d"
+	// StateDir holds the journal of what the installer changed (tune.JournalPath).
+	StateDir = "/var/lib/nfstune"
 )
 
 // Object names.
@@ -230,17 +234,7 @@ func agentDaemonSet(v Values, version string) *appsv1.DaemonSet {
 		Name:            "agent",
 		Image:           v.ImageRef(version),
 		ImagePullPolicy: v.Image.PullPolicy,
-		Args: []string{
-			"agent",
-			"--root=" + HostRoot,
-			"--config=" + path.Join(PolicyDir, PolicyFile),
-			"--mode=" + v.Agent.PolicyMode,
-			"--interval=" + v.Agent.Interval,
-			// The pod has its own network namespace: this is the pod IP, not the node's.
-			"--listen=:" + strconv.Itoa(MetricsPort),
-			"--log-level=" + v.Agent.LogLevel,
-			"--log-format=json",
-		},
+		Args:            agentArgs(v),
 		Env:             nodeNameEnv(),
 		Ports:           []corev1.ContainerPort{{Name: "metrics", ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP}},
 		Resources:       v.Resources,
@@ -258,6 +252,27 @@ func agentDaemonSet(v Values, version string) *appsv1.DaemonSet {
 		}
 	}
 	return daemonSet(v, agentName, "agent", pod, ann)
+}
+
+// agentArgs are the agent's flags. --pid=1 follows the host's mount and network namespaces
+// through the host's /proc.
+func agentArgs(v Values) []string {
+	args := []string{
+		"agent",
+		"--root=" + HostRoot,
+		"--pid=1",
+		"--config=" + path.Join(PolicyDir, PolicyFile),
+	}
+	if v.Agent.PolicyMode == PolicyObserve {
+		args = append(args, "--observe")
+	}
+	return append(args,
+		"--resync="+v.Agent.Resync,
+		// The pod has its own network namespace: this is the pod IP, not the node's.
+		"--listen=:"+strconv.Itoa(MetricsPort),
+		"--log-level="+v.Agent.LogLevel,
+		"--log-format=json",
+	)
 }
 
 // metricsService is headless: Prometheus scrapes every agent pod, not one behind a VIP.
@@ -293,13 +308,16 @@ func pauseContainer(v Values, version string) corev1.Container {
 
 // installerDaemonSet copies the binary, the policy and nfstune's udev rule onto the node
 // from an init container, then idles. The host directories are the only mounts, all
-// below HostRoot at their host paths.
+// below HostRoot at their host paths: the binary and policy directories, the udev rules
+// directory, and nfstune's state directory, whose journal lets `nfstune revert` on the
+// node remove the rule.
 func installerDaemonSet(v Values, version string) *appsv1.DaemonSet {
 	pod := podSpec(v)
 	pod.Volumes = []corev1.Volume{
 		hostPathVolume("host-bin", v.Installer.BinDir, corev1.HostPathDirectoryOrCreate),
 		hostPathVolume("host-config", v.Installer.ConfigDir, corev1.HostPathDirectoryOrCreate),
-		hostPathVolume("host-rules", v.Installer.RulesDir, corev1.HostPathDirectory),
+		hostPathVolume("host-rules", UdevRulesDir, corev1.HostPathDirectory),
+		hostPathVolume("host-state", StateDir, corev1.HostPathDirectoryOrCreate),
 		policyVolume(),
 	}
 	pod.InitContainers = []corev1.Container{{
@@ -311,7 +329,6 @@ func installerDaemonSet(v Values, version string) *appsv1.DaemonSet {
 			"--host=" + HostRoot,
 			"--bin-dir=" + v.Installer.BinDir,
 			"--config-dir=" + v.Installer.ConfigDir,
-			"--rules-dir=" + v.Installer.RulesDir,
 			"--policy=" + path.Join(PolicyDir, PolicyFile),
 		},
 		Env:       nodeNameEnv(),
@@ -319,7 +336,8 @@ func installerDaemonSet(v Values, version string) *appsv1.DaemonSet {
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: "host-bin", MountPath: HostRoot + v.Installer.BinDir},
 			{Name: "host-config", MountPath: HostRoot + v.Installer.ConfigDir},
-			{Name: "host-rules", MountPath: HostRoot + v.Installer.RulesDir},
+			{Name: "host-rules", MountPath: HostRoot + UdevRulesDir},
+			{Name: "host-state", MountPath: HostRoot + StateDir},
 			{Name: "policy", MountPath: PolicyDir, ReadOnly: true},
 		},
 		SecurityContext: containerSecurity(),
@@ -333,13 +351,16 @@ func installerDaemonSet(v Values, version string) *appsv1.DaemonSet {
 // only reads.
 func validateDaemonSet(v Values, version string) *appsv1.DaemonSet {
 	vols, mounts := readVolumes(false)
+	vols = append(vols, policyVolume())
+	mounts = append(mounts, corev1.VolumeMount{Name: "policy", MountPath: PolicyDir, ReadOnly: true})
 	pod := podSpec(v)
 	pod.Volumes = vols
 	pod.InitContainers = []corev1.Container{{
 		Name:            "audit",
 		Image:           v.ImageRef(version),
 		ImagePullPolicy: v.Image.PullPolicy,
-		Args:            []string{"audit", "--root=" + HostRoot, "-o", "json", "--fail-on=none"},
+		Args: []string{"audit", "--root=" + HostRoot, "--pid=1", "--config=" + path.Join(PolicyDir, PolicyFile),
+			"-o", "json", "--fail-on=none"},
 		Env:             nodeNameEnv(),
 		Resources:       v.Resources,
 		VolumeMounts:    mounts,

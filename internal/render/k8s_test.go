@@ -227,7 +227,7 @@ func TestLoadValuesInvalid(t *testing.T) {
 		{"invalid-unknown-key", []string{`unknown field "hostNetwork"`}},
 		{"invalid-values", []string{
 			`namespace "NFS_Tune"`, `mode "sidecar"`, `image.digest "sha256:short"`,
-			`agent.policyMode "fix"`, `agent.interval "soon"`, `installer.binDir "relative/bin"`,
+			`agent.policyMode "fix"`, `agent.resync "soon"`, `installer.binDir "relative/bin"`,
 			`maxUnavailable "0"`, "policy: want a policy file",
 		}},
 	}

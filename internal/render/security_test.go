@@ -140,6 +140,7 @@ func TestSecurityContract(t *testing.T) {
 			"/var/lib/nfstune/bin": {mountPath: "/host/var/lib/nfstune/bin", writable: true},
 			"/etc/nfstune":         {mountPath: "/host/etc/nfstune", writable: true},
 			"/etc/udev/rules.d":    {mountPath: "/host/etc/udev/rules.d", writable: true},
+			"/var/lib/nfstune":     {mountPath: "/host/var/lib/nfstune", writable: true},
 		}},
 	}
 	for _, tt := range tests {

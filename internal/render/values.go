@@ -83,11 +83,12 @@ type Image struct {
 
 // Agent configures `nfstune agent`.
 type Agent struct {
-	// PolicyMode is "observe" (report only; the bdi mount is read-only) or "enforce"
-	// (write read_ahead_kb; the bdi mount is writable).
+	// PolicyMode is "observe" (the agent runs with --observe and the bdi mount is
+	// read-only) or "enforce" (the policy's modes apply and the bdi mount is writable).
 	PolicyMode string `json:"policyMode"`
-	// Interval is how often the agent reconciles, as a Go duration.
-	Interval string `json:"interval"`
+	// Resync is the period of the agent's full resync that catches drift (--resync), as a
+	// Go duration; between resyncs it follows mountinfo changes.
+	Resync string `json:"resync"`
 	// LogLevel is passed as --log-level.
 	LogLevel string `json:"logLevel"`
 }
@@ -99,8 +100,6 @@ type Installer struct {
 	BinDir string `json:"binDir"`
 	// ConfigDir is the host directory the policy is copied to.
 	ConfigDir string `json:"configDir"`
-	// RulesDir is the host's udev rules directory.
-	RulesDir string `json:"rulesDir"`
 	// Validate also renders a DaemonSet that prints each node's read-ahead per NFS
 	// mount (`nfstune audit -o json`) to its log.
 	Validate bool `json:"validate"`
@@ -125,11 +124,10 @@ func DefaultValues() Values {
 		CreateNamespace: true,
 		Mode:            ModeAgent,
 		Image:           Image{Repository: DefaultRepository, PullPolicy: corev1.PullIfNotPresent},
-		Agent:           Agent{PolicyMode: PolicyObserve, Interval: "30s", LogLevel: "info"},
+		Agent:           Agent{PolicyMode: PolicyObserve, Resync: "30s", LogLevel: "info"},
 		Installer: Installer{
 			BinDir:    "/opt/nfstune/bin",
 			ConfigDir: "/etc/nfstune",
-			RulesDir:  "/etc/udev/rules.d",
 			Validate:  true,
 		},
 		Policy:  DefaultPolicy,
@@ -237,15 +235,15 @@ func (v Values) Validate() error {
 	if v.Agent.PolicyMode != PolicyObserve && v.Agent.PolicyMode != PolicyEnforce {
 		add("agent.policyMode %q: want %q or %q", v.Agent.PolicyMode, PolicyObserve, PolicyEnforce)
 	}
-	if !durationRE.MatchString(v.Agent.Interval) {
-		add("agent.interval %q: want a duration such as 30s", v.Agent.Interval)
+	if !durationRE.MatchString(v.Agent.Resync) {
+		add("agent.resync %q: want a duration such as 30s", v.Agent.Resync)
 	}
 	switch v.Agent.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
 		add("agent.logLevel %q: want debug, info, warn or error", v.Agent.LogLevel)
 	}
-	for name, dir := range map[string]string{"installer.binDir": v.Installer.BinDir, "installer.configDir": v.Installer.ConfigDir, "installer.rulesDir": v.Installer.RulesDir} {
+	for name, dir := range map[string]string{"installer.binDir": v.Installer.BinDir, "installer.configDir": v.Installer.ConfigDir} {
 		if !strings.HasPrefix(dir, "/") || strings.Contains(dir, "..") || dir == "/" {
 			add("%s %q: want an absolute host directory other than /", name, dir)
 		}

@@ -1,0 +1,84 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestK8sInstallNode runs the installer's init container against a host laid out as the
+// installer DaemonSet mounts it, twice: the second run must change nothing.
+func TestK8sInstallNode(t *testing.T) {
+	t.Parallel()
+	host := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(host, "etc/udev/rules.d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"opt/nfstune/bin", "etc/nfstune", "var/lib/nfstune"} { // DirectoryOrCreate
+		if err := os.MkdirAll(filepath.Join(host, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pol := filepath.Join(t.TempDir(), "policy.yaml")
+	polText := "apiVersion: nfstune.io/v1alpha1\nkind: Policy\ndefaults:\n  workload: sequential-read\n"
+	if err := os.WriteFile(pol, []byte(polText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"k8s", "install-node", "--host", host, "--policy", pol}
+	for run := 1; run <= 2; run++ {
+		_, stderr, err := runK8sCLI(t, "", args...)
+		if err != nil {
+			t.Fatalf("run %d: %v\n%s", run, err, stderr)
+		}
+		if run == 2 && (strings.Contains(stderr, "changed=true") || !strings.Contains(stderr, "udev rule up to date")) {
+			t.Errorf("second run changed something:\n%s", stderr)
+		}
+	}
+	rule, err := os.ReadFile(filepath.Join(host, "etc/udev/rules.d/99-zz-nfstune-readahead.rules"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `PROGRAM="/opt/nfstune/bin/nfstune udev-readahead --config /etc/nfstune/policy.yaml %k"`; !strings.Contains(string(rule), want) {
+		t.Errorf("rule lacks %s:\n%s", want, rule)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, _ := os.ReadFile(exe)
+	bin := filepath.Join(host, "opt/nfstune/bin/nfstune")
+	got, err := os.ReadFile(bin)
+	if err != nil || !bytes.Equal(got, self) {
+		t.Errorf("installed binary differs from this executable (%v)", err)
+	}
+	if fi, err := os.Stat(bin); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("binary mode: %v %v", fi, err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(host, "etc/nfstune/policy.yaml")); string(got) != polText {
+		t.Errorf("installed policy = %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(host, "var/lib/nfstune/journal.json")); err != nil {
+		t.Errorf("no journal for revert: %v", err)
+	}
+}
+
+func TestK8sInstallNodeRejects(t *testing.T) {
+	t.Parallel()
+	pol := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(pol, []byte("kind: Nonsense\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"--bin-dir", "relative"},
+		{"--bin-dir", "/"},
+		{"--config-dir", "/etc/with space"},
+		{"--policy", pol}, // invalid policy
+	} {
+		_, _, err := runK8sCLI(t, "", append([]string{"k8s", "install-node", "--host", t.TempDir()}, args...)...)
+		if err == nil {
+			t.Errorf("install-node %v succeeded", args)
+		}
+	}
+}
