@@ -39,6 +39,12 @@ type ReadOptions struct {
 // /proc and /sys and configuration under /etc (and the udev directories) are read; no
 // path below a mount point is ever opened or stat'ed, so a dead hard mount cannot hang it.
 //
+// Sources: /proc/<pid>/mountinfo and mountstats (proc(5),
+// https://docs.kernel.org/filesystems/proc.html), /proc/fs/nfsfs/{servers,volumes}
+// (fs/nfs/client.c), /sys/class/bdi/<maj:min>/read_ahead_kb
+// (https://docs.kernel.org/admin-guide/abi-stable.html, /sys/class/bdi), /proc/version and
+// /proc/sys, /etc/fstab, /etc/nfsmount.conf, nfs.conf and the udev rules directories.
+//
 // The only error is an unreadable or unusable mountinfo: without it there is no
 // inventory. Every other problem (a malformed mountstats entry, a missing bdi attribute,
 // an unreadable fstab) drops just that datum and adds a line to Inventory.Warnings.
@@ -453,13 +459,23 @@ func atoiOr0(s string) int {
 }
 
 // readKernelRelease returns the release field of /proc/version
-// ("Linux version 6.1.0-28-amd64 (debian-kernel@lists.debian.org) ...").
+// ("Linux version 6.1.0-28-amd64 (debian-kernel@lists.debian.org) ..."), or
+// /proc/sys/kernel/osrelease when /proc/version is missing or unparsable.
 func readKernelRelease(root hostfs.Root) (string, []string) {
 	s, err := hostfs.ReadString(root.Proc("version"))
-	if err != nil {
-		return "", []string{fmt.Sprintf("reading kernel version: %v", err)}
+	if err == nil {
+		if r := parseKernelRelease(s); r != "" {
+			return r, nil
+		}
 	}
-	return parseKernelRelease(s), nil
+	r, err2 := hostfs.ReadString(root.Proc("sys", "kernel", "osrelease"))
+	if err2 == nil && r != "" {
+		return r, nil
+	}
+	if err == nil {
+		err = fmt.Errorf("unexpected /proc/version %q", shorten(s, 80))
+	}
+	return "", []string{fmt.Sprintf("reading kernel version: %v", err)}
 }
 
 func parseKernelRelease(s string) string {

@@ -370,3 +370,21 @@ func TestReadSkipOperations(t *testing.T) {
 		t.Errorf("full read: /tools has %d NFSv3 operations, want 22", n)
 	}
 }
+
+func TestReadKernelReleaseFallback(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	if r, w := readKernelRelease(hostfs.Root(root)); r != "" || len(w) != 1 {
+		t.Errorf("empty root: release %q, warnings %q", r, w)
+	}
+	p := filepath.Join(root, "proc", "sys", "kernel")
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(p, "osrelease"), []byte("6.1.0-28-amd64\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r, w := readKernelRelease(hostfs.Root(root)); r != "6.1.0-28-amd64" || len(w) != 0 {
+		t.Errorf("osrelease only: release %q, warnings %q", r, w)
+	}
+}

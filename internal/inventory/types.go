@@ -123,8 +123,8 @@ type ReadAheadConfig struct {
 	// NFSRahead is the [nfsrahead] section merged from /etc/nfs.conf and /etc/nfs.conf.d/*.conf:
 	// keys "nfs", "nfs4", "default" in KiB, as written.
 	NFSRahead map[string]string `json:"nfsrahead,omitempty"`
-	// NFSRaheadFrom names, for each NFSRahead key, the file and line that set it last
-	// ("/etc/nfs.conf.d/local.conf:3").
+	// NFSRaheadFrom names, for each NFSRahead key, the file that set it last and the line
+	// of its [nfsrahead] header ("/etc/nfs.conf.d/local.conf:1").
 	NFSRaheadFrom map[string]string `json:"nfsrahead_from,omitempty"`
 	// Masked are udev rules files disabled by a same-named symlink to /dev/null in a
 	// directory of higher precedence (usually /etc/udev/rules.d).
