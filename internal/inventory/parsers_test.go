@@ -419,3 +419,23 @@ func FuzzParseMountInfo(f *testing.F) {
 	f.Add("bad\n102 21 0:54 / /mnt/with\\040space rw - nfs [fd00::5]:/b rw,vers=3\n")
 	f.Fuzz(func(t *testing.T, s string) { parseMountInfo([]byte(s)) })
 }
+
+// FuzzSmallParsers covers the one-line helpers: source split, version, octal unescape,
+// kernel release and option splitting.
+func FuzzSmallParsers(f *testing.F) {
+	for _, s := range []string{"srv:/export", "[fd00::5]:/e", `/mnt/with\040space`, "vers=4,minorversion=1",
+		"Linux version 6.1.0-28-amd64 (x)", `\777\0`, ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		server, export := splitSource(s)
+		if len(server)+len(export) > len(s) {
+			t.Errorf("splitSource(%q) grew: %q %q", s, server, export)
+		}
+		nfsVersion("nfs4", parseOptions(s))
+		if u := unescapeOctal(s); len(u) > len(s) {
+			t.Errorf("unescapeOctal(%q) grew to %q", s, u)
+		}
+		parseKernelRelease(s)
+	})
+}
