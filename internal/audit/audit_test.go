@@ -190,6 +190,36 @@ var ruleTests = map[string][]ruleCase{
 		}, want: 1, severity: SeverityWarning, contains: []string{"rsize=262144", "wsize=262144"}},
 		{name: "1M on azure files is right"},
 	},
+	"NFS022": {
+		{name: "64K on azure files", mutate: func(inv *inventory.Inventory) { m0(inv).RSize, m0(inv).WSize = 65536, 65536 },
+			want: 1, severity: SeverityWarning, contains: []string{"rsize=65536,wsize=65536 is smaller", "rsize=1048576,wsize=1048576"}},
+		{name: "server capped is NFS020", mutate: func(inv *inventory.Inventory) {
+			m0(inv).RSize, m0(inv).WSize = 65536, 65536
+			requested(m0(inv), "rsize", "1048576", "wsize", "1048576")
+		}},
+		{name: "generic has no size opinion", mutate: func(inv *inventory.Inventory) {
+			m0(inv).Backend = policy.BackendGeneric
+			m0(inv).RSize, m0(inv).WSize = 65536, 65536
+		}},
+	},
+	"NFS032": {
+		{name: "static tools without nocto", config: `apiVersion: nfstune.io/v1alpha1
+kind: Policy
+defaults: {workload: static-tools}
+`, want: 1, severity: SeverityInfo, contains: []string{"lacks nocto,actimeo=600", "actimeo=600", "nocto"}},
+		{name: "static tools tuned", config: `apiVersion: nfstune.io/v1alpha1
+kind: Policy
+defaults: {workload: static-tools}
+`, mutate: func(inv *inventory.Inventory) {
+			o := m0(inv).Options
+			o["nocto"], o["acregmin"], o["acregmax"], o["acdirmin"], o["acdirmax"] = "", "600", "600", "600", "600"
+		}},
+		{name: "declared static without a caching profile", config: `apiVersion: nfstune.io/v1alpha1
+kind: Policy
+rules:
+  - static: true
+`},
+	},
 	"NFS030": {
 		{name: "soft rw", mutate: func(inv *inventory.Inventory) {
 			delete(m0(inv).Options, "hard")
