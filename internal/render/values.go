@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
+
+	"github.com/nfstune/nfstune/internal/policy"
 )
 
 // Deployment modes.
@@ -257,9 +259,9 @@ func (v Values) Validate() error {
 			add("priorityClassName %q: %s", v.PriorityClassName, msg)
 		}
 	}
-	var m map[string]any
-	if err := yaml.Unmarshal([]byte(v.Policy), &m); err != nil || m == nil {
-		add("policy: want a policy file (a YAML mapping with apiVersion and kind)")
+	// The agent refuses a policy it cannot parse; refuse it here, before it reaches a node.
+	if _, err := policy.Parse("policy", []byte(v.Policy)); err != nil {
+		add("policy: %w", err)
 	}
 	return errors.Join(errs...)
 }

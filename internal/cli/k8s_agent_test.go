@@ -1,0 +1,210 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nfstune/nfstune/internal/hostfs"
+	"github.com/nfstune/nfstune/internal/render"
+)
+
+// copyK8sHost copies the fixture host so that the agent can write to it.
+func copyK8sHost(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer the agent's goroutines and the test can share.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func freeK8sAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// agentPod renders the agent DaemonSet and its policy for a policy mode.
+func agentPod(t *testing.T, mode string) (corev1.Container, string) {
+	t.Helper()
+	v := render.DefaultValues()
+	v.Agent.PolicyMode = mode
+	// generic/general has no read-ahead opinion; sequential-read wants 15360 KiB.
+	v.Policy = render.DefaultPolicy + "defaults:\n  workload: sequential-read\n"
+	objs, err := render.Render(v, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c corev1.Container
+	var pol string
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *appsv1.DaemonSet:
+			c = o.Spec.Template.Spec.Containers[0]
+		case *corev1.ConfigMap:
+			pol = o.Data[render.PolicyFile]
+		}
+	}
+	return c, pol
+}
+
+// TestK8sAgentStartsOnDaemonSetLayout runs `nfstune agent` in-process with the rendered
+// DaemonSet's arguments, --root pointing at a host tree laid out as the DaemonSet's
+// volumes mount it, checks /healthz, /readyz and /metrics, and that the bdi attribute is
+// written in enforce mode and left alone in observe mode.
+func TestK8sAgentStartsOnDaemonSetLayout(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		mode   string
+		wantRA string // 0:52's read_ahead_kb after the first reconcile
+	}{
+		{render.PolicyObserve, "128"},
+		{render.PolicyEnforce, "15360"},
+	} {
+		t.Run(tt.mode, func(t *testing.T) {
+			t.Parallel()
+			c, pol := agentPod(t, tt.mode)
+			host := t.TempDir()
+			copyK8sHost(t, filepath.Join("testdata", "k8s-host"), host)
+			os.Remove(filepath.Join(host, "README.md"))
+
+			// The fixture holds nothing the DaemonSet does not mount under /host.
+			var mounted []string
+			for _, m := range c.VolumeMounts {
+				if rel, ok := strings.CutPrefix(m.MountPath, render.HostRoot+"/"); ok {
+					mounted = append(mounted, rel)
+					if _, err := os.Stat(filepath.Join(host, rel)); err != nil {
+						t.Fatalf("mount %s has no fixture: %v", m.MountPath, err)
+					}
+				}
+			}
+			filepath.WalkDir(host, func(p string, d fs.DirEntry, err error) error {
+				rel, _ := filepath.Rel(host, p)
+				if d.IsDir() || err != nil {
+					return err
+				}
+				for _, m := range mounted {
+					if strings.HasPrefix(rel, m+"/") {
+						return nil
+					}
+				}
+				t.Errorf("fixture file %s is outside the DaemonSet's host mounts %v", rel, mounted)
+				return nil
+			})
+
+			polFile := filepath.Join(t.TempDir(), render.PolicyFile)
+			if err := os.WriteFile(polFile, []byte(pol), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			addr := freeK8sAddr(t)
+			var args []string
+			for _, a := range c.Args {
+				switch {
+				case a == "--root="+render.HostRoot:
+					a = "--root=" + host
+				case strings.HasPrefix(a, "--config="):
+					a = "--config=" + polFile
+				case strings.HasPrefix(a, "--listen="):
+					a = "--listen=" + addr
+				}
+				args = append(args, a)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			var logBuf syncBuffer
+			done := make(chan error, 1)
+			go func() {
+				root := NewRoot(IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: &logBuf})
+				root.SetArgs(args)
+				done <- root.ExecuteContext(ctx)
+			}()
+
+			get := func(p string) (int, string) {
+				resp, err := http.Get("http://" + addr + p)
+				if err != nil {
+					return 0, err.Error()
+				}
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				return resp.StatusCode, string(b)
+			}
+			deadline := time.Now().Add(15 * time.Second)
+			for {
+				if code, _ := get("/readyz"); code == http.StatusOK {
+					break
+				}
+				if time.Now().After(deadline) {
+					cancel()
+					t.Fatalf("agent not ready on %s after 15s (exit: %v)", addr, <-done)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if code, body := get("/healthz"); code != http.StatusOK {
+				t.Errorf("/healthz = %d %s", code, body)
+			}
+			code, metrics := get("/metrics")
+			if code != http.StatusOK || !strings.Contains(metrics, `nfstune_mount_read_ahead_bytes{backend="generic",device="0:52"`) {
+				t.Errorf("/metrics = %d without 0:52's read-ahead:\n%.2000s", code, metrics)
+			}
+			ra, err := hostfs.ReadString(hostfs.Root(host).Sys("class", "bdi", "0:52", "read_ahead_kb"))
+			if err != nil || ra != tt.wantRA {
+				t.Errorf("0:52 read_ahead_kb = %q (%v), want %s in %s mode; agent log:\n%s", ra, err, tt.wantRA, tt.mode, logBuf.String())
+			}
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("agent exit: %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("agent did not stop within 10s of cancel")
+			}
+		})
+	}
+}
