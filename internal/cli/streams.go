@@ -60,6 +60,7 @@ func writeStructured(w io.Writer, format string, v any) error {
 	case OutputJSON:
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false) // fixes and fstab lines carry <, > and &; keep them readable
 		return enc.Encode(v)
 	case OutputYAML:
 		b, err := yaml.Marshal(v)
