@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -444,5 +445,36 @@ func TestSetReadAheadRefuses(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(string(root), "sys")); !os.IsNotExist(err) {
 		t.Errorf("setReadAhead created files under /sys: %v", err)
+	}
+}
+
+// TestBoundedSourceServesLastSnapshot: a read that outlives the scrape timeout yields the
+// last good snapshot, and a scrape during a still-running read does not start another.
+func TestBoundedSourceServesLastSnapshot(t *testing.T) {
+	t.Parallel()
+	good := &inventory.Inventory{KernelRelease: "6.1.0-28-amd64"}
+	release := make(chan struct{})
+	var calls atomic.Int32
+	src := boundedSource(func(ctx context.Context) (metrics.Snapshot, error) {
+		if calls.Add(1) == 1 {
+			return metrics.Snapshot{Inventory: good}, nil
+		}
+		<-release
+		return metrics.Snapshot{}, errors.New("late")
+	})
+	if s, err := src(context.Background()); err != nil || s.Inventory != good {
+		t.Fatalf("first read = %v, %v", s.Inventory, err)
+	}
+	for i := range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		s, err := src(ctx)
+		cancel()
+		if err != nil || s.Inventory != good {
+			t.Errorf("slow read %d = %v, %v; want the last snapshot", i, s.Inventory, err)
+		}
+	}
+	close(release)
+	if n := calls.Load(); n != 2 {
+		t.Errorf("source called %d times, want 2 (no read started while one was running)", n)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -56,7 +57,9 @@ func (a *Agent) Handler(opts HandlerOptions) (http.Handler, error) {
 		ErrorLog:            slog.NewLogLogger(a.cfg.Logger.Handler(), slog.LevelError),
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: 4,
-		Timeout:             2 * opts.ScrapeTimeout,
+		// Encoding a large host on a busy CPU takes seconds; only the inventory read is
+		// held to ScrapeTimeout.
+		Timeout: 30 * time.Second,
 	}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if err := a.Healthy(time.Now()); err != nil {
@@ -76,32 +79,48 @@ func (a *Agent) Handler(opts HandlerOptions) (http.Handler, error) {
 }
 
 // boundedSource runs src in its own goroutine and gives up when ctx ends, so a read that
-// hangs (it should not: it touches only /proc and /sys) cannot hold a scrape. At most one
-// read runs at a time; a scrape arriving while one is stuck fails at once instead of piling
-// up goroutines.
+// hangs (it should not: it touches only /proc and /sys) or crawls on a saturated CPU cannot
+// hold a scrape. Then the last good snapshot is exported instead, with its error logged by
+// the collector only if there is none. At most one read runs at a time; a scrape arriving
+// while one is still running gets the last snapshot at once instead of piling up goroutines.
 func boundedSource(src metrics.Source) metrics.Source {
 	busy := make(chan struct{}, 1)
+	var mu sync.Mutex
+	var last *metrics.Snapshot
 	type result struct {
 		snap metrics.Snapshot
 		err  error
+	}
+	stale := func(err error) (metrics.Snapshot, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if last != nil {
+			return *last, nil
+		}
+		return metrics.Snapshot{}, err
 	}
 	return func(ctx context.Context) (metrics.Snapshot, error) {
 		select {
 		case busy <- struct{}{}:
 		default:
-			return metrics.Snapshot{}, errors.New("previous inventory read still running")
+			return stale(errors.New("previous inventory read still running"))
 		}
 		done := make(chan result, 1)
 		go func() {
 			defer func() { <-busy }()
 			s, err := src(ctx)
+			if err == nil {
+				mu.Lock()
+				last = &s
+				mu.Unlock()
+			}
 			done <- result{s, err}
 		}()
 		select {
 		case r := <-done:
 			return r.snap, r.err
 		case <-ctx.Done():
-			return metrics.Snapshot{}, fmt.Errorf("reading inventory: %w", ctx.Err())
+			return stale(fmt.Errorf("reading inventory: %w", ctx.Err()))
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sync"
 	"syscall"
 	"time"
@@ -27,6 +28,7 @@ type agentFlags struct {
 	Observe   bool
 	Exact     bool
 	MaxSeries int
+	MemLimit  int64
 }
 
 func newAgentCommand(g *globals, streams IOStreams) *cobra.Command {
@@ -52,6 +54,7 @@ so does a change of the file. SIGTERM stops it cleanly.`,
 	f.BoolVar(&flags.Observe, "observe", false, "never write read-ahead, whatever the policy's mode; only report")
 	f.BoolVar(&flags.Exact, "exact", false, "also lower read-ahead that is above the profile (profile values are minimums by default)")
 	f.IntVar(&flags.MaxSeries, "max-series", 100000, "cap on per-mount and per-group series in one scrape; 0 for no cap")
+	f.Int64Var(&flags.MemLimit, "memory-limit", 16<<20, "soft limit for the Go heap in bytes (runtime/debug.SetMemoryLimit), so memory a big scrape used is returned soon after; 0 for none; GOMEMLIMIT wins when set")
 	return c
 }
 
@@ -60,6 +63,9 @@ func runAgent(ctx context.Context, g *globals, streams IOStreams, flags *agentFl
 	root := g.Root()
 	if flags.PID < 0 {
 		return &ExitError{Code: ExitError2, Err: fmt.Errorf("invalid --pid %d", flags.PID)}
+	}
+	if flags.MemLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(flags.MemLimit)
 	}
 	cfgWatch := &fileWatch{path: flags.Config}
 	a, err := agent.New(agent.Config{

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Footprint of nfstune agent on a synthetic host root with N NFS mounts: RSS and CPU from
+# /proc/<pid>/status and /proc/<pid>/stat, idle (no scrapes) and while scraped every 15 s.
+# Usage: bench/scrape/footprint.sh [N=100] [SECONDS=120]; NFSTUNE=path uses a built binary.
+set -euo pipefail
+cd "$(dirname "$0")"
+n=${1:-100}
+secs=${2:-120}
+tmp=$(mktemp -d)
+pid=
+trap '[[ -n $pid ]] && kill "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
+go run ./gentree "$tmp/root" "$n"
+bin=${NFSTUNE:-$tmp/nfstune}
+[[ -n ${NFSTUNE:-} ]] || (cd ../.. && CGO_ENABLED=0 go build -trimpath -o "$bin" ./cmd/nfstune)
+port=$((20000 + RANDOM % 20000))
+"$bin" --root "$tmp/root" agent --pid 1 --listen "127.0.0.1:$port" --log-level warn &
+pid=$!
+until curl -sf "127.0.0.1:$port/readyz" >/dev/null; do sleep 0.2; done
+curl -sf "127.0.0.1:$port/metrics" >/dev/null # first scrape, as Prometheus would do at start
+hz=$(getconf CLK_TCK)
+ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
+rss() { awk '/^VmRSS/ {print $2}' "/proc/$pid/status"; }
+hwm() { awk '/^VmHWM/ {print $2}' "/proc/$pid/status"; }
+
+measure() { # label, scrape every 15 s (1) or not (0)
+	local t0 c0 t1 c1 end
+	t0=$(date +%s.%N); c0=$(ticks)
+	end=$((SECONDS + secs))
+	while ((SECONDS < end)); do
+		if (($2)); then curl -sf "127.0.0.1:$port/metrics" >/dev/null; fi
+		sleep 15
+	done
+	t1=$(date +%s.%N); c1=$(ticks)
+	awk -v l="$1" -v c="$((c1 - c0))" -v hz="$hz" -v t0="$t0" -v t1="$t1" -v rss="$(rss)" -v hwm="$(hwm)" -v n="$n" \
+		'BEGIN { printf "%s: %d mounts, %.0f s, CPU %.3f%% of a core, RSS %.1f MiB (peak %.1f MiB)\n", l, n, t1-t0, 100*c/hz/(t1-t0), rss/1024, hwm/1024 }'
+}
+measure idle 0
+measure "scraped every 15 s" 1
