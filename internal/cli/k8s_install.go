@@ -118,7 +118,7 @@ func runK8sInstallNode(ctx context.Context, logger *slog.Logger, flags *k8sInsta
 		return fmt.Errorf("installing the udev rule: %d of %d actions failed", n, len(plan.Actions))
 	}
 	logger.Info("installed", "path", tune.UdevRulePath, "journal", res.Journal,
-		"note", "systemd-udevd re-reads changed rules files before the next event; mounts that exist keep their read-ahead")
+		"note", "systemd-udevd reloads changed rules files before its next event (checked at most every 3 s); mounts that exist keep their read-ahead")
 	return nil
 }
 
