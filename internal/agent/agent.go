@@ -51,7 +51,8 @@ type Config struct {
 	// Root is the host filesystem root; the DaemonSet mounts the host's / or /proc here.
 	Root hostfs.Root
 	// PID names the process whose mount namespace (/proc/<pid>/mountinfo) and network
-	// namespace (/proc/<pid>/net/nfsfs) the agent follows; 1 is the host's init.
+	// namespace (/proc/<pid>/net/nfsfs) the agent follows; 1 is the host's init, 0 the
+	// agent itself (/proc/self/mountinfo and /proc/fs/nfsfs), as in inventory.ReadOptions.
 	PID int
 	// Resync is the period of the full resync that catches drift and missed events.
 	Resync time.Duration
@@ -95,8 +96,8 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.PolicyCheck <= 0 {
 		cfg.PolicyCheck = 10 * time.Second
 	}
-	if cfg.PID <= 0 {
-		cfg.PID = 1
+	if cfg.PID < 0 {
+		return nil, fmt.Errorf("agent: invalid pid %d", cfg.PID)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -124,7 +125,7 @@ func (a *Agent) Run(ctx context.Context, reload <-chan struct{}) error {
 	if err := a.loadPolicy(); err != nil {
 		return err
 	}
-	mountinfo := a.cfg.Root.Proc(strconv.Itoa(a.cfg.PID), "mountinfo")
+	mountinfo := a.cfg.Root.Proc(procDir(a.cfg.PID), "mountinfo")
 	changes := make(chan time.Time, 1)
 	watchErr := make(chan error, 1)
 	var wg sync.WaitGroup
@@ -330,6 +331,14 @@ func (a *Agent) Known() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return len(a.known)
+}
+
+// procDir is the /proc entry of pid: "self" for 0.
+func procDir(pid int) string {
+	if pid == 0 {
+		return "self"
+	}
+	return strconv.Itoa(pid)
 }
 
 func first(s []string) string {

@@ -17,12 +17,15 @@ import (
 // written then.
 var errNotNFS = errors.New("not an NFS superblock")
 
-// nfsVolumes returns the DEV column of /proc/<pid>/net/nfsfs/volumes: the bdi names of the
-// NFS superblocks in that process's network namespace. Rows are "v%u %s %s %-12s %-33s %s"
+// nfsVolumes returns the DEV column of /proc/<pid>/net/nfsfs/volumes (/proc/fs/nfsfs/volumes
+// for pid 0): the bdi names of the NFS superblocks in that process's network namespace. Rows are "v%u %s %s %-12s %-33s %s"
 // (fs/nfs/client.c nfs_volume_list_show) after a header starting with "NV"; columns are
 // split on white space since their widths changed between kernels.
 func nfsVolumes(root hostfs.Root, pid int) (map[string]bool, error) {
-	p := root.Proc(strconv.Itoa(pid), "net", "nfsfs", "volumes")
+	p := root.Proc(procDir(pid), "net", "nfsfs", "volumes")
+	if pid == 0 {
+		p = root.Proc("fs", "nfsfs", "volumes")
+	}
 	b, err := hostfs.ReadSmall(p)
 	if err != nil {
 		return nil, fmt.Errorf("reading %q: %w", p, err)
