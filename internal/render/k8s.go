@@ -55,8 +55,8 @@ const (
 	validateName  = "nfstune-validate"
 )
 
-// Render returns the objects for v in apply order (Helm's): Namespace, ServiceAccount,
-// ConfigMap, Service, then the DaemonSets. version is the default image tag.
+// Render returns the objects for v in apply order (Helm's): Namespace, ResourceQuota,
+// ServiceAccount, ConfigMap, Service, then the DaemonSets. version is the default image tag.
 func Render(v Values, version string) ([]Object, error) {
 	if err := v.Validate(); err != nil {
 		return nil, err
@@ -64,6 +64,9 @@ func Render(v Values, version string) ([]Object, error) {
 	var objs []Object
 	if v.CreateNamespace {
 		objs = append(objs, namespace(v))
+	}
+	if v.CriticalPodsQuota && isCritical(v.PriorityClassName) {
+		objs = append(objs, criticalPodsQuota(v))
 	}
 	objs = append(objs, serviceAccount(v), policyConfigMap(v))
 	switch v.Mode {
@@ -107,6 +110,31 @@ func namespace(v Values) *corev1.Namespace {
 				"pod-security.kubernetes.io/warn":  "baseline",
 				"pod-security.kubernetes.io/audit": "baseline",
 			},
+		},
+	}
+}
+
+// isCritical reports whether a priority class is one of the built-in critical classes,
+// which some clusters reserve for kube-system.
+func isCritical(class string) bool {
+	return class == "system-node-critical" || class == "system-cluster-critical"
+}
+
+// criticalPodsQuota admits pods of the critical priority classes in the namespace, where
+// the cluster limits their consumption by default (GKE, and any cluster that configures
+// the ResourceQuota admission plugin's limitedResources that way). The limit covers two
+// DaemonSets on a 5000-node cluster; it admits rather than limits.
+func criticalPodsQuota(v Values) *corev1.ResourceQuota {
+	return &corev1.ResourceQuota{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ResourceQuota"},
+		ObjectMeta: meta(v, "nfstune-critical-pods", "agent"),
+		Spec: corev1.ResourceQuotaSpec{
+			Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10000")},
+			ScopeSelector: &corev1.ScopeSelector{MatchExpressions: []corev1.ScopedResourceSelectorRequirement{{
+				ScopeName: corev1.ResourceQuotaScopePriorityClass,
+				Operator:  corev1.ScopeSelectorOpIn,
+				Values:    []string{v.PriorityClassName},
+			}}},
 		},
 	}
 }

@@ -84,6 +84,8 @@ func decodeStrict(doc []byte) (Object, error) {
 		o = &corev1.ServiceAccount{}
 	case "v1/ConfigMap":
 		o = &corev1.ConfigMap{}
+	case "v1/ResourceQuota":
+		o = &corev1.ResourceQuota{}
 	case "v1/Service":
 		o = &corev1.Service{}
 	case "v1/PersistentVolume":
@@ -146,9 +148,9 @@ func kinds(objs []Object) []string {
 func TestRenderDecodesStrictly(t *testing.T) {
 	t.Parallel()
 	wantKinds := map[string][]string{
-		"agent-default":     {"Namespace/nfstune", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "Service/nfstune-metrics", "DaemonSet/nfstune-agent"},
+		"agent-default":     {"Namespace/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "Service/nfstune-metrics", "DaemonSet/nfstune-agent"},
 		"agent-enforce-cas": {"Namespace/nfstune-system", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "DaemonSet/nfstune-agent"},
-		"installer":         {"Namespace/nfstune", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "DaemonSet/nfstune-installer", "DaemonSet/nfstune-validate"},
+		"installer":         {"Namespace/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "DaemonSet/nfstune-installer", "DaemonSet/nfstune-validate"},
 	}
 	for _, name := range renderCases {
 		t.Run(name, func(t *testing.T) {

@@ -66,7 +66,11 @@ type Values struct {
 	// Resources are the agent container's requests and limits.
 	Resources corev1.ResourceRequirements `json:"resources"`
 	// PriorityClassName keeps the agent scheduled on full nodes.
-	PriorityClassName string            `json:"priorityClassName"`
+	PriorityClassName string `json:"priorityClassName"`
+	// CriticalPodsQuota renders a ResourceQuota that admits system-node-critical and
+	// system-cluster-critical pods in the namespace. Clusters that limit those classes to
+	// kube-system by default (GKE) reject the pods without one.
+	CriticalPodsQuota bool              `json:"criticalPodsQuota"`
 	NodeSelector      map[string]string `json:"nodeSelector"`
 	// Affinity selects nodes, e.g. only node pools labelled for compute or CAS workloads.
 	Affinity    *corev1.Affinity    `json:"affinity"`
@@ -145,6 +149,7 @@ func DefaultValues() Values {
 			},
 		},
 		PriorityClassName: "system-node-critical",
+		CriticalPodsQuota: true,
 		NodeSelector:      map[string]string{"kubernetes.io/os": "linux"},
 		// A node agent must run wherever NFS volumes can be mounted, tainted pools too.
 		Tolerations:    []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
