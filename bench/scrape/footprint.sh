@@ -2,6 +2,9 @@
 # Footprint of nfstune agent on a synthetic host root with N NFS mounts: RSS and CPU from
 # /proc/<pid>/status and /proc/<pid>/stat, idle (no scrapes) and while scraped every 15 s.
 # Usage: bench/scrape/footprint.sh [N=100] [SECONDS=120]; NFSTUNE=path uses a built binary.
+# The synthetic tree has about 46 operations in use per mount (41,000 series for 100 mounts),
+# far more than real mounts. OPS=typical zeroes the per-op rows other than the dozen a
+# typical file-serving mount uses, as a real host's mountstats shows them.
 set -euo pipefail
 cd "$(dirname "$0")"
 n=${1:-100}
@@ -10,6 +13,11 @@ tmp=$(mktemp -d)
 pid=
 trap '[[ -n $pid ]] && kill "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
 go run ./gentree "$tmp/root" "$n"
+if [[ ${OPS:-} == typical ]]; then
+	awk 'BEGIN { split("NULL READ WRITE COMMIT OPEN CLOSE SETATTR ACCESS GETATTR LOOKUP READDIR READDIRPLUS SEQUENCE FSINFO", k); for (i in k) keep[k[i] ":"] = 1 }
+		/^[ \t]+[A-Z_0-9]+: [0-9]/ && !($1 in keep) { sub(/:.*/, ": 0 0 0 0 0 0 0 0 0") } { print }' \
+		"$tmp/root/proc/1/mountstats" > "$tmp/ms" && mv "$tmp/ms" "$tmp/root/proc/1/mountstats"
+fi
 bin=${NFSTUNE:-$tmp/nfstune}
 [[ -n ${NFSTUNE:-} ]] || (cd ../.. && CGO_ENABLED=0 go build -trimpath -o "$bin" ./cmd/nfstune)
 port=$((20000 + RANDOM % 20000))
@@ -31,8 +39,8 @@ measure() { # label, scrape every 15 s (1) or not (0)
 		sleep 15
 	done
 	t1=$(date +%s.%N); c1=$(ticks)
-	awk -v l="$1" -v c="$((c1 - c0))" -v hz="$hz" -v t0="$t0" -v t1="$t1" -v rss="$(rss)" -v hwm="$(hwm)" -v n="$n" \
-		'BEGIN { printf "%s: %d mounts, %.0f s, CPU %.3f%% of a core, RSS %.1f MiB (peak %.1f MiB)\n", l, n, t1-t0, 100*c/hz/(t1-t0), rss/1024, hwm/1024 }'
+	awk -v l="$1" -v c="$((c1 - c0))" -v hz="$hz" -v t0="$t0" -v t1="$t1" -v rss="$(rss)" -v hwm="$(hwm)" -v n="$n" -v ops="${OPS:-all}" \
+		'BEGIN { printf "%s: %d mounts (ops " ops "), %.0f s, CPU %.3f%% of a core, RSS %.1f MiB (peak %.1f MiB)\n", l, n, t1-t0, 100*c/hz/(t1-t0), rss/1024, hwm/1024 }'
 }
 measure idle 0
 measure "scraped every 15 s" 1

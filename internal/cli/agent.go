@@ -54,7 +54,7 @@ so does a change of the file. SIGTERM stops it cleanly.`,
 	f.BoolVar(&flags.Observe, "observe", false, "never write read-ahead, whatever the policy's mode; only report")
 	f.BoolVar(&flags.Exact, "exact", false, "also lower read-ahead that is above the profile (profile values are minimums by default)")
 	f.IntVar(&flags.MaxSeries, "max-series", 100000, "cap on per-mount and per-group series in one scrape; 0 for no cap")
-	f.Int64Var(&flags.MemLimit, "memory-limit", 16<<20, "soft limit for the Go heap in bytes (runtime/debug.SetMemoryLimit), so memory a big scrape used is returned soon after; 0 for none; GOMEMLIMIT wins when set")
+	f.Int64Var(&flags.MemLimit, "memory-limit", 16<<20, "soft limit for the Go heap in bytes (runtime/debug.SetMemoryLimit); memory a scrape or reconcile used is also returned to the system after it; 0 for neither; GOMEMLIMIT wins when set")
 	return c
 }
 
@@ -81,12 +81,13 @@ func runAgent(ctx context.Context, g *globals, streams IOStreams, flags *agentFl
 		},
 		PolicyChanged: cfgWatch.changed,
 		Exact:         flags.Exact,
+		ReleaseMemory: flags.MemLimit > 0,
 		Logger:        logger,
 	})
 	if err != nil {
 		return err
 	}
-	h, err := a.Handler(agent.HandlerOptions{MaxSeries: flags.MaxSeries})
+	h, err := a.Handler(agent.HandlerOptions{MaxSeries: flags.MaxSeries, ReleaseMemory: flags.MemLimit > 0})
 	if err != nil {
 		return err
 	}

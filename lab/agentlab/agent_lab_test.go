@@ -1,0 +1,359 @@
+//go:build lab
+
+// Package agentlab runs the node agent against real NFS mounts of the lab's nfsd, inside
+// the lab guest (Debian 12 kernel under qemu). Build on the host, run in the guest:
+//
+//	CGO_ENABLED=0 go test -c -tags lab -o lab/.cache/agentlab.test ./lab/agentlab
+//	lab/vm.sh -- lab/.cache/agentlab.test -test.v
+package agentlab
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nfstune/nfstune/internal/agent"
+	"github.com/nfstune/nfstune/internal/hostfs"
+	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/policy"
+)
+
+// source is the lab's NFSv4 tmpfs export (lab/guest/lib.sh: /srv/tmp under the pseudo root).
+const (
+	source  = "127.0.0.1:/tmp"
+	mntBase = "/mnt/lab/agent"
+	wantKB  = 15360 // the sequential-read profile
+)
+
+type labAgent struct {
+	a      *agent.Agent
+	h      http.Handler
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startAgent(t *testing.T, resync time.Duration) *labAgent {
+	t.Helper()
+	root := hostfs.Root("/")
+	a, err := agent.New(agent.Config{
+		Root: root, PID: 0, Resync: resync,
+		Read: func(context.Context) (*inventory.Inventory, error) {
+			return inventory.Read(root, inventory.ReadOptions{})
+		},
+		Load: func() (*agent.Policy, error) {
+			pol := policy.Default()
+			pol.Workload = policy.WorkloadSequentialRead
+			return &agent.Policy{Resolve: func(m *inventory.Mount) agent.Desired {
+				r := pol.Resolve(m)
+				return agent.Desired{ReadAheadKB: r.ReadAheadKB, Mode: r.Mode}
+			}}, nil
+		},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := a.Handler(agent.HandlerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	la := &labAgent{a: a, h: h, cancel: cancel, done: make(chan error, 1)}
+	go func() { la.done <- a.Run(ctx, nil) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-la.done; err != nil {
+			t.Errorf("agent Run: %v", err)
+		}
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for !a.Ready() {
+		if time.Now().After(deadline) {
+			t.Fatal("agent not ready after 10 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return la
+}
+
+// metric scrapes /metrics through the handler and returns the value of one series.
+func (la *labAgent) metric(t *testing.T, series string) float64 {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	la.h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	sc := bufio.NewScanner(rec.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), series+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("series %s not in /metrics", series)
+	return 0
+}
+
+func mount(t *testing.T, dir, opts string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "mount", "-t", "nfs", "-o", opts, source, dir).CombinedOutput(); err != nil {
+		t.Fatalf("mount %s: %v\n%s", dir, err, out)
+	}
+}
+
+func umount(t *testing.T, dir string) {
+	t.Helper()
+	if err := unix.Unmount(dir, 0); err != nil {
+		t.Fatalf("umount %s: %v", dir, err)
+	}
+}
+
+// deviceOf returns the superblock device of a mount point from /proc/self/mountinfo (never
+// from the mount point itself).
+func deviceOf(t *testing.T, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && f[4] == dir {
+			return f[2]
+		}
+	}
+	t.Fatalf("%s not in mountinfo", dir)
+	return ""
+}
+
+func readAhead(dev string) int {
+	n, err := hostfs.ReadInt("/sys/class/bdi/" + dev + "/read_ahead_kb")
+	if err != nil {
+		return -1
+	}
+	return int(n)
+}
+
+// waitTuned polls read_ahead_kb until it is wantKB and returns when it saw it.
+func waitTuned(dev string, limit time.Duration) (time.Time, bool) {
+	deadline := time.Now().Add(limit)
+	for {
+		now := time.Now()
+		if readAhead(dev) == wantKB {
+			return now, true
+		}
+		if now.After(deadline) {
+			return now, false
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+}
+
+// watchChanges timestamps every mount table change, independently of the agent, with the
+// same poll(2) mechanism.
+func watchChanges(t *testing.T) <-chan time.Time {
+	t.Helper()
+	fd, err := unix.Open("/proc/self/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan time.Time, 4096)
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	go func() {
+		defer unix.Close(fd)
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLPRI}}
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			n, err := unix.Poll(fds, 100)
+			if err != nil || n == 0 {
+				continue
+			}
+			ch <- time.Now()
+		}
+	}()
+	return ch
+}
+
+func drain(ch <-chan time.Time) {
+	for {
+		select {
+		case <-ch:
+		default:
+			return
+		}
+	}
+}
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := int(float64(len(s))*p+0.5) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+// TestReaction50 mounts 50 new NFS superblocks one after another and measures, for each, the
+// time from the mount table change (seen by the test's own poll on mountinfo) to
+// read_ahead_kb holding the profile's value.
+func TestReaction50(t *testing.T) {
+	la := startAgent(t, 30*time.Second)
+	changes := watchChanges(t)
+	var reactions []time.Duration
+	for i := range 50 {
+		dir := filepath.Join(mntBase, fmt.Sprintf("ra%02d", i))
+		drain(changes)
+		// nosharecache: every mount is its own superblock, as distinct exports would be.
+		mount(t, dir, "vers=4.2,nosharecache")
+		dev := deviceOf(t, dir)
+		var changed time.Time
+		select {
+		case changed = <-changes:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("mount %d: no mount table change seen", i)
+		}
+		set, ok := waitTuned(dev, 5*time.Second)
+		if !ok {
+			t.Fatalf("mount %d (%s): read_ahead_kb = %d after 5 s, want %d", i, dev, readAhead(dev), wantKB)
+		}
+		reactions = append(reactions, max(0, set.Sub(changed)))
+		defer umount(t, dir)
+	}
+	p50, p99 := percentile(reactions, 0.50), percentile(reactions, 0.99)
+	t.Logf("reaction over %d mounts: p50 %v, p99 %v, max %v (agent's own histogram: %v s over %v mounts)",
+		len(reactions), p50, p99, slices.Max(reactions),
+		la.metric(t, "nfstune_agent_reaction_seconds_sum"), la.metric(t, "nfstune_agent_reaction_seconds_count"))
+	limit := 50 * time.Millisecond
+	if s := os.Getenv("NFSTUNE_LAB_REACTION_P99"); s != "" {
+		if d, err := time.ParseDuration(s); err == nil {
+			limit = d
+		}
+	}
+	if p99 > limit {
+		t.Errorf("reaction p99 = %v, want <= %v", p99, limit)
+	}
+}
+
+// TestChurn200 runs 200 mount/unmount cycles: every mount must be tuned, the agent must
+// forget every unmounted superblock, and goroutines and open descriptors must not grow.
+func TestChurn200(t *testing.T) {
+	la := startAgent(t, 30*time.Second)
+	dir := filepath.Join(mntBase, "churn")
+	// One warm-up cycle so that lazily created runtime goroutines exist before the baseline.
+	mount(t, dir, "vers=4.2")
+	waitTuned(deviceOf(t, dir), 5*time.Second)
+	umount(t, dir)
+	time.Sleep(200 * time.Millisecond)
+	g0, fd0 := la.metric(t, "go_goroutines"), la.metric(t, "process_open_fds")
+
+	untuned := 0
+	for i := range 200 {
+		opts := "vers=4.2"
+		if i%2 == 1 {
+			opts = "vers=3"
+		}
+		mount(t, dir, opts)
+		dev := deviceOf(t, dir)
+		if _, ok := waitTuned(dev, 5*time.Second); !ok {
+			untuned++
+			t.Errorf("cycle %d (%s, %s): read_ahead_kb = %d, want %d", i, opts, dev, readAhead(dev), wantKB)
+		}
+		umount(t, dir)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for la.a.Known() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := la.a.Known(); n != 0 {
+		t.Errorf("agent still tracks %d superblocks after every unmount", n)
+	}
+	time.Sleep(200 * time.Millisecond)
+	g1, fd1 := la.metric(t, "go_goroutines"), la.metric(t, "process_open_fds")
+	t.Logf("200 cycles: %d untuned; goroutines %v -> %v, open fds %v -> %v", untuned, g0, g1, fd0, fd1)
+	if g1 > g0+2 {
+		t.Errorf("goroutines grew from %v to %v", g0, g1)
+	}
+	if fd1 > fd0+2 {
+		t.Errorf("open descriptors grew from %v to %v", fd0, fd1)
+	}
+}
+
+// TestDriftRepaired lowers a tuned mount's read-ahead behind the agent's back and expects
+// the next resync to restore it and count the drift.
+func TestDriftRepaired(t *testing.T) {
+	la := startAgent(t, 300*time.Millisecond)
+	dir := filepath.Join(mntBase, "drift")
+	mount(t, dir, "vers=4.2")
+	defer umount(t, dir)
+	dev := deviceOf(t, dir)
+	if _, ok := waitTuned(dev, 5*time.Second); !ok {
+		t.Fatalf("read_ahead_kb = %d, want %d", readAhead(dev), wantKB)
+	}
+	if err := os.WriteFile("/sys/class/bdi/"+dev+"/read_ahead_kb", []byte("128\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := waitTuned(dev, 5*time.Second); !ok {
+		t.Fatalf("read_ahead_kb = %d 5 s after the drift, want %d", readAhead(dev), wantKB)
+	}
+	if n := la.metric(t, "nfstune_agent_drifts_total"); n < 1 {
+		t.Errorf("drifts_total = %v, want >= 1", n)
+	}
+	if n := la.metric(t, `nfstune_agent_repairs_total{reason="drift"}`); n < 1 {
+		t.Errorf(`repairs_total{reason="drift"} = %v, want >= 1`, n)
+	}
+}
+
+// TestDeadServerScrape makes the server unreachable under a hard mount and expects
+// /metrics to answer in under a second, twice.
+func TestDeadServerScrape(t *testing.T) {
+	la := startAgent(t, 30*time.Second)
+	dir := filepath.Join(mntBase, "dead")
+	mount(t, dir, "vers=4.2,hard")
+	if out, err := exec.Command("labctl", "server-gone", "loss").CombinedOutput(); err != nil {
+		t.Fatalf("labctl server-gone: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("labctl", "server-back").CombinedOutput(); err != nil {
+			t.Errorf("labctl server-back: %v\n%s", err, out)
+		}
+		// MNT_DETACH: the server may still be recovering.
+		unix.Unmount(dir, unix.MNT_DETACH)
+	})
+	for i := range 2 {
+		start := time.Now()
+		rec := httptest.NewRecorder()
+		la.h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		took := time.Since(start)
+		t.Logf("scrape %d with the server gone: %v, %d bytes", i, took, rec.Body.Len())
+		if took >= time.Second || rec.Code != http.StatusOK {
+			t.Errorf("scrape %d: %v, status %d; want < 1 s, 200", i, took, rec.Code)
+		}
+		if !strings.Contains(rec.Body.String(), `mountpoint="`+dir+`"`) {
+			t.Errorf("scrape %d does not show the dead mount", i)
+		}
+	}
+}
