@@ -143,3 +143,37 @@ func TestK8sVolume(t *testing.T) {
 		})
 	}
 }
+
+var splitImageTests = []struct{ in, repo, tag string }{
+	{"ghcr.io/nfstune/nfstune", "ghcr.io/nfstune/nfstune", ""},
+	{"ghcr.io/nfstune/nfstune:v1", "ghcr.io/nfstune/nfstune", "v1"},
+	{"localhost:5000/nfstune", "localhost:5000/nfstune", ""},
+	{"localhost:5000/nfstune:edge", "localhost:5000/nfstune", "edge"},
+	{"nfstune:v2", "nfstune", "v2"},
+}
+
+func TestSplitImage(t *testing.T) {
+	t.Parallel()
+	for _, tt := range splitImageTests {
+		repo, tag := splitImage(tt.in)
+		if repo != tt.repo || tag != tt.tag {
+			t.Errorf("splitImage(%q) = %q, %q; want %q, %q", tt.in, repo, tag, tt.repo, tt.tag)
+		}
+	}
+}
+
+func FuzzSplitImage(f *testing.F) {
+	for _, tt := range splitImageTests {
+		f.Add(tt.in)
+	}
+	f.Fuzz(func(t *testing.T, ref string) {
+		repo, tag := splitImage(ref)
+		// Splitting never loses or invents characters.
+		if repo+":"+tag != ref && (tag != "" || repo != ref) {
+			t.Fatalf("splitImage(%q) = %q, %q", ref, repo, tag)
+		}
+		if strings.Contains(tag, "/") {
+			t.Fatalf("splitImage(%q): tag %q holds a path", ref, tag)
+		}
+	})
+}

@@ -1,0 +1,312 @@
+//go:build apiserver
+
+package render
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// These tests send the rendered objects to a real kube-apiserver backed by etcd, with the
+// default admission plugins (PodSecurity, Priority, ResourceQuota, ServiceAccount) and
+// strict server-side field validation. `make apiserver-test` builds both binaries from the
+// Go module proxy and passes them in NFSTUNE_KUBE_APISERVER and NFSTUNE_ETCD.
+
+type apiServer struct {
+	url    string
+	token  string
+	client *http.Client
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return port
+}
+
+func startProcess(t *testing.T, name string, bin string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	logFile, err := os.Create(filepath.Join(t.TempDir(), name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+		}
+		if t.Failed() {
+			b, _ := os.ReadFile(logFile.Name())
+			if len(b) > 4000 {
+				b = b[len(b)-4000:]
+			}
+			t.Logf("%s log tail:\n%s", name, b)
+		}
+	})
+}
+
+func startAPIServer(t *testing.T) *apiServer {
+	t.Helper()
+	apiBin, etcdBin := os.Getenv("NFSTUNE_KUBE_APISERVER"), os.Getenv("NFSTUNE_ETCD")
+	if apiBin == "" || etcdBin == "" {
+		t.Fatal("NFSTUNE_KUBE_APISERVER and NFSTUNE_ETCD must name the binaries: run make apiserver-test")
+	}
+	dir := t.TempDir()
+	client, peer := freePort(t), freePort(t)
+	startProcess(t, "etcd", etcdBin,
+		"--data-dir", filepath.Join(dir, "etcd"), "--name", "default",
+		"--listen-client-urls", "http://127.0.0.1:"+client, "--advertise-client-urls", "http://127.0.0.1:"+client,
+		"--listen-peer-urls", "http://127.0.0.1:"+peer, "--initial-advertise-peer-urls", "http://127.0.0.1:"+peer,
+		"--initial-cluster", "default=http://127.0.0.1:"+peer, "--log-level", "error")
+
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saKey := filepath.Join(dir, "sa.pem")
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	if err := os.WriteFile(saKey, pemBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	token := "nfstune-test-token"
+	tokens := filepath.Join(dir, "tokens.csv")
+	if err := os.WriteFile(tokens, []byte(token+`,admin,admin,"system:masters"`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	secure := freePort(t)
+	startProcess(t, "kube-apiserver", apiBin,
+		"--etcd-servers", "http://127.0.0.1:"+client,
+		"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1", "--secure-port", secure,
+		"--cert-dir", filepath.Join(dir, "certs"),
+		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file", saKey, "--service-account-signing-key-file", saKey,
+		"--token-auth-file", tokens, "--authorization-mode", "RBAC",
+		"--service-cluster-ip-range", "10.96.0.0/16",
+		"--enable-priority-and-fairness=false")
+
+	s := &apiServer{
+		url:   "https://127.0.0.1:" + secure,
+		token: token,
+		client: &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{
+			// The server's certificate is self-signed by the server for this test.
+			TLSClientConfig: &tls.Config{InsecureSkipVerify: true},
+		}},
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		code, _, _ := s.do(t, http.MethodGet, "/readyz", nil)
+		if code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kube-apiserver not ready after 90s (last status %d)", code)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return s
+}
+
+func (s *apiServer) do(t *testing.T, method, path string, body []byte) (int, []byte, http.Header) {
+	t.Helper()
+	req, err := http.NewRequest(method, s.url+path, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return 0, []byte(err.Error()), nil
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, resp.Header
+}
+
+// collection is the REST path objects of o's kind are created under.
+func collection(o Object) string {
+	kind := o.GetObjectKind().GroupVersionKind().Kind
+	plural := strings.ToLower(kind) + "s"
+	if kind == "StorageClass" {
+		plural = "storageclasses"
+	}
+	prefix := "/api/v1"
+	switch kind {
+	case "DaemonSet":
+		prefix = "/apis/apps/v1"
+	case "StorageClass":
+		prefix = "/apis/storage.k8s.io/v1"
+	}
+	if ns := o.GetNamespace(); ns != "" {
+		return prefix + "/namespaces/" + ns + "/" + plural
+	}
+	return prefix + "/" + plural
+}
+
+// create posts o with strict field validation and returns the status and warnings.
+func (s *apiServer) create(t *testing.T, o Object, query string) (int, string, []string) {
+	t.Helper()
+	m, err := manifest(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(m)
+	code, resp, hdr := s.do(t, http.MethodPost, collection(o)+"?fieldValidation=Strict"+query, body)
+	return code, string(resp), hdr.Values("Warning")
+}
+
+// readyQuota sets a ResourceQuota's status as kube-controller-manager would, since quota
+// admission rejects pods while a matching quota has no status.
+func (s *apiServer) readyQuota(t *testing.T, q *corev1.ResourceQuota) {
+	t.Helper()
+	q = q.DeepCopy()
+	q.Status = corev1.ResourceQuotaStatus{Hard: q.Spec.Hard, Used: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}
+	code, got, _ := s.do(t, http.MethodGet, collection(q)+"/"+q.Name, nil)
+	if code != http.StatusOK {
+		t.Fatalf("reading quota: %d %s", code, got)
+	}
+	var cur corev1.ResourceQuota
+	if err := json.Unmarshal(got, &cur); err != nil {
+		t.Fatal(err)
+	}
+	q.ResourceVersion = cur.ResourceVersion
+	body, _ := json.Marshal(q)
+	if code, resp, _ := s.do(t, http.MethodPut, collection(q)+"/"+q.Name+"/status", body); code != http.StatusOK {
+		t.Fatalf("setting quota status: %d %s", code, resp)
+	}
+}
+
+// podFrom is the Pod a DaemonSet controller would create from the template.
+func podFrom(ds *appsv1.DaemonSet, ns string) *corev1.Pod {
+	return &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: ds.Name + "-probe", Namespace: ns, Labels: ds.Spec.Template.Labels},
+		Spec:       *ds.Spec.Template.Spec.DeepCopy(),
+	}
+}
+
+func TestAPIServerAcceptsRenderedObjects(t *testing.T) {
+	s := startAPIServer(t)
+	for _, name := range renderCases {
+		t.Run(name, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join("testdata", name+".values.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := LoadValues(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v.Namespace = "t-" + name
+			v.Policy = DefaultPolicy
+			if v.PriorityClassName == "nfstune-node" {
+				// A custom class the test cluster does not have.
+				v.PriorityClassName = "system-node-critical"
+			}
+			objs, err := Render(v, "v0.0.0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range objs {
+				code, resp, warnings := s.create(t, o, "")
+				if code != http.StatusCreated {
+					t.Fatalf("creating %s %s: %d %s", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), code, resp)
+				}
+				switch o := o.(type) {
+				case *corev1.ResourceQuota:
+					s.readyQuota(t, o)
+				case *appsv1.DaemonSet:
+					// warn=baseline on the namespace: the hostPath use is reported.
+					if !strings.Contains(strings.Join(warnings, "\n"), "hostPath") {
+						t.Errorf("DaemonSet %s: no PodSecurity baseline warning about hostPath: %q", o.Name, warnings)
+					}
+					// The pods the controller would create pass admission (PodSecurity
+					// privileged, Priority, ResourceQuota, ServiceAccount).
+					code, resp, _ := s.create(t, podFrom(o, v.Namespace), "&dryRun=All")
+					if code != http.StatusCreated {
+						t.Errorf("pod of %s rejected: %d %s", o.Name, code, resp)
+					}
+				}
+			}
+		})
+	}
+
+	// The same pod in a Baseline or Restricted namespace is refused, for its host paths.
+	v := DefaultValues()
+	ds := agentDaemonSet(v, "v0.0.0")
+	for _, level := range []string{"baseline", "restricted"} {
+		ns := &corev1.Namespace{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+			ObjectMeta: metav1.ObjectMeta{Name: "psa-" + level, Labels: map[string]string{"pod-security.kubernetes.io/enforce": level}},
+		}
+		sa := serviceAccount(Values{Namespace: ns.Name})
+		for _, o := range []Object{ns, sa} {
+			if code, resp, _ := s.create(t, o, ""); code != http.StatusCreated {
+				t.Fatalf("creating %s: %d %s", o.GetName(), code, resp)
+			}
+		}
+		pod := podFrom(ds, ns.Name)
+		pod.Spec.PriorityClassName = "" // no quota in this namespace
+		code, resp, _ := s.create(t, pod, "&dryRun=All")
+		if code != http.StatusForbidden || !strings.Contains(resp, "violates PodSecurity") || !strings.Contains(resp, "hostPath") {
+			t.Errorf("%s namespace: pod got %d %s, want 403 for hostPath", level, code, resp)
+		}
+	}
+
+	// Volumes.
+	for _, tt := range volumeTests {
+		if tt.wantErr != "" {
+			continue
+		}
+		t.Run("volume-"+tt.name, func(t *testing.T) {
+			spec := tt.spec
+			spec.Name = "v-" + strings.ReplaceAll(tt.name, "_", "-")
+			objs, _, err := Volume(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if spec.Static {
+				ns := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: spec.Namespace}}
+				s.create(t, ns, "") // may exist already
+			}
+			for _, o := range objs {
+				if code, resp, _ := s.create(t, o, ""); code != http.StatusCreated {
+					t.Errorf("creating %s %s: %d %s", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), code, resp)
+				}
+			}
+		})
+	}
+}
