@@ -57,9 +57,13 @@ type Config struct {
 	PID int
 	// Resync is the period of the full resync that catches drift and missed events.
 	Resync time.Duration
-	// Read reads the inventory; Load loads the policy.
+	// Read reads the inventory for scrapes; Load loads the policy.
 	Read ReadFunc
 	Load LoadFunc
+	// ReconcileRead is a cheaper read for reconciles, which need no per-operation
+	// statistics (inventory.ReadOptions.SkipOperations); nil uses Read. It is on the path
+	// from a mount table change to read-ahead set, so its cost is the agent's reaction time.
+	ReconcileRead ReadFunc
 	// PolicyChanged reports whether the policy source changed since the last Load (a
 	// file's size or modification time); nil means never. It is checked at every resync
 	// and every PolicyCheck.
@@ -94,6 +98,9 @@ type Agent struct {
 func New(cfg Config) (*Agent, error) {
 	if cfg.Read == nil || cfg.Load == nil {
 		return nil, errors.New("agent: Read and Load are required")
+	}
+	if cfg.ReconcileRead == nil {
+		cfg.ReconcileRead = cfg.Read
 	}
 	if cfg.Resync <= 0 {
 		cfg.Resync = 30 * time.Second
@@ -208,7 +215,7 @@ func (a *Agent) reloadPolicy(ctx context.Context) {
 func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time) {
 	m := a.cfg.Metrics
 	m.Reconciles.WithLabelValues(string(trigger)).Inc()
-	inv, err := a.cfg.Read(ctx)
+	inv, err := a.cfg.ReconcileRead(ctx)
 	if err != nil {
 		m.Errors.WithLabelValues("read").Inc()
 		a.cfg.Logger.Error("reading NFS inventory", "err", err)

@@ -75,6 +75,9 @@ func runAgent(ctx context.Context, g *globals, streams IOStreams, flags *agentFl
 		Read: func(context.Context) (*inventory.Inventory, error) {
 			return inventory.Read(root, inventory.ReadOptions{PID: flags.PID})
 		},
+		ReconcileRead: func(context.Context) (*inventory.Inventory, error) {
+			return inventory.Read(root, inventory.ReadOptions{PID: flags.PID, SkipOperations: true})
+		},
 		Load: func() (*agent.Policy, error) {
 			cfgWatch.changed() // remember the version being loaded
 			return loadAgentPolicy(flags.Config, flags.Observe)
