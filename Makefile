@@ -7,7 +7,7 @@ LDFLAGS  := -s -w -X github.com/nfstune/nfstune/internal/version.Version=$(VERSI
 HELM_VERSION ?= v3.22.0
 HELM     := bin/tools/helm-$(HELM_VERSION)/helm
 
-.PHONY: all build test vet check lab-test demo clean helm-lint helm-test image
+.PHONY: all build test vet check lab-setup lab-test lab-shell demo clean helm-lint helm-test image
 
 all: build
 
@@ -42,6 +42,16 @@ helm-lint: $(HELM)
 # nfstune k8s render for the same values (internal/render/helm_test.go).
 helm-test: $(HELM)
 	NFSTUNE_HELM=$(CURDIR)/$(HELM) $(GO) test -count=1 -tags helm -run Helm ./internal/render/
+
+# The real-kernel lab (lab/README.md): a Debian kernel with nfsd and the NFS client under
+# qemu. lab-setup installs what the host lacks and caches the guest root in
+# $(NFSTUNE_LAB_CACHE) (default /var/cache/nfstune-lab); the other targets boot it.
+lab-setup:
+	bash lab/setup.sh
+
+# lab-test runs lab/labtest inside one boot of the guest with the binary built from this tree.
+lab-test: lab-setup
+	GO=$(GO) bash lab/test.sh
 
 clean:
 	rm -rf bin

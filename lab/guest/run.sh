@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Guest entry point, started by lab/vm.sh: load modules, start nfsd, optionally mount the
+# scenario, run the command, and write its exit status to $LAB_RUN/status. The host trusts
+# only that file: no status file means the guest did not get that far.
+#   run.sh RUNDIR [--scenario] -- CMD...
+set -uo pipefail
+LAB_RUN=$1
+shift
+export LAB_RUN
+. "$(dirname "$0")/lib.sh"
+export PATH="$(cd "$(dirname "$0")" && pwd):$PATH"
+cd /lab
+
+scenario=0
+while (($#)); do
+	case $1 in
+	--scenario) scenario=1; shift ;;
+	--) shift; break ;;
+	*) break ;;
+	esac
+done
+
+# Kernel messages from here on go to the log, not the console the host streams.
+dmesg -n 1
+echo "nfstune-lab: guest up ($(uname -r), $(nproc) vCPUs, $(awk '/MemTotal/ {print int($2/1024)}' /proc/meminfo) MiB)"
+
+fail() {
+	echo "lab: guest step failed: $(cat "$LAB_RUN/step" 2>/dev/null)" >&2
+	dmesg | tail -n 40 >"$LAB_RUN/dmesg.log"
+	echo "$1" >"$LAB_RUN/status"
+	exit "$1"
+}
+
+labctl modules || fail 1
+img=
+[[ -f $LAB_RUN/disk.img ]] && img=$LAB_RUN/disk.img
+labctl nfsd-start "$img" || fail 1
+if ((scenario)); then
+	labctl scenario || fail 1
+fi
+
+lab_step "command: $*"
+"$@"
+rc=$?
+((rc == 0)) || dmesg | tail -n 40 >"$LAB_RUN/dmesg.log"
+echo "$rc" >"$LAB_RUN/status"
+exit "$rc"

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Boot the lab guest (Debian kernel under qemu TCG via virtme-ng) on the cached root, with
+# this repository at /lab inside the guest, start nfsd, and run one command there.
+#
+#   lab/vm.sh [--scenario] [--disk SIZE] [--keep] -- CMD [ARG...]
+#   lab/vm.sh --shell [--scenario]      an interactive shell in the guest
+#
+# CMD runs from the repository root (/lab in the guest); lab/guest is on its PATH, so
+# `labctl ...` works. The guest's console is saved to the run directory and streamed here
+# without kernel log lines. The exit status is the guest command's, read from a status file
+# the guest writes: no status file means the guest never finished, and this script fails
+# naming the step that did not complete (qemu start, kernel boot, modprobe, nfsd start,
+# mount, command) with the last 40 console lines.
+#
+# Env: NFSTUNE_LAB_CACHE (guest root cache), NFSTUNE_LAB_TIMEOUT (seconds, default 900),
+# NFSTUNE_LAB_MEMORY (2G), NFSTUNE_LAB_CPUS (2), NFSTUNE_LAB_KVM=1 to try KVM (hangs on
+# the project's machines; TCG is the default).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+. "$here/lib.sh"
+
+scenario=()
+disk=2G
+keep=0
+shell=0
+while (($#)); do
+	case $1 in
+	--shell) shell=1; shift ;;
+	--scenario) scenario=(--scenario); shift ;;
+	--disk) disk=$2; shift 2 ;;
+	--keep) keep=1; shift ;;
+	--) shift; break ;;
+	-*) lab_die "unknown option $1" ;;
+	*) break ;;
+	esac
+done
+((shell)) && set -- bash -i
+(($#)) || lab_die "usage: lab/vm.sh [--scenario] [--disk SIZE] [--keep] -- CMD [ARG...]"
+
+[[ -x $LAB_VNG && -f $LAB_STAMP ]] || lab_die "the lab is not set up: run make lab-setup"
+kernel=$(lab_kernel)
+
+# One run directory per boot, inside the repository so the guest sees it at /lab/...; runs
+# started at the same time by different people do not share anything.
+mkdir -p "$repo/lab/.cache"
+run=$(mktemp -d "$repo/lab/.cache/run.XXXXXX")
+grun=/lab/${run#"$repo"/}
+# A sparse image for the ext4 export: large test files live on the host's disk, not in
+# the guest's memory.
+truncate -s "$disk" "$run/disk.img"
+console=$run/console.log
+
+kvm=(--disable-kvm)
+[[ ${NFSTUNE_LAB_KVM:-0} == 1 ]] && kvm=()
+
+export PATH="$LAB_VENV/bin:$PATH"
+step_name() { cat "$run/step" 2>/dev/null || true; }
+
+if ((shell)); then
+	cd "$repo"
+	"$LAB_VNG" "${kvm[@]}" --force-9p --verbose --root "$LAB_ROOT" -r "$kernel" \
+		--memory "$LAB_MEMORY" --cpus "$LAB_CPUS" --rwdir="/lab=$repo" \
+		--exec "/lab/lab/guest/run.sh $grun ${scenario[*]} -- bash -i" || true
+	rm -rf "$run"
+	exit 0
+fi
+
+lab_log "booting $(basename "$kernel") (TCG, ${LAB_CPUS} vCPUs, ${LAB_MEMORY}); console: $console"
+start=$(date +%s)
+# qemu reopens its stdout and stderr (/proc/self/fd/N) with O_TRUNC: give it a pipe, not a
+# file. timeout runs in its own process group: stop it (and qemu) if this script is
+# interrupted.
+mkfifo "$run/console.fifo"
+(
+	cd "$repo"
+	exec timeout -k 10 "$LAB_TIMEOUT" "$LAB_VNG" "${kvm[@]}" --force-9p --verbose \
+		--root "$LAB_ROOT" -r "$kernel" --memory "$LAB_MEMORY" --cpus "$LAB_CPUS" \
+		--rwdir="/lab=$repo" \
+		--exec "/lab/lab/guest/run.sh $grun ${scenario[*]} -- $(printf '%q ' "$@")"
+) </dev/null >"$run/console.fifo" 2>&1 &
+tpid=$!
+trap 'kill -TERM -- -$tpid 2>/dev/null; kill -TERM $tpid 2>/dev/null' INT TERM HUP
+tee "$console" <"$run/console.fifo" | awk '
+	/^nfstune-lab: guest up/ { up = 1 }
+	!up { next }
+	/^\[ *[0-9]+\.[0-9]+\]/ { next }
+	{ sub(/\r$/, ""); print; fflush() }'
+vng_rc=0
+wait "$tpid" || vng_rc=$?
+trap - INT TERM HUP
+elapsed=$(($(date +%s) - start))
+
+if [[ -f $run/status ]]; then
+	rc=$(cat "$run/status")
+	lab_log "guest command exited $rc after ${elapsed}s"
+	if [[ $rc != 0 ]]; then
+		[[ -s $run/dmesg.log ]] && { lab_log "last kernel messages:"; cat "$run/dmesg.log" >&2; }
+		keep=1
+	fi
+	((keep)) && lab_log "run directory kept: $run" || rm -rf "$run"
+	exit "$rc"
+fi
+
+# No status: name the step that did not finish.
+if ! grep -q 'Linux version' "$console"; then
+	failed="qemu start (vng exit $vng_rc)"
+elif [[ ! -f $run/step ]]; then
+	failed="kernel boot (the guest never ran lab/guest/run.sh)"
+else
+	failed=$(step_name)
+fi
+[[ $vng_rc == 124 || $vng_rc == 137 ]] && failed="$failed; killed after ${LAB_TIMEOUT}s"
+lab_log "FAILED: the guest did not finish; failed step: $failed"
+lab_log "last 40 console lines:"
+tail -n 40 "$console" >&2
+[[ -s $run/dmesg.log ]] && { lab_log "last kernel messages:"; cat "$run/dmesg.log" >&2; }
+lab_log "run directory kept: $run"
+exit 1
