@@ -250,6 +250,7 @@ func TestAPIServerAcceptsRenderedObjects(t *testing.T) {
 					s.readyQuota(t, o)
 				case *appsv1.DaemonSet:
 					// warn=baseline on the namespace: the hostPath use is reported.
+					t.Logf("DaemonSet %s warnings: %q", o.Name, warnings)
 					if !strings.Contains(strings.Join(warnings, "\n"), "hostPath") {
 						t.Errorf("DaemonSet %s: no PodSecurity baseline warning about hostPath: %q", o.Name, warnings)
 					}
@@ -281,6 +282,7 @@ func TestAPIServerAcceptsRenderedObjects(t *testing.T) {
 		pod := podFrom(ds, ns.Name)
 		pod.Spec.PriorityClassName = "" // no quota in this namespace
 		code, resp, _ := s.create(t, pod, "&dryRun=All")
+		t.Logf("%s namespace: %d %.300s", level, code, resp)
 		if code != http.StatusForbidden || !strings.Contains(resp, "violates PodSecurity") || !strings.Contains(resp, "hostPath") {
 			t.Errorf("%s namespace: pod got %d %s, want 403 for hostPath", level, code, resp)
 		}
