@@ -4,8 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nfstune/nfstune/internal/render"
 )
 
 // runCLI runs one nfstune command line with buffers for streams.
@@ -176,4 +182,42 @@ func FuzzSplitImage(f *testing.F) {
 			t.Fatalf("splitImage(%q): tag %q holds a path", ref, tag)
 		}
 	})
+}
+
+// TestK8sManifestArgsParse checks that every container the manifests run calls an nfstune
+// command with flags it has, so that a renamed flag fails here rather than in a crash loop.
+func TestK8sManifestArgsParse(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{render.ModeAgent, render.ModeInstaller} {
+		for _, policyMode := range []string{render.PolicyObserve, render.PolicyEnforce} {
+			v := render.DefaultValues()
+			v.Mode, v.Agent.PolicyMode = mode, policyMode
+			objs, err := render.Render(v, "test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range objs {
+				ds, ok := o.(*appsv1.DaemonSet)
+				if !ok {
+					continue
+				}
+				spec := ds.Spec.Template.Spec
+				for _, c := range append(append([]corev1.Container{}, spec.InitContainers...), spec.Containers...) {
+					root := NewRoot(IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
+					cmd, rest, err := root.Find(c.Args)
+					if err != nil || cmd == root {
+						t.Errorf("%s/%s: %v is not an nfstune command: %v", ds.Name, c.Name, c.Args, err)
+						continue
+					}
+					if err := cmd.ParseFlags(rest); err != nil {
+						t.Errorf("%s/%s: %v: %v", ds.Name, c.Name, c.Args, err)
+						continue
+					}
+					if err := cmd.ValidateArgs(cmd.Flags().Args()); err != nil {
+						t.Errorf("%s/%s: %v: %v", ds.Name, c.Name, c.Args, err)
+					}
+				}
+			}
+		}
+	}
 }
