@@ -277,8 +277,11 @@ func (t *Tuning) Describe() string {
 		fmt.Fprintf(&b, " read_ahead_kb=%d", *t.ReadAheadKB)
 	}
 	if IsNFS(t.FSType) {
-		fmt.Fprintf(&b, " vers=%s nconnect=%d connections=%d rsize=%d wsize=%d backend=%s",
-			t.Version, t.NConnect, t.Connections, t.RSize, t.WSize, t.Backend)
+		fmt.Fprintf(&b, " vers=%s", t.Version)
+		if t.NConnect > 0 {
+			fmt.Fprintf(&b, " nconnect=%d", t.NConnect)
+		}
+		fmt.Fprintf(&b, " connections=%d rsize=%d wsize=%d backend=%s", t.Connections, t.RSize, t.WSize, t.Backend)
 	}
 	return b.String()
 }

@@ -82,3 +82,23 @@ func TestPrimaryMetricMetadata(t *testing.T) {
 		t.Errorf("metric = %s, want IOPS for a job without bytes", m)
 	}
 }
+
+func TestTuningDescribe(t *testing.T) {
+	t.Parallel()
+	ra := 128
+	tests := []struct {
+		in   Tuning
+		want string
+	}{
+		{Tuning{MountPoint: "/mnt/a", FSType: "nfs4", Server: "10.0.0.5", Export: "/tmp", ReadAheadKB: &ra, Version: "4.1", Connections: 1, RSize: 262144, WSize: 262144, Backend: "generic"},
+			"/mnt/a (nfs4 10.0.0.5:/tmp) read_ahead_kb=128 vers=4.1 connections=1 rsize=262144 wsize=262144 backend=generic"},
+		{Tuning{MountPoint: "/mnt/b", FSType: "nfs", Server: "s", Export: "/e", Version: "3", NConnect: 8, Connections: 8, RSize: 1 << 20, WSize: 1 << 20, Backend: "azure-netapp-files"},
+			"/mnt/b (nfs s:/e) vers=3 nconnect=8 connections=8 rsize=1048576 wsize=1048576 backend=azure-netapp-files"},
+		{Tuning{MountPoint: "/", FSType: "ext4", ReadAheadKB: &ra}, "/ (ext4) read_ahead_kb=128"},
+	}
+	for _, tt := range tests {
+		if got := tt.in.Describe(); got != tt.want {
+			t.Errorf("Describe() = %q\nwant %q", got, tt.want)
+		}
+	}
+}
