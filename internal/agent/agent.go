@@ -60,8 +60,8 @@ type Config struct {
 	// Read reads the inventory for scrapes; Load loads the policy.
 	Read ReadFunc
 	Load LoadFunc
-	// ReconcileRead is a cheaper read for reconciles, which need no per-operation
-	// statistics (inventory.ReadOptions.SkipOperations); nil uses Read. It is on the path
+	// ReconcileRead is a cheaper read for reconciles, which need no statistics (see
+	// ReadMounts); nil uses Read. It is on the path
 	// from a mount table change to read-ahead set, so its cost is the agent's reaction time.
 	ReconcileRead ReadFunc
 	// PolicyChanged reports whether the policy source changed since the last Load (a
