@@ -86,8 +86,8 @@ func TestReadMountsAgreesWithInventory(t *testing.T) {
 	}
 	type view struct {
 		Device, Server, ServerAddr, Export, FSType, Version, Backend string
-		MountPoints                                                 []string
-		ReadAheadKB                                                 int
+		MountPoints                                                  []string
+		ReadAheadKB                                                  int
 	}
 	pick := func(inv *inventory.Inventory) []view {
 		var out []view
