@@ -11,7 +11,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -65,7 +64,8 @@ func startAgent(t *testing.T, resync time.Duration) *labAgent {
 				return agent.Desired{ReadAheadKB: r.ReadAheadKB, Mode: r.Mode}
 			}}, nil
 		},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		// Warnings and errors go to the console, to explain a mount that stays untuned.
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +122,7 @@ func mount(t *testing.T, dir, opts string) {
 	// denied by server"); a second try succeeds.
 	var out []byte
 	var err error
-	for try := range 3 {
+	for try := range 5 {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		out, err = exec.CommandContext(ctx, "mount", "-t", "nfs", "-o", opts, source, dir).CombinedOutput()
 		cancel()
@@ -178,7 +178,8 @@ func waitTuned(dev string, limit time.Duration) (time.Time, bool) {
 		if now.After(deadline) {
 			return now, false
 		}
-		time.Sleep(200 * time.Microsecond)
+		// Not tighter: the guest has two emulated CPUs and the agent needs one.
+		time.Sleep(2 * time.Millisecond)
 	}
 }
 
