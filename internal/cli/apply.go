@@ -30,6 +30,7 @@ type applyFlags struct {
 	dryRun      bool
 	output      string
 	udevProgram string
+	udevWait    time.Duration
 	pid         int
 }
 
@@ -57,6 +58,7 @@ first; "nfstune revert" puts them back. Exit code 1 means some changes failed.`,
 	f.BoolVar(&flags.dryRun, "dry-run", false, "print the plan (old -> new for every value and file) and change nothing")
 	f.StringVarP(&flags.output, "output", "o", OutputTable, "output format: table, json or yaml")
 	f.StringVar(&flags.udevProgram, "udev-program", "", "absolute path of nfstune on the host, for the udev rule (default: this executable)")
+	f.DurationVar(&flags.udevWait, "udev-wait", time.Second, "longest time the udev rule's helper waits for a new mount's mountinfo entry (at most 10s; udev is blocked meanwhile)")
 	f.IntVar(&flags.pid, "pid", 0, "read the mounts of this process's mount namespace (0: this process)")
 	return c
 }
@@ -113,6 +115,12 @@ func udevCommand(root hostfs.Root, flags *applyFlags) (string, error) {
 	}
 	if flags.exact {
 		cmd += " --exact"
+	}
+	if flags.udevWait <= 0 || flags.udevWait > 10*time.Second {
+		return "", fmt.Errorf("--udev-wait %s: want more than 0 and at most 10s", flags.udevWait)
+	}
+	if flags.udevWait != time.Second {
+		cmd += " --wait " + flags.udevWait.String()
 	}
 	return cmd, nil
 }

@@ -167,6 +167,7 @@ func TestApplyBadFlags(t *testing.T) {
 		{"apply", "--root", dir, "--persist", "cron"},
 		{"apply", "--root", dir, "-o", "xml"},
 		{"apply", "--root", dir, "--udev-program", "relative/nfstune"},
+		{"apply", "--root", dir, "--udev-program", "/usr/bin/nfstune", "--udev-wait", "30s"},
 	} {
 		_, err := runTuneCLI(t, args...)
 		var exit *ExitError
@@ -189,5 +190,26 @@ func TestUdevReadAheadCommand(t *testing.T) {
 		if out != "" || !errors.As(err, &exit) || exit.Code != ExitIssues {
 			t.Errorf("%s: %q, %v; want no output and exit code 1", dev, out, err)
 		}
+	}
+}
+
+func TestApplyUdevRuleFlags(t *testing.T) {
+	t.Parallel()
+	dir := copyTree(t)
+	out, err := runTuneCLI(t, "apply", "--dry-run", "--root", dir, "--udev-program", "/usr/bin/nfstune", "--exact", "--udev-wait", "2500ms", "--config", "/etc/nfstune/policy.yaml")
+	if err == nil {
+		t.Fatalf("a missing policy file was accepted:\n%s", out)
+	}
+	cfg := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(cfg, []byte("apiVersion: nfstune.io/v1alpha1\nkind: Policy\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = runTuneCLI(t, "apply", "--dry-run", "--root", dir, "--udev-program", "/usr/bin/nfstune", "--exact", "--udev-wait", "2500ms", "--config", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `PROGRAM="/usr/bin/nfstune udev-readahead --config ` + cfg + ` --exact --wait 2.5s %k"`
+	if !strings.Contains(out, want) {
+		t.Errorf("rule lacks %s:\n%s", want, out)
 	}
 }
