@@ -39,7 +39,15 @@ func (c barChart) SVG() []byte {
 	nSeries := max(len(c.Series), 1)
 	groupWidth := nSeries*barWidth + groupGap
 	plotWidth := max(len(c.Groups)*groupWidth, 360)
-	legendRows := (len(c.Series) + 2) / 3
+	if n := len(c.Groups); n > 0 {
+		groupWidth = plotWidth / n // spread few groups over the whole width
+	}
+	longestSeries := 0
+	for _, s := range c.Series {
+		longestSeries = max(longestSeries, len(s))
+	}
+	legendCols := max(1, min(3, plotWidth/(longestSeries*7+28)))
+	legendRows := (len(c.Series) + legendCols - 1) / legendCols
 	longest := 0
 	for _, g := range c.Groups {
 		longest = max(longest, len(g))
@@ -73,7 +81,7 @@ func (c barChart) SVG() []byte {
 	fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="#333333"/>`+"\n", chartLeft, chartLeft+plotWidth, chartTop+chartHeight, chartTop+chartHeight)
 	// Bars.
 	for gi, g := range c.Groups {
-		x0 := chartLeft + gi*groupWidth + groupGap/2
+		x0 := chartLeft + gi*groupWidth + (groupWidth-nSeries*barWidth)/2
 		for si := range c.Series {
 			if gi >= len(c.Values) || si >= len(c.Values[gi]) || c.Values[gi][si].N == 0 {
 				continue
@@ -99,8 +107,8 @@ func (c barChart) SVG() []byte {
 	// Legend.
 	ly := chartTop + chartHeight + labelDrop + 12
 	for si, s := range c.Series {
-		lx := chartLeft + (si%3)*((plotWidth)/3)
-		yy := ly + (si/3)*18
+		lx := chartLeft + (si%legendCols)*(plotWidth/legendCols)
+		yy := ly + (si/legendCols)*18
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="12" height="12" fill="%s"/><text x="%d" y="%d">%s</text>`+"\n", lx, yy-10, palette[si%len(palette)], lx+16, yy, esc(s))
 	}
 	b.WriteString("</svg>\n")

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -409,7 +410,7 @@ func reportLimit(nic, limit string) (float64, string, error) {
 		if err != nil {
 			return 0, "", fmt.Errorf("--nic-speed: %w", err)
 		}
-		mibs, label = r.MiBps(), fmt.Sprintf("the NIC (%s = %.0f MiB/s)", nic, r.MiBps())
+		mibs, label = r.MiBps(), fmt.Sprintf("the NIC (%s = %s MiB/s)", nic, strconv.FormatFloat(r.MiBps(), 'f', 1, 64))
 	}
 	if limit != "" {
 		r, err := plan.ParseRate(limit)
@@ -417,7 +418,7 @@ func reportLimit(nic, limit string) (float64, string, error) {
 			return 0, "", fmt.Errorf("--limit: %w", err)
 		}
 		if mibs == 0 || r.MiBps() < mibs {
-			mibs, label = r.MiBps(), fmt.Sprintf("the service limit (%s = %.0f MiB/s)", limit, r.MiBps())
+			mibs, label = r.MiBps(), fmt.Sprintf("the service limit (%s = %s MiB/s)", limit, strconv.FormatFloat(r.MiBps(), 'f', 1, 64))
 		}
 	}
 	return mibs, label, nil

@@ -195,7 +195,7 @@ func TestBenchReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	// before.json: median 477.6 MiB/s of 1192.1 MiB/s.
-	if !strings.Contains(string(html), "<td>40%</td>") || !strings.Contains(string(html), "10Gbps = 1192 MiB/s") {
+	if !strings.Contains(string(html), "<td>40%</td>") || !strings.Contains(string(html), "10Gbps = 1192.1 MiB/s") {
 		t.Errorf("report lacks the NIC share")
 	}
 	_, _, err = runBenchCLI(t, defaultBenchDeps(), "bench", "report", "testdata/bench/before.json", "--out", dir, "--nic-speed", "10 gigs")
