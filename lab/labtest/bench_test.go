@@ -1,0 +1,135 @@
+//go:build lab
+
+package labtest
+
+// nfstune bench against the lab's nfsd with the real fio, run in-process through the bench
+// package: a profile end to end, and a sweep that remounts a client group.
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/nfstune/nfstune/internal/bench"
+	"github.com/nfstune/nfstune/internal/fio"
+	"github.com/nfstune/nfstune/internal/hostfs"
+	"github.com/nfstune/nfstune/internal/inventory"
+)
+
+func benchRunner() *bench.Runner {
+	root := hostfs.Root("/")
+	return &bench.Runner{
+		Root:       root,
+		Exec:       fio.Exec,
+		Inventory:  func() (*inventory.Inventory, error) { return inventory.Read(root, inventory.ReadOptions{}) },
+		DropCaches: true,
+		Tool:       "nfstune lab",
+	}
+}
+
+// TestBenchRunSeqRead runs the read-ahead-sensitive profile end to end on an NFSv4.1 mount
+// with a client of its own (server address 127.0.0.4, so the scenario's nconnect does not
+// apply): the figures, the tuning and the mountstats delta must describe what the kernel did.
+func TestBenchRunSeqRead(t *testing.T) {
+	RequireGuest(t)
+	m := Mount(t, MountSpec{Server: "127.0.0.4", Version: "4.1", Options: "nconnect=2"})
+	const size = 8 << 20
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	res, err := benchRunner().Run(ctx, bench.RunOptions{Mount: m.Dir, Profile: "seq-read", Repeat: 2, Size: size, Runtime: 60 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Runs) != 2 {
+		t.Fatalf("runs = %d, want 2", len(res.Runs))
+	}
+	if res.Provenance.FioVersion == "" || res.Provenance.Kernel == "" {
+		t.Errorf("provenance = %+v", res.Provenance)
+	}
+	for _, r := range res.Runs {
+		if r.ReadMiBs <= 0 || r.ReadIOPS <= 0 || r.LatP99ms <= 0 || !r.CacheDropped {
+			t.Errorf("run %d: %+v", r.Repeat, r)
+		}
+		tu := r.Tuning
+		if tu == nil || tu.FSType != "nfs4" || tu.Device != m.Device || tu.Connections != 2 || tu.ReadAheadKB == nil ||
+			*tu.ReadAheadKB != ReadAheadKB(t, m.Device) {
+			t.Errorf("run %d tuning = %+v", r.Repeat, tu)
+		}
+		// The page cache was dropped: the whole file came from the server, in READs.
+		d := r.Mountstats
+		if d == nil || d.ServerReadBytes < size {
+			t.Fatalf("run %d mountstats delta = %+v, want at least %d bytes read from the server", r.Repeat, d, size)
+		}
+		var reads uint64
+		for _, op := range d.Ops {
+			if op.Op == "READ" {
+				reads = op.Requests
+			}
+		}
+		if reads == 0 {
+			t.Errorf("run %d: no READ requests in %+v", r.Repeat, d.Ops)
+		}
+	}
+	if _, err := os.Stat(res.Provenance.Directory); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("bench directory %s left behind: %v", res.Provenance.Directory, err)
+	}
+}
+
+// TestBenchSweepRemount sweeps read-ahead and nconnect on a mount with a client of its own
+// (server address 127.0.0.3): every variant must really be in effect during its runs, and
+// the mount must end as it started.
+func TestBenchSweepRemount(t *testing.T) {
+	RequireGuest(t)
+	m := Mount(t, MountSpec{Server: "127.0.0.3", Version: "4.1", Options: "nconnect=2"})
+	origRA := ReadAheadKB(t, m.Device)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	res, err := benchRunner().Sweep(ctx, bench.SweepOptions{
+		RunOptions:  bench.RunOptions{Mount: m.Dir, Profile: "seq-read", Repeat: 1, Size: 4 << 20, Runtime: 60 * time.Second},
+		ReadAheadKB: []int{256, 2048},
+		NConnect:    []int{1, 3},
+		Remount:     true,
+		Remountable: []string{m.Dir},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		variant  string
+		ra, conn int
+	}{{"ra=256,nconnect=1", 256, 1}, {"ra=2048,nconnect=1", 2048, 1}, {"ra=256,nconnect=3", 256, 3}, {"ra=2048,nconnect=3", 2048, 3}}
+	if len(res.Runs) != len(want) {
+		t.Fatalf("runs = %d, want %d", len(res.Runs), len(want))
+	}
+	for i, w := range want {
+		r := res.Runs[i]
+		if r.Variant != w.variant || r.Tuning == nil || r.Tuning.ReadAheadKB == nil || *r.Tuning.ReadAheadKB != w.ra || r.Tuning.Connections != w.conn {
+			t.Errorf("run %d: variant %q tuning %+v, want %s with %d transports", i, r.Variant, r.Tuning, w.variant, w.conn)
+		}
+	}
+	// Mounted again with nconnect=2 and the starting read-ahead, on a new superblock.
+	inv, err := inventory.Read(hostfs.Root("/"), inventory.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, mt := range inv.Mounts {
+		for _, mp := range mt.MountPoints {
+			if mp != m.Dir {
+				continue
+			}
+			found = true
+			if mt.Connections != 2 || mt.ReadAheadKB == nil || *mt.ReadAheadKB != origRA {
+				t.Errorf("after the sweep: connections %d, read_ahead_kb %v; want 2 and %d", mt.Connections, mt.ReadAheadKB, origRA)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("%s is not mounted after the sweep", m.Dir)
+	}
+	if res.Policy == "" || len(res.Best) != 1 {
+		t.Errorf("best %+v, policy %q", res.Best, res.Policy)
+	}
+}
