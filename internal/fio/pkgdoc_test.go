@@ -1,0 +1,22 @@
+package fio
+
+import (
+	"go/parser"
+	"go/token"
+	"strings"
+	"testing"
+)
+
+func TestPackageDoc(t *testing.T) {
+	t.Parallel()
+	pkgs, err := parser.ParseDir(token.NewFileSet(), ".", nil, parser.ParseComments|parser.PackageClauseOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range pkgs["fio"].Files {
+		if f.Doc != nil && strings.HasPrefix(f.Doc.Text(), "Package fio ") {
+			return
+		}
+	}
+	t.Error("package fio has no doc comment starting with \"Package fio \"")
+}
