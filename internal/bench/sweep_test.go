@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -354,5 +355,51 @@ func TestSweepWaitsForClient(t *testing.T) {
 	want := "umount " + mp + "\nmount hard,nconnect=2,proto=tcp,rsize=1048576,vers=4.2 " + mp + " nfs.example:/export"
 	if got := strings.Join(f.commands, "\n"); got != want {
 		t.Errorf("commands:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestVariantsOrderAndNames(t *testing.T) {
+	t.Parallel()
+	o := SweepOptions{ReadAheadKB: []int{128, 4096}, NConnect: []int{1, 8}, RSize: []int{262144}}
+	var got []string
+	for _, v := range o.Variants() {
+		got = append(got, v.Name)
+	}
+	// Mount options outermost: one remount per nconnect value.
+	want := "ra=128,nconnect=1,rsize=262144 ra=4096,nconnect=1,rsize=262144 ra=128,nconnect=8,rsize=262144 ra=4096,nconnect=8,rsize=262144"
+	if strings.Join(got, " ") != want {
+		t.Errorf("variants = %v\nwant %s", got, want)
+	}
+}
+
+func TestOptionString(t *testing.T) {
+	t.Parallel()
+	opts := map[string]string{"vers": "3", "rsize": "65536", "hard": "", "addr": "10.0.0.5", "mountaddr": "10.0.0.5", "namlen": "255", "nolock": "", "sec": "sys"}
+	tests := []struct {
+		v    Variant
+		want string
+	}{
+		{Variant{}, "hard,nolock,rsize=65536,sec=sys,vers=3"},
+		{Variant{NConnect: 4, RSize: 1048576}, "hard,nconnect=4,nolock,rsize=1048576,sec=sys,vers=3"},
+	}
+	for _, tt := range tests {
+		if got := optionString(opts, tt.v); got != tt.want {
+			t.Errorf("optionString(%+v) = %q, want %q", tt.v, got, tt.want)
+		}
+	}
+}
+
+func TestEscapeGlob(t *testing.T) {
+	t.Parallel()
+	for _, mp := range []string{"/mnt/data", "/mnt/a*b", "/mnt/[x]?", `/mnt/back\slash`} {
+		ok, err := path.Match(escapeGlob(mp), mp)
+		if err != nil || !ok {
+			t.Errorf("escaped %q does not match itself: %v", mp, err)
+		}
+		if mp != "/mnt/data" {
+			if ok, _ := path.Match(escapeGlob(mp), "/mnt/data"); ok {
+				t.Errorf("escaped %q matches /mnt/data", mp)
+			}
+		}
 	}
 }
