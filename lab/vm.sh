@@ -81,11 +81,10 @@ mkfifo "$run/console.fifo"
 ) </dev/null >"$run/console.fifo" 2>&1 &
 tpid=$!
 trap 'kill -TERM -- -$tpid 2>/dev/null; kill -TERM $tpid 2>/dev/null' INT TERM HUP
-tee "$console" <"$run/console.fifo" | awk '
-	/^nfstune-lab: guest up/ { up = 1 }
-	!up { next }
-	/^\[ *[0-9]+\.[0-9]+\]/ { next }
-	{ sub(/\r$/, ""); print; fflush() }'
+# GNU sed and grep, unbuffered: mawk would hold the stream back in blocks.
+tee "$console" <"$run/console.fifo" |
+	sed -u -n -e 's/\r$//' -e '/^nfstune-lab: guest up/,$p' |
+	grep --line-buffered -v -E '^\[ *[0-9]+\.[0-9]+\]' || true
 vng_rc=0
 wait "$tpid" || vng_rc=$?
 trap - INT TERM HUP
