@@ -128,7 +128,14 @@ const (
 	TriggerMountinfo Trigger = "mountinfo"
 	TriggerResync    Trigger = "resync"
 	TriggerReload    Trigger = "reload"
+	// TriggerSettle re-checks new superblocks shortly after they were tuned: udev's
+	// nfsrahead (nfs-utils' 99-nfs.rules) writes read_ahead_kb asynchronously after the
+	// bdi appears and can overwrite the agent's value.
+	TriggerSettle Trigger = "settle"
 )
+
+// settleAfter are the delays after a new superblock was tuned at which it is checked again.
+var settleAfter = []time.Duration{250 * time.Millisecond, time.Second, 3 * time.Second}
 
 // Run loads the policy, reconciles once, then reacts to mount table changes, resyncs and
 // reloads until ctx ends. reload receives a value for every SIGHUP. Run returns nil when ctx
@@ -139,6 +146,7 @@ func (a *Agent) Run(ctx context.Context, reload <-chan struct{}) error {
 	}
 	mountinfo := a.cfg.Root.Proc(procDir(a.cfg.PID), "mountinfo")
 	changes := make(chan time.Time, 1)
+	settle := make(chan struct{}, 1)
 	watchErr := make(chan error, 1)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -167,7 +175,19 @@ func (a *Agent) Run(ctx context.Context, reload <-chan struct{}) error {
 				a.cfg.Logger.Error("mount table watch stopped; relying on resync", "err", err)
 			}
 		case at := <-changes:
-			a.Reconcile(ctx, TriggerMountinfo, at)
+			if a.Reconcile(ctx, TriggerMountinfo, at) > 0 {
+				for _, d := range settleAfter {
+					// A timer firing after Run returned only fills the buffered channel.
+					time.AfterFunc(d, func() {
+						select {
+						case settle <- struct{}{}:
+						default:
+						}
+					})
+				}
+			}
+		case <-settle:
+			a.Reconcile(ctx, TriggerSettle, time.Now())
 		case <-resync.C:
 			if a.policyChanged() {
 				a.reloadPolicy(ctx)
@@ -212,14 +232,15 @@ func (a *Agent) reloadPolicy(ctx context.Context) {
 
 // Reconcile reads the inventory and brings every NFS superblock's read-ahead up to its
 // profile. since is when the triggering change happened; reactions are measured from it.
-func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time) {
+// It returns how many new superblocks it tuned.
+func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time) (tunedNew int) {
 	m := a.cfg.Metrics
 	m.Reconciles.WithLabelValues(string(trigger)).Inc()
 	inv, err := a.cfg.ReconcileRead(ctx)
 	if err != nil {
 		m.Errors.WithLabelValues("read").Inc()
 		a.cfg.Logger.Error("reading NFS inventory", "err", err)
-		return
+		return 0
 	}
 	a.mu.Lock()
 	pol := a.policy
@@ -231,8 +252,8 @@ func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time)
 	for i := range inv.Mounts {
 		mnt := &inv.Mounts[i]
 		if mnt.ReadAheadKB == nil {
-			m.Errors.WithLabelValues("read").Inc()
-			a.cfg.Logger.Warn("read-ahead unreadable", "device", mnt.Device, "mountpoints", mnt.MountPoints)
+			// Usually a superblock being unmounted: its bdi went before its mountinfo line.
+			a.cfg.Logger.Debug("read-ahead unreadable", "device", mnt.Device, "mountpoints", mnt.MountPoints)
 			continue
 		}
 		cur := *mnt.ReadAheadKB
@@ -281,8 +302,11 @@ func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time)
 		next[mnt.Device] = want.ReadAheadKB
 		m.Repairs.WithLabelValues(reason).Inc()
 		took := time.Since(since)
-		if reason == "new" && trigger == TriggerMountinfo {
-			m.Reaction.Observe(took.Seconds())
+		if reason == "new" {
+			tunedNew++
+			if trigger == TriggerMountinfo {
+				m.Reaction.Observe(took.Seconds())
+			}
 		}
 		log.Info("read-ahead set", "took", took)
 	}
@@ -302,6 +326,7 @@ func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time)
 	if a.cfg.ReleaseMemory {
 		debug.FreeOSMemory()
 	}
+	return tunedNew
 }
 
 // Snapshot reads a fresh inventory and audits it under the current policy: the source of

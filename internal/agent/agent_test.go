@@ -510,3 +510,26 @@ func BenchmarkReactionWork(b *testing.B) {
 		b.Fatalf("read_ahead_kb = %d, want 15360", n)
 	}
 }
+
+// TestSettleCatchesLateOverwrite plays udev's nfsrahead: it writes the kernel default back
+// right after the agent tuned a new superblock. The settle re-checks restore the profile
+// long before the 30 s resync.
+func TestSettleCatchesLateOverwrite(t *testing.T) {
+	t.Parallel()
+	h := newFakeHost(t)
+	a := newTestAgent(t, h, fixedPolicy(15360, policy.ModeEnforce), false)
+	ctx := context.Background()
+	h.mount("0:52", true)
+	// A fixture file never signals: the test drives the reconciles Run would start.
+	if n := a.Reconcile(ctx, TriggerMountinfo, time.Now()); n != 1 {
+		t.Fatalf("tuned %d new superblocks, want 1", n)
+	}
+	h.setRA("0:52", 128) // the late udev write
+	a.Reconcile(ctx, TriggerSettle, time.Now())
+	if got := h.ra("0:52"); got != 15360 {
+		t.Errorf("read_ahead_kb after settle = %d, want 15360", got)
+	}
+	if got := testutil.ToFloat64(a.cfg.Metrics.Repairs.WithLabelValues("drift")); got != 1 {
+		t.Errorf("repairs{drift} = %v, want 1", got)
+	}
+}

@@ -24,7 +24,7 @@ func NewMetrics() *Metrics {
 	return &Metrics{
 		Reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "reconciles_total",
-			Help: "Reconciles run, by trigger: start, mountinfo (a mount table change), resync or reload.",
+			Help: "Reconciles run, by trigger: start, mountinfo (a mount table change), settle (a re-check of new superblocks), resync or reload.",
 		}, []string{"trigger"}),
 		Repairs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "repairs_total",
@@ -57,7 +57,7 @@ func NewMetrics() *Metrics {
 // Register registers every agent metric with reg and pre-creates the labelled series so
 // that rates work from the first scrape.
 func (m *Metrics) Register(reg prometheus.Registerer) error {
-	for _, t := range []Trigger{TriggerStart, TriggerMountinfo, TriggerResync, TriggerReload} {
+	for _, t := range []Trigger{TriggerStart, TriggerMountinfo, TriggerResync, TriggerReload, TriggerSettle} {
 		m.Reconciles.WithLabelValues(string(t))
 	}
 	for _, r := range []string{"new", "drift", "policy", "retry"} {
