@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Run the lab integration tests (package lab/labtest, build tag "lab") inside one boot of the
-# lab guest, against the nfstune binary built from this tree.
-#   lab/test.sh [-run REGEXP]     extra arguments go to the test binary (-test. prefix added)
+# Run the lab integration tests (build tag "lab") inside one boot of the lab guest, against
+# the nfstune binary built from this tree.
+#   lab/test.sh [-run REGEXP] [-test.FLAG...]
+# LAB_PACKAGES lists the test packages (default ./lab/labtest); each is compiled with
+# `go test -c -tags lab` and run in turn, in the same boot, with -test.v.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -16,7 +18,9 @@ lab_log "building nfstune and the lab tests"
 (
 	cd "$repo"
 	CGO_ENABLED=0 "$GO" build -trimpath -o "$bin/nfstune" ./cmd/nfstune
-	CGO_ENABLED=0 "$GO" test -c -tags lab -o "$bin/labtest.test" ./lab/labtest
+	for pkg in ${LAB_PACKAGES:-./lab/labtest}; do
+		CGO_ENABLED=0 "$GO" test -c -tags lab -o "$bin/$(basename "$pkg").test" "$pkg"
+	done
 )
 gbin=/lab/${bin#"$repo"/}
 
@@ -29,4 +33,7 @@ while (($#)); do
 	esac
 done
 
-"$here/vm.sh" --scenario -- env NFSTUNE_BIN="$gbin/nfstune" "$gbin/labtest.test" "${args[@]}"
+# Every package runs even when one fails; the exit status is the first failure's.
+# shellcheck disable=SC2016
+runner='rc=0; for t in "$0"/*.test; do echo "=== package $(basename "$t" .test)"; "$t" "$@" || { s=$?; ((rc)) || rc=$s; }; done; exit $rc'
+"$here/vm.sh" --scenario -- env NFSTUNE_BIN="$gbin/nfstune" bash -c "$runner" "$gbin" "${args[@]}"
