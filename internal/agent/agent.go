@@ -135,7 +135,7 @@ const (
 )
 
 // settleAfter are the delays after a new superblock was tuned at which it is checked again.
-var settleAfter = []time.Duration{250 * time.Millisecond, time.Second, 3 * time.Second}
+var settleAfter = []time.Duration{250 * time.Millisecond, time.Second, 3 * time.Second, 10 * time.Second}
 
 // Run loads the policy, reconciles once, then reacts to mount table changes, resyncs and
 // reloads until ctx ends. reload receives a value for every SIGHUP. Run returns nil when ctx

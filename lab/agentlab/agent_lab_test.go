@@ -65,7 +65,7 @@ func startAgent(t *testing.T, resync time.Duration) *labAgent {
 			}}, nil
 		},
 		// Warnings and errors go to the console, to explain a mount that stays untuned.
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {
 		t.Fatal(err)
