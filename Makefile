@@ -7,7 +7,7 @@ LDFLAGS  := -s -w -X github.com/nfstune/nfstune/internal/version.Version=$(VERSI
 HELM_VERSION ?= v3.22.0
 HELM     := bin/tools/helm-$(HELM_VERSION)/helm
 
-.PHONY: all build test vet check lab-setup lab-test lab-shell demo clean helm-lint helm-test image apiserver-test
+.PHONY: all build test vet check lab-setup lab-test lab-record lab-shell demo clean helm-lint helm-test image apiserver-test
 
 all: build
 
@@ -52,6 +52,19 @@ lab-setup:
 # lab-test runs lab/labtest inside one boot of the guest with the binary built from this tree.
 lab-test: lab-setup
 	GO=$(GO) bash lab/test.sh
+
+# lab-record writes the guest's /proc, /sys and /etc files that nfstune reads into
+# internal/inventory/testdata/lab-<kernel>/ (and -server-gone/).
+lab-record: lab-setup
+	bash lab/record.sh
+
+# lab-shell boots the guest with the scenario mounted and gives an interactive shell.
+lab-shell: lab-setup
+	bash lab/vm.sh --shell --scenario
+
+# demo shows what read-ahead does on a cloud-like link, with nfstune's audit.
+demo: lab-setup
+	bash lab/demo.sh
 
 # apiserver-test creates every rendered object in a real kube-apiserver (v1.36.3, with etcd
 # v3.6.7) built from the Go module proxy: strict field validation and the default admission
