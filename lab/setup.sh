@@ -72,6 +72,9 @@ step_guest_root() {
 }
 
 mkdir -p "$LAB_CACHE"
+# One set-up at a time: several lab runs may start together on a fresh machine.
+exec 9>"$LAB_CACHE/.setup.lock"
+flock 9
 step_host_packages
 step_virtme_ng
 step_guest_root
