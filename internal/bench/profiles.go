@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/nfstune/nfstune/internal/fio"
 )
 
 // Job is one fio job of a profile. Each job runs as its own fio process, so files are
@@ -165,6 +167,12 @@ func LookupProfile(name string) (Profile, error) {
 		names = append(names, p.Name)
 	}
 	return Profile{}, fmt.Errorf("unknown profile %q (want one of %s)", name, strings.Join(names, ", "))
+}
+
+// readsData reports whether j reads file contents, so that its files must exist before it
+// is measured.
+func (j Job) readsData() bool {
+	return strings.Contains(j.RW, "read") && !fio.IsMetadataEngine(j.Engine)
 }
 
 // fileBytes is the size of each of j's files for p.

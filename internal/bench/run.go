@@ -255,6 +255,15 @@ func (s *session) runOne(ctx context.Context, j Job, rep int, variant string) (R
 	s.prog.begin(label, rep, s.opts.Repeat, j.Estimate(s.params))
 	defer s.prog.end()
 
+	if rep == 1 && j.readsData() {
+		// Lay the files out (and fsync them) before the first measured read: pages still
+		// dirty from a layout inside the measured run would survive the cache drop and be
+		// read from memory.
+		prep := append([]string{s.r.fioBin()}, j.Args(s.params)...)
+		if _, err := s.r.Exec(ctx, prep[0], append(prep[1:], "--create_only=1")...); err != nil {
+			return Run{}, fmt.Errorf("laying out files: %w", err)
+		}
+	}
 	dropped := s.dropCaches()
 	inv, before := s.snapshot()
 	run := Run{

@@ -30,6 +30,7 @@ type fakeHost struct {
 	reads    int
 	calls    [][]string
 	dirsSeen []string
+	prepared []string    // jobs laid out with --create_only=1
 	onRun    func(n int) // called before answering the n-th fio job run (1-based)
 }
 
@@ -88,6 +89,12 @@ func (h *fakeHost) inventory() (*inventory.Inventory, error) {
 func (h *fakeHost) exec(ctx context.Context, name string, args ...string) ([]byte, error) {
 	if len(args) == 1 && args[0] == "--version" {
 		return []byte("fio-3.33\n"), nil
+	}
+	if contains(args, "--create_only=1") {
+		h.mu.Lock()
+		h.prepared = append(h.prepared, argMap(args)["name"])
+		h.mu.Unlock()
+		return nil, ctx.Err()
 	}
 	h.mu.Lock()
 	h.calls = append(h.calls, append([]string{name}, args...))
@@ -176,6 +183,10 @@ func TestRunRecordsResultsTuningAndDelta(t *testing.T) {
 	}
 	if want := "--directory=" + p.Directory; !contains(first.Command, want) || first.Command[0] != "fio" {
 		t.Errorf("command %v lacks %s", first.Command, want)
+	}
+	// Only the reading job is laid out first, once.
+	if strings.Join(h.prepared, " ") != "copy-read-1m" {
+		t.Errorf("laid out %v, want copy-read-1m once", h.prepared)
 	}
 	if !strings.Contains(progress.String(), "job 4/4 copy-write-1m, repeat 2/2") {
 		t.Errorf("progress output:\n%s", progress.String())

@@ -81,6 +81,9 @@ func newLocalBench(t *testing.T) *localBench {
 			if len(args) == 1 && args[0] == "--version" {
 				return []byte("fio-3.33\n"), nil
 			}
+			if args[len(args)-1] == "--create_only=1" {
+				return nil, nil // laying out the files
+			}
 			lb.fioCalls++
 			return recorded, nil
 		},
