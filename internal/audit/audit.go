@@ -101,6 +101,7 @@ func mountChecks() []mountCheck {
 		checkNConnectKernel, // NFS041
 		checkReadAheadRules, // NFS050
 		checkNoEffect,       // NFS070
+		checkStalled,        // NFS093
 		checkStats,          // NFS090
 	}
 }

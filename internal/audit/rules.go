@@ -21,6 +21,7 @@ const (
 	srcANFCaching      = "Microsoft Learn, Azure NetApp Files mount options (nocto, actimeo); EDA workloads on Azure NetApp Files (2021)"
 	srcUdev            = "udev(7) rules files order; nfs-utils tools/nfsrahead (99-nfs.rules, [nfsrahead] in nfs.conf, default 128)"
 	srcSlots           = "NetApp NFSv3 slot tables; SUSE KB 000019281; EDA workloads on Azure NetApp Files (sysctl appendix)"
+	srcSunrpcSysfs     = "Linux net/sunrpc/sysfs.c (/sys/kernel/sunrpc/xprt-switches/*/xprt-*/xprt_info, xprt_state; 5.14+)"
 	srcMountstats      = "Linux fs/nfs/super.c nfs_show_stats (/proc/self/mountstats)"
 )
 
@@ -575,4 +576,33 @@ func checkSysctls(inv *inventory.Inventory, mounts []inventory.Mount, resolved [
 		out = append(out, f)
 	}
 	return out
+}
+
+// checkStalled is NFS093: the transports to this mount's server hold requests that got no
+// reply, with no activity over a sampling window (inventory.SampleStalls). Every mount of
+// that server address is named: they all wait on the same server.
+func checkStalled(c *mountCtx) []Finding {
+	addr := c.m.ServerAddr
+	if addr == "" {
+		addr = c.m.Server
+	}
+	for _, s := range c.inv.Stalled {
+		if s.Addr != addr {
+			continue
+		}
+		f := c.finding("NFS093", SeverityError)
+		state := fmt.Sprintf("%d request(s) waiting", s.Waiting)
+		if s.Waiting == 0 {
+			state = "reconnecting with requests held"
+		}
+		f.Message = fmt.Sprintf("server %s is not answering: %s on %d transport(s) with no reply for at least %s; processes using %s block (hard) or fail (soft)",
+			addr, state, len(s.Transports), s.Window, firstOr(c.m.MountPoints, "this mount"))
+		f.Expected = "replies within the window"
+		f.Actual = fmt.Sprintf("no progress on %s", strings.Join(s.Transports, ", "))
+		f.Fix = fmt.Sprintf("check the server and the network path to %s; watch it with nfstune stats %s ; if the server is gone for good (Linux >= 6.6): echo 1 > /sys/fs/nfs/%s/shutdown, then umount -f", addr, firstOr(c.m.MountPoints, ""), c.m.Device)
+		f.Reason = "/sys/kernel/sunrpc/xprt-switches shows the transport's queues now: requests pending with last_used unchanged means no reply and no new request went through"
+		f.Source = srcSunrpcSysfs
+		return []Finding{f}
+	}
+	return nil
 }

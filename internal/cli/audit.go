@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -21,6 +22,7 @@ type auditFlags struct {
 	failOn  string
 	output  string
 	opStats bool
+	stall   time.Duration
 }
 
 func newAuditCommand(g *globals, streams IOStreams) *cobra.Command {
@@ -47,6 +49,7 @@ the mounts cannot be read.`,
 	f.IntVar(&flags.pid, "pid", 0, "read the mounts of this process's mount namespace (0: this process)")
 	f.StringVar(&flags.failOn, "fail-on", audit.SeverityError, "exit 1 when a finding is at or above this severity: error, warning, info or none")
 	f.StringVarP(&flags.output, "output", "o", OutputTable, "output format: table, json or yaml")
+	f.DurationVar(&flags.stall, "stall-window", time.Second, "when requests are queued on a transport, look again after this long and report servers that did not answer (NFS093); 0 disables")
 	f.BoolVar(&flags.opStats, "op-stats", false, "also parse the per-operation rows of mountstats, to report servers that left requests unanswered (NFS091); slower with many mounts")
 	_ = c.RegisterFlagCompletionFunc("fail-on", cobra.FixedCompletions([]string{audit.SeverityError, audit.SeverityWarning, audit.SeverityInfo, failOnNone}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{OutputTable, OutputJSON, OutputYAML}, cobra.ShellCompDirectiveNoFileComp))
@@ -61,7 +64,7 @@ type auditOutput struct {
 	Desired  map[string]policy.Resolved `json:"desired"`
 }
 
-func runAudit(_ context.Context, g *globals, streams IOStreams, flags *auditFlags) error {
+func runAudit(ctx context.Context, g *globals, streams IOStreams, flags *auditFlags) error {
 	if err := checkOutput(flags.output, OutputTable, OutputJSON, OutputYAML); err != nil {
 		return err
 	}
@@ -82,6 +85,7 @@ func runAudit(_ context.Context, g *globals, streams IOStreams, flags *auditFlag
 	if err != nil {
 		return &ExitError{Code: ExitError2, Err: fmt.Errorf("reading mounts: %w", err)}
 	}
+	inventory.SampleStalls(ctx, g.Root(), inv, flags.stall)
 	rep := audit.Run(inv, pol)
 
 	if flags.output == OutputTable {

@@ -103,6 +103,10 @@ func Read(root hostfs.Root, opts ReadOptions) (*Inventory, error) {
 	inv.Sysctls = readSysctls(root)
 	inv.ReadAhead, w = readReadAheadConfig(root)
 	warn(w...)
+	if len(infos) > 0 {
+		inv.Transports, w = readTransports(root)
+		warn(w...)
+	}
 	return inv, nil
 }
 

@@ -106,6 +106,12 @@ type Inventory struct {
 	// /proc/<pid>/net/nfsfs/...): the kernel NFS clients and superblocks of the namespace.
 	NFSServers []NFSServer `json:"nfs_servers,omitempty"`
 	NFSVolumes []NFSVolume `json:"nfs_volumes,omitempty"`
+	// Transports are the sunrpc transports and their state now, from
+	// /sys/kernel/sunrpc/xprt-switches (empty before Linux 5.14).
+	Transports []Transport `json:"transports,omitempty"`
+	// Stalled are the server addresses whose requests went unanswered over a sampling
+	// window; filled by SampleStalls, not by Read.
+	Stalled []StalledServer `json:"stalled,omitempty"`
 	// Warnings are entries that were dropped or could not be read; the rest of the
 	// inventory is still valid.
 	Warnings []string `json:"warnings,omitempty"`

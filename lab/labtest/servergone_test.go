@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -61,11 +62,12 @@ func TestAuditWithServerGone(t *testing.T) {
 	if !found {
 		t.Errorf("the hung mount %s (%s) is missing from the audit", m.Dir, m.Device)
 	}
-	// The audit has no finding yet for a server that stopped answering: a blocked READ leaves
-	// no major timeout in mountstats until it completes (NFS091). What the kernel shows
-	// meanwhile is in internal/inventory/testdata/lab-*-server-gone (xprt_state CONNECTING,
-	// sends ahead of recvs).
-	t.Logf("findings for the hung mount %s (%s): %q", m.Dir, m.Device, findingsFor(rep, m.Device))
+	// The audit must name the hung mount: NFS093, from the sunrpc transports in sysfs that
+	// hold its requests with no progress over the audit's sampling window.
+	ids := findingsFor(rep, m.Device)
+	if !slices.ContainsFunc(ids, func(s string) bool { return strings.HasPrefix(s, "NFS093:") }) {
+		t.Errorf("the audit does not name the hung mount %s (%s) as unresponsive (NFS093); its findings: %q", m.Dir, m.Device, ids)
+	}
 }
 
 // procState is the state letter of /proc/<pid>/stat ("D", "S", "Z"...), "" if it is gone.

@@ -1,0 +1,211 @@
+package inventory
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nfstune/nfstune/internal/hostfs"
+)
+
+// Transport is one RPC transport as /sys/kernel/sunrpc/xprt-switches/switch-N/xprt-M-<proto>/
+// shows it (kernel 5.14 and later; net/sunrpc/sysfs.c). Unlike the xprt: lines of
+// mountstats, which are cumulative counters, these attributes are the transport's state
+// now: whether it is connected and how many requests wait on it.
+type Transport struct {
+	// Name is "switch-N/xprt-M-tcp".
+	Name string `json:"name"`
+	// DstAddr is the server address the transport connects to.
+	DstAddr string `json:"dst_addr"`
+	// State are the flags of xprt_state: CONNECTED, CONNECTING, BOUND, CLOSING, ...
+	State []string `json:"state"`
+	// Pending, Backlog and Sending are the requests waiting for a reply, for a slot and to
+	// be sent; nil when xprt_info is not readable (it reads "<closed>" while the socket is
+	// closed).
+	Pending *int `json:"pending,omitempty"`
+	Backlog *int `json:"backlog,omitempty"`
+	Sending *int `json:"sending,omitempty"`
+	// LastUsed is xprt_info's last_used, in jiffies.
+	LastUsed *uint64 `json:"last_used,omitempty"`
+}
+
+// Has reports whether the transport's state includes flag (e.g. "CONNECTED").
+func (t Transport) Has(flag string) bool {
+	for _, s := range t.State {
+		if s == flag {
+			return true
+		}
+	}
+	return false
+}
+
+// Waiting is the number of requests queued on the transport (pending + backlog +
+// sending), 0 when unknown.
+func (t Transport) Waiting() int {
+	n := 0
+	for _, p := range []*int{t.Pending, t.Backlog, t.Sending} {
+		if p != nil {
+			n += *p
+		}
+	}
+	return n
+}
+
+// readTransports reads every transport under /sys/kernel/sunrpc/xprt-switches. A kernel
+// without that directory (before 5.14) gives none and no warning.
+func readTransports(root hostfs.Root) ([]Transport, []string) {
+	base := root.Sys("kernel", "sunrpc", "xprt-switches")
+	switches, err := os.ReadDir(base)
+	if err != nil {
+		return nil, nil
+	}
+	var out []Transport
+	var warnings []string
+	for _, sw := range switches {
+		if !strings.HasPrefix(sw.Name(), "switch-") {
+			continue
+		}
+		xprts, err := os.ReadDir(root.Sys("kernel", "sunrpc", "xprt-switches", sw.Name()))
+		if err != nil {
+			warnings = append(warnings, fmt.Sprintf("reading sunrpc %s: %v", sw.Name(), err))
+			continue
+		}
+		for _, x := range xprts {
+			if !strings.HasPrefix(x.Name(), "xprt-") {
+				continue
+			}
+			dir := root.Sys("kernel", "sunrpc", "xprt-switches", sw.Name(), x.Name())
+			t := Transport{Name: sw.Name() + "/" + x.Name()}
+			if s, err := hostfs.ReadString(dir + "/dstaddr"); err == nil {
+				t.DstAddr = s
+			}
+			if s, err := hostfs.ReadString(dir + "/xprt_state"); err == nil {
+				t.State = parseXprtState(s)
+			}
+			if b, err := hostfs.ReadSmall(dir + "/xprt_info"); err == nil {
+				parseXprtInfo(b, &t)
+			}
+			out = append(out, t)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, warnings
+}
+
+// parseXprtState parses "state= CONNECTED   BOUND" into its flags.
+func parseXprtState(s string) []string {
+	s = strings.TrimSpace(strings.TrimPrefix(s, "state="))
+	return strings.Fields(s)
+}
+
+// parseXprtInfo parses the key=value lines of xprt_info; "<closed>" leaves t unchanged.
+func parseXprtInfo(b []byte, t *Transport) {
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), "=")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "pending_q_len", "backlog_q_len", "sending_q_len":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				continue
+			}
+			switch k {
+			case "pending_q_len":
+				t.Pending = &n
+			case "backlog_q_len":
+				t.Backlog = &n
+			default:
+				t.Sending = &n
+			}
+		case "last_used":
+			if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+				t.LastUsed = &n
+			}
+		}
+	}
+}
+
+// StalledServer is a server address whose transports hold requests that got no reply and
+// saw no activity over a sampling window: the server is not answering.
+type StalledServer struct {
+	Addr string `json:"addr"`
+	// Transports are the names of the stalled transports.
+	Transports []string `json:"transports"`
+	// Waiting is the number of requests queued on them.
+	Waiting int `json:"waiting"`
+	// Window is how long the requests were seen waiting without progress.
+	Window time.Duration `json:"window_ns"`
+}
+
+// ReadTransports reads the sunrpc transports under root (see Transport).
+func ReadTransports(root hostfs.Root) ([]Transport, []string) { return readTransports(root) }
+
+// suspect reports whether a transport may be stuck: requests are queued on it, or it is
+// trying to connect without being connected (the kernel connects only when a request
+// needs it).
+func suspect(t Transport) bool {
+	return t.Waiting() > 0 || (t.Has("CONNECTING") && !t.Has("CONNECTED"))
+}
+
+// Stalls compares two samples of the transports taken window apart and returns, per
+// server address, those that were suspect in both with no activity in between (last_used
+// unchanged): requests sat unanswered for at least the window. A healthy server answers
+// in milliseconds and every reply moves last_used, so this does not fire on a busy mount.
+func Stalls(before, after []Transport, window time.Duration) []StalledServer {
+	prev := make(map[string]Transport, len(before))
+	for _, t := range before {
+		prev[t.Name] = t
+	}
+	byAddr := map[string]*StalledServer{}
+	for _, t := range after {
+		p, ok := prev[t.Name]
+		if !ok || !suspect(p) || !suspect(t) || t.DstAddr == "" {
+			continue
+		}
+		if p.LastUsed != nil && t.LastUsed != nil && *p.LastUsed != *t.LastUsed {
+			continue
+		}
+		s := byAddr[t.DstAddr]
+		if s == nil {
+			s = &StalledServer{Addr: t.DstAddr, Window: window}
+			byAddr[t.DstAddr] = s
+		}
+		s.Transports = append(s.Transports, t.Name)
+		s.Waiting += t.Waiting()
+	}
+	out := make([]StalledServer, 0, len(byAddr))
+	for _, s := range byAddr {
+		out = append(out, *s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Addr < out[j].Addr })
+	return out
+}
+
+// SampleStalls fills inv.Stalled: when a transport in inv.Transports looks stuck, it waits
+// window (or until ctx ends), reads the transports again and keeps what stayed stuck. A
+// host with no queued requests pays nothing. Only sysfs is read.
+func SampleStalls(ctx context.Context, root hostfs.Root, inv *Inventory, window time.Duration) {
+	if window <= 0 || !slices.ContainsFunc(inv.Transports, suspect) {
+		return
+	}
+	t := time.NewTimer(window)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return
+	case <-t.C:
+	}
+	after, w := readTransports(root)
+	inv.Warnings = append(inv.Warnings, w...)
+	inv.Stalled = Stalls(inv.Transports, after, window)
+}
