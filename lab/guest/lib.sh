@@ -44,7 +44,7 @@ lab_nfsd_start() {
 
 	mount -t tmpfs -o size=1m,mode=755 labroot "$LAB_EXPORT_ROOT"
 	mkdir -p "$LAB_EXPORT_TMP" "$LAB_EXPORT_DISK"
-	mount -t tmpfs -o size=512m labexport "$LAB_EXPORT_TMP"
+	mount -t tmpfs -o size=1g labexport "$LAB_EXPORT_TMP"
 	if [[ -n $img ]]; then
 		mkfs.ext4 -q -F -E lazy_itable_init=1,lazy_journal_init=1 "$img"
 		mount -o loop "$img" "$LAB_EXPORT_DISK"
