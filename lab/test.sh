@@ -2,7 +2,7 @@
 # Run the lab integration tests (build tag "lab") inside one boot of the lab guest, against
 # the nfstune binary built from this tree.
 #   lab/test.sh [-run REGEXP] [-test.FLAG...]
-# LAB_PACKAGES lists the test packages (default ./lab/labtest); each is compiled with
+# LAB_PACKAGES lists the test packages (default ./lab/labtest ./lab/agentlab); each is compiled with
 # `go test -c -tags lab` and run in turn, in the same boot, with -test.v.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -18,7 +18,7 @@ lab_log "building nfstune and the lab tests"
 (
 	cd "$repo"
 	CGO_ENABLED=0 "$GO" build -trimpath -o "$bin/nfstune" ./cmd/nfstune
-	for pkg in ${LAB_PACKAGES:-./lab/labtest}; do
+	for pkg in ${LAB_PACKAGES:-./lab/labtest ./lab/agentlab}; do
 		CGO_ENABLED=0 "$GO" test -c -tags lab -o "$bin/$(basename "$pkg").test" "$pkg"
 	done
 )
@@ -36,4 +36,9 @@ done
 # Every package runs even when one fails; the exit status is the first failure's.
 # shellcheck disable=SC2016
 runner='rc=0; for t in "$0"/*.test; do echo "=== package $(basename "$t" .test)"; "$t" "$@" || { s=$?; ((rc)) || rc=$s; }; done; exit $rc'
-"$here/vm.sh" --scenario -- env NFSTUNE_BIN="$gbin/nfstune" bash -c "$runner" "$gbin" "${args[@]}"
+# NFSTUNE_LAB_* settings of the tests themselves (e.g. NFSTUNE_LAB_REACTION_P99) reach the guest.
+passenv=()
+for v in NFSTUNE_LAB_REACTION_P99; do
+	[[ -n ${!v:-} ]] && passenv+=("$v=${!v}")
+done
+"$here/vm.sh" --scenario -- env NFSTUNE_BIN="$gbin/nfstune" "${passenv[@]}" bash -c "$runner" "$gbin" "${args[@]}"
