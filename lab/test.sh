@@ -18,8 +18,12 @@ lab_log "building nfstune and the lab tests"
 (
 	cd "$repo"
 	CGO_ENABLED=0 "$GO" build -trimpath -o "$bin/nfstune" ./cmd/nfstune
+	# Numbered so that the packages run in the order given: the agent raises every mount's
+	# read-ahead, which the apply tests must not inherit.
+	i=0
 	for pkg in ${LAB_PACKAGES:-./lab/labtest ./lab/agentlab}; do
-		CGO_ENABLED=0 "$GO" test -c -tags lab -o "$bin/$(basename "$pkg").test" "$pkg"
+		i=$((i + 1))
+		CGO_ENABLED=0 "$GO" test -c -tags lab -o "$bin/$i-$(basename "$pkg").test" "$pkg"
 	done
 )
 gbin=/lab/${bin#"$repo"/}
