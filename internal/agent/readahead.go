@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -30,15 +28,7 @@ func nfsVolumes(root hostfs.Root, pid int) (map[string]bool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading %q: %w", p, err)
 	}
-	devs := make(map[string]bool)
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) >= 4 && strings.HasPrefix(f[0], "v") && hostfs.ValidDevice(f[3]) {
-			devs[f[3]] = true
-		}
-	}
-	return devs, nil
+	return inventory.VolumeDevices(b), nil
 }
 
 // setReadAhead writes kb to /sys/class/bdi/<device>/read_ahead_kb in place and reads it

@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -115,4 +116,17 @@ func decodeHexAddr(h string) string {
 		return a.String()
 	}
 	return h
+}
+
+// VolumeDevices parses a /proc/fs/nfsfs/volumes file into the set of its devices: the
+// superblocks the kernel confirms as NFS, which are the only bdis nfstune ever writes.
+func VolumeDevices(b []byte) map[string]bool {
+	vols, _ := ParseNFSVolumes(bytes.NewReader(b))
+	devs := make(map[string]bool, len(vols))
+	for _, v := range vols {
+		if hostfs.ValidDevice(v.Device) {
+			devs[v.Device] = true
+		}
+	}
+	return devs
 }

@@ -1,8 +1,6 @@
 package tune
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"path"
 	"sort"
@@ -28,20 +26,7 @@ func nfsVolumes(root hostfs.Root) (map[string]bool, error) {
 	return parseVolumes(b), nil
 }
 
-func parseVolumes(b []byte) map[string]bool {
-	devs := map[string]bool{}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 4 || f[0] == "NV" || !strings.HasPrefix(f[0], "v") {
-			continue
-		}
-		if hostfs.ValidDevice(f[3]) {
-			devs[f[3]] = true
-		}
-	}
-	return devs
-}
+func parseVolumes(b []byte) map[string]bool { return inventory.VolumeDevices(b) }
 
 // udevRule is the content of nfstune's read-ahead rule. udev runs PROGRAM with the bdi name
 // (%k) when an NFS superblock's bdi appears; a zero exit status with a number on stdout makes
