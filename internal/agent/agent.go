@@ -61,8 +61,9 @@ type Config struct {
 	Read ReadFunc
 	Load LoadFunc
 	// ReconcileRead is a cheaper read for reconciles, which need no statistics (see
-	// ReadMounts); nil uses Read. It is on the path
-	// from a mount table change to read-ahead set, so its cost is the agent's reaction time.
+	// ReadMountTable); nil uses Read. It is on the path from a mount table change to
+	// read-ahead set, so its cost is the agent's reaction time. It may leave a mount's
+	// ReadAheadKB nil: the reconcile then reads it, new superblocks first.
 	ReconcileRead ReadFunc
 	// PolicyChanged reports whether the policy source changed since the last Load (a
 	// file's size or modification time); nil means never. It is checked at every resync
@@ -88,7 +89,8 @@ type Agent struct {
 
 	mu         sync.Mutex
 	policy     *Policy
-	known      map[string]int // device -> read_ahead_kb seen at the last reconcile
+	known      map[string]int       // device -> read_ahead_kb seen at the last reconcile
+	settling   map[string]time.Time // device -> when it was tuned as new, during its settle re-checks
 	lastOK     time.Time
 	lastResync time.Time
 	ready      bool
@@ -117,7 +119,7 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics()
 	}
-	return &Agent{cfg: cfg, known: make(map[string]int)}, nil
+	return &Agent{cfg: cfg, known: make(map[string]int), settling: make(map[string]time.Time)}, nil
 }
 
 // Trigger names what started a reconcile; it is a label of nfstune_agent_reconciles_total.
@@ -135,7 +137,13 @@ const (
 )
 
 // settleAfter are the delays after a new superblock was tuned at which it is checked again.
+// A settle reconcile reads the read-ahead of such superblocks only; the others keep the
+// value of the last reconcile until the next resync or mount table change.
 var settleAfter = []time.Duration{250 * time.Millisecond, time.Second, 3 * time.Second, 10 * time.Second}
+
+// settleFor is how long a new superblock counts as settling: past the last re-check, with
+// room for a timer that fired late.
+var settleFor = settleAfter[len(settleAfter)-1] + 5*time.Second
 
 // Run loads the policy, reconciles once, then reacts to mount table changes, resyncs and
 // reloads until ctx ends. reload receives a value for every SIGHUP. Run returns nil when ctx
@@ -156,7 +164,24 @@ func (a *Agent) Run(ctx context.Context, reload <-chan struct{}) error {
 	}()
 	defer wg.Wait()
 
-	a.Reconcile(ctx, TriggerStart, time.Now())
+	// settleLater schedules the re-checks of superblocks a reconcile tuned as new, whatever
+	// started it: a settle or resync can find a new mount before its change event is handled.
+	settleLater := func(tunedNew int) {
+		if tunedNew == 0 {
+			return
+		}
+		for _, d := range settleAfter {
+			// A timer firing after Run returned only fills the buffered channel.
+			time.AfterFunc(d, func() {
+				select {
+				case settle <- struct{}{}:
+				default:
+				}
+			})
+		}
+	}
+
+	settleLater(a.Reconcile(ctx, TriggerStart, time.Now()))
 	resync := time.NewTicker(a.cfg.Resync)
 	defer resync.Stop()
 	check := time.NewTicker(a.cfg.PolicyCheck)
@@ -175,25 +200,15 @@ func (a *Agent) Run(ctx context.Context, reload <-chan struct{}) error {
 				a.cfg.Logger.Error("mount table watch stopped; relying on resync", "err", err)
 			}
 		case at := <-changes:
-			if a.Reconcile(ctx, TriggerMountinfo, at) > 0 {
-				for _, d := range settleAfter {
-					// A timer firing after Run returned only fills the buffered channel.
-					time.AfterFunc(d, func() {
-						select {
-						case settle <- struct{}{}:
-						default:
-						}
-					})
-				}
-			}
+			settleLater(a.Reconcile(ctx, TriggerMountinfo, at))
 		case <-settle:
-			a.Reconcile(ctx, TriggerSettle, time.Now())
+			settleLater(a.Reconcile(ctx, TriggerSettle, time.Now()))
 		case <-resync.C:
 			if a.policyChanged() {
 				a.reloadPolicy(ctx)
 				continue
 			}
-			a.Reconcile(ctx, TriggerResync, time.Now())
+			settleLater(a.Reconcile(ctx, TriggerResync, time.Now()))
 		case <-check.C:
 			if a.policyChanged() {
 				a.reloadPolicy(ctx)
@@ -202,6 +217,24 @@ func (a *Agent) Run(ctx context.Context, reload <-chan struct{}) error {
 			a.reloadPolicy(ctx)
 		}
 	}
+}
+
+// newFirst returns the indexes of mounts, those whose device was not known at the last
+// reconcile first: a mount table change is about them, and their read-ahead is on the
+// path the reaction time measures.
+func newFirst(mounts []inventory.Mount, known map[string]int) []int {
+	order := make([]int, 0, len(mounts))
+	for i := range mounts {
+		if _, ok := known[mounts[i].Device]; !ok {
+			order = append(order, i)
+		}
+	}
+	for i := range mounts {
+		if _, ok := known[mounts[i].Device]; ok {
+			order = append(order, i)
+		}
+	}
+	return order
 }
 
 func (a *Agent) policyChanged() bool {
@@ -246,11 +279,21 @@ func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time)
 	pol := a.policy
 	prev := a.known
 	a.mu.Unlock()
+	settling := a.settling // only Reconcile uses it, and reconciles never overlap
 
 	var volumes map[string]bool
 	next := make(map[string]int, len(inv.Mounts))
-	for i := range inv.Mounts {
+	for _, i := range newFirst(inv.Mounts, prev) {
 		mnt := &inv.Mounts[i]
+		if mnt.ReadAheadKB == nil {
+			// ReadMountTable leaves read-ahead to be read here, new superblocks first.
+			_, recent := settling[mnt.Device]
+			if last, ok := prev[mnt.Device]; ok && trigger == TriggerSettle && !recent {
+				mnt.ReadAheadKB = &last
+			} else {
+				mnt.ReadAheadKB = readReadAhead(a.cfg.Root, mnt.Device)
+			}
+		}
 		if mnt.ReadAheadKB == nil {
 			// Usually a superblock being unmounted: its bdi went before its mountinfo line.
 			a.cfg.Logger.Debug("read-ahead unreadable", "device", mnt.Device, "mountpoints", mnt.MountPoints)
@@ -304,6 +347,7 @@ func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time)
 		took := time.Since(since)
 		if reason == "new" {
 			tunedNew++
+			settling[mnt.Device] = time.Now()
 			if trigger == TriggerMountinfo {
 				m.Reaction.Observe(took.Seconds())
 			}
@@ -314,6 +358,11 @@ func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time)
 	now := time.Now()
 	if trigger == TriggerResync || trigger == TriggerStart {
 		m.LastResync.Set(float64(now.UnixNano()) / 1e9)
+	}
+	for dev, at := range settling {
+		if _, ok := next[dev]; !ok || now.Sub(at) > settleFor {
+			delete(settling, dev)
+		}
 	}
 	a.mu.Lock()
 	a.known = next // vanished devices are dropped here

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -489,8 +490,9 @@ func BenchmarkReactionWork(b *testing.B) {
 		b.Fatal(err)
 	}
 	root := hostfs.Root(dir)
-	read := func(context.Context) (*inventory.Inventory, error) { return ReadMounts(root, 0) }
-	a, err := New(Config{Root: root, PID: 0, Read: read, Load: fixedPolicy(15360, policy.ModeEnforce)})
+	// As the agent runs: reconciles read the mount table and read-ahead themselves.
+	read := func(context.Context) (*inventory.Inventory, error) { return ReadMountTable(root, 0) }
+	a, err := New(Config{Root: root, PID: 0, Read: read, ReconcileRead: read, Load: fixedPolicy(15360, policy.ModeEnforce)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -531,5 +533,114 @@ func TestSettleCatchesLateOverwrite(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(a.cfg.Metrics.Repairs.WithLabelValues("drift")); got != 1 {
 		t.Errorf("repairs{drift} = %v, want 1", got)
+	}
+}
+
+// newMountTableAgent returns an agent whose reconciles read read-ahead themselves, as with
+// ReadMountTable.
+func newMountTableAgent(t *testing.T, h *fakeHost) *Agent {
+	t.Helper()
+	a, err := New(Config{
+		Root: h.root, PID: 1, Read: h.read, Load: fixedPolicy(15360, policy.ModeEnforce),
+		ReconcileRead: func(ctx context.Context) (*inventory.Inventory, error) {
+			inv, err := h.read(ctx)
+			for i := range inv.Mounts {
+				inv.Mounts[i].ReadAheadKB = nil
+			}
+			return inv, err
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.loadPolicy(); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// TestSettleRechecksNewSuperblocksOnly: a settle reconcile reads the read-ahead of the
+// superblocks it settles, not every mount's; the resync still catches the others.
+func TestSettleRechecksNewSuperblocksOnly(t *testing.T) {
+	t.Parallel()
+	h := newFakeHost(t)
+	ctx := context.Background()
+	a := newMountTableAgent(t, h)
+	h.mount("0:52", true)
+	h.setRA("0:52", 15360) // tuned long ago
+	if n := a.Reconcile(ctx, TriggerStart, time.Now()); n != 0 {
+		t.Fatalf("tuned %d new superblocks, want 0", n)
+	}
+	h.mount("0:53", true)
+	if n := a.Reconcile(ctx, TriggerMountinfo, time.Now()); n != 1 {
+		t.Fatalf("tuned %d new superblocks, want 1", n)
+	}
+	h.setRA("0:52", 128)
+	h.setRA("0:53", 128)
+	a.Reconcile(ctx, TriggerSettle, time.Now())
+	if got := h.ra("0:53"); got != 15360 {
+		t.Errorf("settling 0:53: read_ahead_kb after settle = %d, want 15360", got)
+	}
+	if got := h.ra("0:52"); got != 128 {
+		t.Errorf("old 0:52: read_ahead_kb after settle = %d, want 128 (left to the resync)", got)
+	}
+	a.Reconcile(ctx, TriggerResync, time.Now())
+	if got := h.ra("0:52"); got != 15360 {
+		t.Errorf("old 0:52: read_ahead_kb after resync = %d, want 15360", got)
+	}
+	// Unmounted superblocks stop settling.
+	h.umount("0:53")
+	a.Reconcile(ctx, TriggerMountinfo, time.Now())
+	if n := len(a.settling); n != 0 {
+		t.Errorf("%d superblocks still settling after unmount, want 0", n)
+	}
+}
+
+// TestReconcileReadsLeftOutReadAhead runs reconciles on a read that leaves read-ahead out,
+// as ReadMountTable does: the reconcile reads it, tunes new superblocks, and still sees a
+// known device whose read-ahead changed, including a device number the kernel gave to a
+// new superblock right after the old one was unmounted.
+func TestReconcileReadsLeftOutReadAhead(t *testing.T) {
+	t.Parallel()
+	h := newFakeHost(t)
+	ctx := context.Background()
+	a := newMountTableAgent(t, h)
+	h.mount("0:52", true)
+	h.mount("0:53", true)
+	if n := a.Reconcile(ctx, TriggerMountinfo, time.Now()); n != 2 {
+		t.Fatalf("tuned %d new superblocks, want 2", n)
+	}
+	h.umount("0:52")
+	h.mount("0:52", true) // the same anonymous device number, a new superblock at 128 KiB
+	h.setRA("0:53", 4096)
+	a.Reconcile(ctx, TriggerMountinfo, time.Now())
+	for _, dev := range []string{"0:52", "0:53"} {
+		if got := h.ra(dev); got != 15360 {
+			t.Errorf("%s: read_ahead_kb = %d, want 15360", dev, got)
+		}
+	}
+	if got := testutil.ToFloat64(a.cfg.Metrics.Repairs.WithLabelValues("drift")); got != 2 {
+		t.Errorf("drift repairs = %v, want 2", got)
+	}
+	// A superblock whose bdi is gone while its mountinfo line remains is skipped quietly.
+	if err := os.RemoveAll(h.root.Sys("class", "bdi", "0:53")); err != nil {
+		t.Fatal(err)
+	}
+	a.Reconcile(ctx, TriggerMountinfo, time.Now())
+	if got := testutil.ToFloat64(a.cfg.Metrics.Errors.WithLabelValues("write")); got != 0 {
+		t.Errorf("write errors = %v, want 0", got)
+	}
+}
+
+func TestNewFirst(t *testing.T) {
+	t.Parallel()
+	mounts := []inventory.Mount{{Device: "0:50"}, {Device: "0:51"}, {Device: "0:52"}, {Device: "0:53"}}
+	known := map[string]int{"0:50": 15360, "0:52": 128}
+	got := newFirst(mounts, known)
+	if want := []int{1, 3, 0, 2}; !slices.Equal(got, want) {
+		t.Errorf("newFirst = %v, want %v", got, want)
+	}
+	if got := newFirst(mounts, nil); !slices.Equal(got, []int{0, 1, 2, 3}) {
+		t.Errorf("newFirst with nothing known = %v, want the table order", got)
 	}
 }

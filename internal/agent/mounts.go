@@ -11,18 +11,16 @@ import (
 	"github.com/nfstune/nfstune/internal/inventory"
 )
 
-// ReadMounts is the reconcile's read: /proc/<pid>/mountinfo (/proc/self for pid 0) and the
-// bdi read_ahead_kb of each NFS superblock, nothing else. That is what resolving the
-// policy and setting read-ahead need, and it is the whole cost between a mount table
-// change and read-ahead set. inventory.Read also reads mountstats, nfsfs, sysctls, fstab
-// and the udev rule directories; scrapes use it.
+// ReadMounts reads what resolving the policy and setting read-ahead need, nothing else:
+// /proc/<pid>/mountinfo (/proc/self for pid 0) and the bdi read_ahead_kb of each NFS
+// superblock. inventory.Read also reads mountstats, nfsfs, sysctls, fstab and the udev
+// rule directories; scrapes use it. Reconciles use ReadMountTable, which leaves
+// read-ahead to the reconcile.
 func ReadMounts(root hostfs.Root, pid int) (*inventory.Inventory, error) {
-	p := root.Proc(procDir(pid), "mountinfo")
-	b, err := hostfs.ReadSmall(p)
+	inv, err := ReadMountTable(root, pid)
 	if err != nil {
-		return nil, fmt.Errorf("reading %q: %w", p, err)
+		return nil, err
 	}
-	inv := &inventory.Inventory{Mounts: parseNFSMountInfo(b)}
 	for i := range inv.Mounts {
 		m := &inv.Mounts[i]
 		dir, err := root.BDI(m.Device)
@@ -38,6 +36,34 @@ func ReadMounts(root hostfs.Root, pid int) (*inventory.Inventory, error) {
 		}
 	}
 	return inv, nil
+}
+
+// ReadMountTable is ReadMounts without read-ahead: only mountinfo is read, and every
+// ReadAheadKB is nil. The reconcile reads read-ahead itself, that of new superblocks
+// first, so that a mount table change costs one mountinfo read before the new mount is
+// tuned, however many mounts the host has.
+func ReadMountTable(root hostfs.Root, pid int) (*inventory.Inventory, error) {
+	p := root.Proc(procDir(pid), "mountinfo")
+	b, err := hostfs.ReadSmall(p)
+	if err != nil {
+		return nil, fmt.Errorf("reading %q: %w", p, err)
+	}
+	return &inventory.Inventory{Mounts: parseNFSMountInfo(b)}, nil
+}
+
+// readReadAhead returns a superblock's read_ahead_kb, or nil when it cannot be read
+// (usually a superblock being unmounted: its bdi goes before its mountinfo line).
+func readReadAhead(root hostfs.Root, device string) *int {
+	dir, err := root.BDI(device)
+	if err != nil {
+		return nil
+	}
+	n, err := hostfs.ReadInt(dir + "/read_ahead_kb")
+	if err != nil {
+		return nil
+	}
+	v := int(n)
+	return &v
 }
 
 // parseNFSMountInfo returns the nfs and nfs4 superblocks of a mountinfo file, one per

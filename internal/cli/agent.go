@@ -76,7 +76,7 @@ func runAgent(ctx context.Context, g *globals, streams IOStreams, flags *agentFl
 			return inventory.Read(root, inventory.ReadOptions{PID: flags.PID})
 		},
 		ReconcileRead: func(context.Context) (*inventory.Inventory, error) {
-			return agent.ReadMounts(root, flags.PID)
+			return agent.ReadMountTable(root, flags.PID)
 		},
 		Load: func() (*agent.Policy, error) {
 			cfgWatch.changed() // remember the version being loaded
