@@ -16,10 +16,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/nfstune/nfstune/internal/inventory"
 )
@@ -50,6 +53,14 @@ type Source func(ctx context.Context) (Snapshot, error)
 
 // mountLabels are the labels of every per-superblock series, in this order.
 var mountLabels = []string{"device", "mountpoint", "server", "export", "version", "backend"}
+
+// The labels some mount series add to mountLabels.
+var (
+	infoLabels     = []string{"fstype", "client_group", "mountpoints"}
+	findingLabels  = []string{"rule", "severity"}
+	sourceLabel    = []string{"source"}
+	operationLabel = []string{"operation"}
+)
 
 // groupLabels are the labels of every per-client-group series.
 var groupLabels = []string{"client_group", "server_addr", "version", "proto"}
@@ -106,25 +117,25 @@ func NewCollector(src Source, logger *slog.Logger, opts Options) *Collector {
 		maxSeries: opts.MaxSeries,
 		timeout:   opts.Timeout,
 
-		info:        m("info", "NFS superblock known to nfstune (value 1), with its filesystem type, mount point count and kernel client group.", "fstype", "client_group", "mountpoints"),
+		info:        m("info", "NFS superblock known to nfstune (value 1), with its filesystem type, mount point count and kernel client group.", infoLabels...),
 		age:         m("age_seconds", "Time since the superblock was mounted (mountstats age:)."),
 		readAhead:   m("read_ahead_bytes", "Current read-ahead of the superblock's backing device (/sys/class/bdi/<device>/read_ahead_kb times 1024)."),
 		connections: m("connections", "Effective transports of the mount's client group: the xprt: lines in mountstats."),
 		nconnect:    m("nconnect", "nconnect= option the kernel shows for the mount (0 when absent)."),
-		readBytes:   m("read_bytes_total", "Bytes read: normal (page cache reads by applications), direct (O_DIRECT) and server (READ payload from the server).", "source"),
-		writeBytes:  m("write_bytes_total", "Bytes written: normal (by applications), direct (O_DIRECT) and server (WRITE payload to the server).", "source"),
+		readBytes:   m("read_bytes_total", "Bytes read: normal (page cache reads by applications), direct (O_DIRECT) and server (READ payload from the server).", sourceLabel...),
+		writeBytes:  m("write_bytes_total", "Bytes written: normal (by applications), direct (O_DIRECT) and server (WRITE payload to the server).", sourceLabel...),
 
-		ops:           m("operations_total", "RPC operations completed, per NFS operation.", "operation"),
-		retrans:       m("operation_retransmissions_total", "RPC retransmissions (transmissions minus operations), per NFS operation.", "operation"),
-		majorTimeouts: m("operation_major_timeouts_total", "RPC major timeouts, per NFS operation.", "operation"),
-		opErrors:      m("operation_errors_total", "RPCs that completed with an error status, per NFS operation (RPC iostats 1.1 and later).", "operation"),
-		sentBytes:     m("operation_sent_bytes_total", "Bytes sent including RPC headers, per NFS operation.", "operation"),
-		recvBytes:     m("operation_received_bytes_total", "Bytes received including RPC headers, per NFS operation.", "operation"),
-		rttSeconds:    m("operation_rtt_seconds_total", "Cumulative round trip time from sending an RPC to receiving its reply, per NFS operation.", "operation"),
-		exeSeconds:    m("operation_execute_seconds_total", "Cumulative time from creating an RPC to its completion, RTT included, per NFS operation.", "operation"),
-		queueSec:      m("operation_queue_seconds_total", "Cumulative time RPCs waited before transmission, per NFS operation.", "operation"),
+		ops:           m("operations_total", "RPC operations completed, per NFS operation.", operationLabel...),
+		retrans:       m("operation_retransmissions_total", "RPC retransmissions (transmissions minus operations), per NFS operation.", operationLabel...),
+		majorTimeouts: m("operation_major_timeouts_total", "RPC major timeouts, per NFS operation.", operationLabel...),
+		opErrors:      m("operation_errors_total", "RPCs that completed with an error status, per NFS operation (RPC iostats 1.1 and later).", operationLabel...),
+		sentBytes:     m("operation_sent_bytes_total", "Bytes sent including RPC headers, per NFS operation.", operationLabel...),
+		recvBytes:     m("operation_received_bytes_total", "Bytes received including RPC headers, per NFS operation.", operationLabel...),
+		rttSeconds:    m("operation_rtt_seconds_total", "Cumulative round trip time from sending an RPC to receiving its reply, per NFS operation.", operationLabel...),
+		exeSeconds:    m("operation_execute_seconds_total", "Cumulative time from creating an RPC to its completion, RTT included, per NFS operation.", operationLabel...),
+		queueSec:      m("operation_queue_seconds_total", "Cumulative time RPCs waited before transmission, per NFS operation.", operationLabel...),
 
-		findings:  m("findings", "Audit findings for the mount, per rule and severity.", "rule", "severity"),
+		findings:  m("findings", "Audit findings for the mount, per rule and severity.", findingLabels...),
 		compliant: m("compliant", "1 when the audit found nothing for the mount, else 0."),
 
 		groupSends:       g("sends_total", "RPC requests sent over all transports of the kernel NFS client."),
@@ -194,7 +205,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.scrapeDuration, prometheus.GaugeValue, time.Since(start).Seconds())
 }
 
-// collectInventory sends group series first, then mounts in device order until the series
+// collectInventory sends group series first, then mounts in exportOrder until the series
 // cap is reached. It returns the series and mounts it left out.
 func (c *Collector) collectInventory(ch chan<- prometheus.Metric, snap Snapshot) (droppedSeries, droppedMounts int) {
 	inv := snap.Inventory
@@ -218,7 +229,7 @@ func (c *Collector) collectInventory(ch chan<- prometheus.Metric, snap Snapshot)
 		byDevice[f.Device] = append(byDevice[f.Device], f)
 	}
 	buf := make([]prometheus.Metric, 0, 128)
-	for i := range inv.Mounts {
+	for _, i := range exportOrder(inv.Mounts) {
 		buf = c.mountMetrics(buf[:0], &inv.Mounts[i], byDevice[inv.Mounts[i].Device])
 		if len(buf) > budget {
 			droppedSeries += len(buf)
@@ -233,28 +244,81 @@ func (c *Collector) collectInventory(ch chan<- prometheus.Metric, snap Snapshot)
 	return droppedSeries, droppedMounts
 }
 
+// exportOrder returns the indexes of mounts in the order the exposition lists them: by
+// backend, then device, the first labels of a mount series by name. The registry sorts
+// every family before encoding; handed in that order, the sort is one pass instead of
+// the largest cost of a scrape with many mounts.
+func exportOrder(mounts []inventory.Mount) []int {
+	order := make([]int, len(mounts))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		ma, mb := &mounts[order[a]], &mounts[order[b]]
+		if ma.Backend != mb.Backend {
+			return ma.Backend < mb.Backend
+		}
+		return ma.Device < mb.Device
+	})
+	return order
+}
+
+// sample is a constant metric whose label pairs are shared with other series: every
+// series of a mount carries the same six, and the nine series of one NFS operation the
+// same seven. prometheus.MustNewConstMetric builds and sorts the pairs for each series,
+// which on a host with 1,000 mounts is a large part of a scrape's allocations.
+type sample struct {
+	desc   *prometheus.Desc
+	labels []*dto.LabelPair // sorted by name, never modified
+	typ    prometheus.ValueType
+	value  float64
+}
+
+func (s *sample) Desc() *prometheus.Desc { return s.desc }
+
+func (s *sample) Write(out *dto.Metric) error {
+	out.Label = s.labels
+	if s.typ == prometheus.CounterValue {
+		out.Counter = &dto.Counter{Value: &s.value}
+	} else {
+		out.Gauge = &dto.Gauge{Value: &s.value}
+	}
+	return nil
+}
+
+// labelPairs returns names and values as label pairs sorted by name, as the exposition
+// lists them. The pairs point into the two slices, which the caller must not change.
+func labelPairs(names, values []string) []*dto.LabelPair {
+	pairs := make([]*dto.LabelPair, len(names))
+	for i := range names {
+		pairs[i] = &dto.LabelPair{Name: &names[i], Value: &values[i]}
+	}
+	slices.SortFunc(pairs, func(a, b *dto.LabelPair) int { return strings.Compare(*a.Name, *b.Name) })
+	return pairs
+}
+
 func (c *Collector) mountMetrics(out []prometheus.Metric, m *inventory.Mount, findings []Finding) []prometheus.Metric {
 	first := ""
 	if len(m.MountPoints) > 0 {
 		first = m.MountPoints[0]
 	}
 	lv := []string{m.Device, first, m.Server, m.Export, m.Version, m.Backend}
-	with := func(extra ...string) []string {
-		return append(append(make([]string, 0, len(lv)+len(extra)), lv...), extra...)
+	base := labelPairs(mountLabels, lv)
+	// with returns the mount's label pairs with more; the result is shared by every
+	// series that carries the same extra values.
+	with := func(names []string, values ...string) []*dto.LabelPair {
+		return labelPairs(append(slices.Clip(mountLabels), names...), append(slices.Clip(lv), values...))
 	}
-	gauge := func(d *prometheus.Desc, v float64, extra ...string) {
-		out = append(out, prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, with(extra...)...))
-	}
-	counter := func(d *prometheus.Desc, v float64, extra ...string) {
-		out = append(out, prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, with(extra...)...))
+	add := func(d *prometheus.Desc, typ prometheus.ValueType, v float64, labels []*dto.LabelPair) {
+		out = append(out, &sample{desc: d, labels: labels, typ: typ, value: v})
 	}
 
-	gauge(c.info, 1, m.FSType, m.ClientGroup, fmt.Sprint(len(m.MountPoints)))
+	add(c.info, prometheus.GaugeValue, 1, with(infoLabels, m.FSType, m.ClientGroup, fmt.Sprint(len(m.MountPoints))))
 	if m.ReadAheadKB != nil {
-		gauge(c.readAhead, float64(*m.ReadAheadKB)*1024)
+		add(c.readAhead, prometheus.GaugeValue, float64(*m.ReadAheadKB)*1024, base)
 	}
-	gauge(c.connections, float64(m.Connections))
-	gauge(c.nconnect, float64(m.NConnect))
+	add(c.connections, prometheus.GaugeValue, float64(m.Connections), base)
+	add(c.nconnect, prometheus.GaugeValue, float64(m.NConnect), base)
 
 	rules := make(map[[2]string]int)
 	for _, f := range findings {
@@ -271,44 +335,53 @@ func (c *Collector) mountMetrics(out []prometheus.Metric, m *inventory.Mount, fi
 		return keys[i][1] < keys[j][1]
 	})
 	for _, k := range keys {
-		gauge(c.findings, float64(rules[k]), k[0], k[1])
+		add(c.findings, prometheus.GaugeValue, float64(rules[k]), with(findingLabels, k[0], k[1]))
 	}
+	compliant := 0.0
 	if len(findings) == 0 {
-		gauge(c.compliant, 1)
-	} else {
-		gauge(c.compliant, 0)
+		compliant = 1
 	}
+	add(c.compliant, prometheus.GaugeValue, compliant, base)
 
 	st := m.Stats
 	if st == nil {
 		return out
 	}
-	gauge(c.age, st.Age.Seconds())
-	counter(c.readBytes, float64(st.Bytes.Read), "normal")
-	counter(c.readBytes, float64(st.Bytes.DirectRead), "direct")
-	counter(c.readBytes, float64(st.Bytes.ReadTotal), "server")
-	counter(c.writeBytes, float64(st.Bytes.Write), "normal")
-	counter(c.writeBytes, float64(st.Bytes.DirectWrite), "direct")
-	counter(c.writeBytes, float64(st.Bytes.WriteTotal), "server")
-	for _, op := range st.Operations {
-		if op.Requests == 0 && op.Transmissions == 0 {
-			// Most of the ~60 NFSv4 operations are never used; leaving idle ones out keeps
-			// the series count near what the mount really does.
-			continue
+	add(c.age, prometheus.GaugeValue, st.Age.Seconds(), base)
+	// Sources in the order of their names, as the exposition lists them.
+	direct, normal, server := with(sourceLabel, "direct"), with(sourceLabel, "normal"), with(sourceLabel, "server")
+	add(c.readBytes, prometheus.CounterValue, float64(st.Bytes.DirectRead), direct)
+	add(c.readBytes, prometheus.CounterValue, float64(st.Bytes.Read), normal)
+	add(c.readBytes, prometheus.CounterValue, float64(st.Bytes.ReadTotal), server)
+	add(c.writeBytes, prometheus.CounterValue, float64(st.Bytes.DirectWrite), direct)
+	add(c.writeBytes, prometheus.CounterValue, float64(st.Bytes.Write), normal)
+	add(c.writeBytes, prometheus.CounterValue, float64(st.Bytes.WriteTotal), server)
+
+	ops := make([]int, 0, len(st.Operations))
+	for i, op := range st.Operations {
+		// Most of the ~60 NFSv4 operations are never used; leaving idle ones out keeps
+		// the series count near what the mount really does.
+		if op.Requests != 0 || op.Transmissions != 0 {
+			ops = append(ops, i)
 		}
-		counter(c.ops, float64(op.Requests), op.Operation)
+	}
+	sort.Slice(ops, func(a, b int) bool { return st.Operations[ops[a]].Operation < st.Operations[ops[b]].Operation })
+	for _, i := range ops {
+		op := &st.Operations[i]
+		l := with(operationLabel, op.Operation)
 		retrans := uint64(0)
 		if op.Transmissions > op.Requests {
 			retrans = op.Transmissions - op.Requests
 		}
-		counter(c.retrans, float64(retrans), op.Operation)
-		counter(c.majorTimeouts, float64(op.MajorTimeouts), op.Operation)
-		counter(c.opErrors, float64(op.Errors), op.Operation)
-		counter(c.sentBytes, float64(op.BytesSent), op.Operation)
-		counter(c.recvBytes, float64(op.BytesReceived), op.Operation)
-		counter(c.rttSeconds, msToSeconds(op.CumulativeTotalResponseMilliseconds), op.Operation)
-		counter(c.exeSeconds, msToSeconds(op.CumulativeTotalRequestMilliseconds), op.Operation)
-		counter(c.queueSec, msToSeconds(op.CumulativeQueueMilliseconds), op.Operation)
+		add(c.ops, prometheus.CounterValue, float64(op.Requests), l)
+		add(c.retrans, prometheus.CounterValue, float64(retrans), l)
+		add(c.majorTimeouts, prometheus.CounterValue, float64(op.MajorTimeouts), l)
+		add(c.opErrors, prometheus.CounterValue, float64(op.Errors), l)
+		add(c.sentBytes, prometheus.CounterValue, float64(op.BytesSent), l)
+		add(c.recvBytes, prometheus.CounterValue, float64(op.BytesReceived), l)
+		add(c.rttSeconds, prometheus.CounterValue, msToSeconds(op.CumulativeTotalResponseMilliseconds), l)
+		add(c.exeSeconds, prometheus.CounterValue, msToSeconds(op.CumulativeTotalRequestMilliseconds), l)
+		add(c.queueSec, prometheus.CounterValue, msToSeconds(op.CumulativeQueueMilliseconds), l)
 	}
 	return out
 }

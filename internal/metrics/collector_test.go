@@ -8,13 +8,16 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
 )
 
@@ -180,5 +183,62 @@ func TestPromtoolCheck(t *testing.T) {
 	cmd.Stdin = bytes.NewReader(out)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("promtool check metrics: %v\n%s", err, b)
+	}
+}
+
+// TestCollectInExpositionOrder checks that every mount family is collected in the order
+// the registry sorts it into (label values compared in label name order), which keeps
+// that sort a single pass on hosts with many mounts. The info family is the exception:
+// its client_group label sorts before device.
+func TestCollectInExpositionOrder(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := inventory.GenerateTree(dir, 60); err != nil {
+		t.Fatal(err)
+	}
+	inv, err := inventory.Read(hostfs.Root(dir), inventory.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var findings []Finding
+	for i := range inv.Mounts {
+		if i%3 == 0 {
+			inv.Mounts[i].Backend = "azure-files"
+		}
+		findings = append(findings,
+			Finding{Device: inv.Mounts[i].Device, Rule: "NFS010", Severity: "warning"},
+			Finding{Device: inv.Mounts[i].Device, Rule: "NFS002", Severity: "info"})
+	}
+	c := newTestCollector(Snapshot{Inventory: inv, Findings: findings}, nil, Options{})
+	ch := make(chan prometheus.Metric)
+	go func() {
+		c.Collect(ch)
+		close(ch)
+	}()
+	families := map[*prometheus.Desc][][]string{}
+	for m := range ch {
+		var d dto.Metric
+		if err := m.Write(&d); err != nil {
+			t.Fatal(err)
+		}
+		var values []string
+		for _, l := range d.GetLabel() {
+			values = append(values, l.GetValue())
+		}
+		families[m.Desc()] = append(families[m.Desc()], values)
+	}
+	if n := len(families[c.ops]); n < 60*10 {
+		t.Fatalf("collected %d operation series, want at least 600", n)
+	}
+	for desc, series := range families {
+		if desc == c.info {
+			continue
+		}
+		for i := 1; i < len(series); i++ {
+			if slices.Compare(series[i-1], series[i]) > 0 {
+				t.Errorf("%v: series %d %v collected before %v", desc, i, series[i-1], series[i])
+				break
+			}
+		}
 	}
 }
