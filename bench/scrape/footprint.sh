@@ -6,6 +6,8 @@
 # far more than real mounts. OPS=typical zeroes the per-op rows other than the dozen a
 # typical file-serving mount uses, as a real host's mountstats shows them.
 set -euo pipefail
+# NFSTUNE may be relative to where the script was started.
+[[ -z ${NFSTUNE:-} || $NFSTUNE == /* ]] || NFSTUNE=$PWD/$NFSTUNE
 cd "$(dirname "$0")"
 n=${1:-100}
 secs=${2:-120}
