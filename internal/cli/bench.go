@@ -346,6 +346,8 @@ type benchReportFlags struct {
 	Out      string
 	NICSpeed string
 	Limit    string
+	// Service, Tier, Capacity and Access take the limit from the planner's model.
+	Service, Tier, Capacity, Access string
 }
 
 func newBenchReportCommand(streams IOStreams) *cobra.Command {
@@ -355,15 +357,18 @@ func newBenchReportCommand(streams IOStreams) *cobra.Command {
 		Short: "Write a Markdown or HTML report with throughput, IOPS and latency charts",
 		Long: `report writes report.md (or report.html) and three SVG charts (throughput, IOPS, p99
 latency) into --out, one bar per result file and sweep variant for each job, with the
-run-to-run range as whiskers. With --nic-speed or --limit (the service's throughput, e.g.
-from nfstune plan) every throughput is also shown as a share of that limit.`,
+run-to-run range as whiskers. With --nic-speed, --limit (a throughput limit you know) or
+--service and --capacity (the throughput nfstune plan's model gives that service tier at
+that size) every throughput is also shown as a share of the limit; given several, the
+lowest is used.`,
 		Example: `  nfstune bench report before.json after.json --out report/ --nic-speed 10Gbps
-  nfstune bench report sweep.json --format html --out report/ --limit 200MiB/s`,
+  nfstune bench report sweep.json --format html --out report/ --limit 200MiB/s
+  nfstune bench report after.json --out report/ --service anf --tier premium --capacity 4TiB`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			opts := bench.ReportOptions{Format: f.Format}
 			var err error
-			opts.LimitMiBs, opts.LimitLabel, err = reportLimit(f.NICSpeed, f.Limit)
+			opts.LimitMiBs, opts.LimitLabel, err = reportLimit(f)
 			if err != nil {
 				return &ExitError{Code: ExitError2, Err: err}
 			}
@@ -397,29 +402,81 @@ from nfstune plan) every throughput is also shown as a share of that limit.`,
 	c.Flags().StringVar(&f.Out, "out", "", "directory to write the report and charts into (required)")
 	c.Flags().StringVar(&f.NICSpeed, "nic-speed", "", "client NIC speed, e.g. 10Gbps or 1250MB/s")
 	c.Flags().StringVar(&f.Limit, "limit", "", "the service's throughput limit, e.g. 200MiB/s (see nfstune plan)")
+	c.Flags().StringVar(&f.Service, "service", "", "take the limit from nfstune plan's model of this service (with --capacity): azure-files, anf, blob, efs, filestore")
+	c.Flags().StringVar(&f.Tier, "tier", "", "the service's tier, when it has more than one")
+	c.Flags().StringVar(&f.Capacity, "capacity", "", "the provisioned capacity the service's limit is computed for, e.g. 4TiB")
+	c.Flags().StringVar(&f.Access, "access", string(plan.Read), "read or write: the limit some services publish differs")
 	return c
 }
 
-// reportLimit turns --nic-speed and --limit into MiB/s and a label; with both, the lower
-// one is the limit.
-func reportLimit(nic, limit string) (float64, string, error) {
+// reportLimit turns --nic-speed, --limit and --service/--capacity into MiB/s and a label;
+// with several, the lowest is the limit.
+func reportLimit(f *benchReportFlags) (float64, string, error) {
 	var mibs float64
 	var label string
-	if nic != "" {
-		r, err := plan.ParseRate(nic)
+	lower := func(v float64, l string) {
+		if mibs == 0 || v < mibs {
+			mibs, label = v, l
+		}
+	}
+	if f.NICSpeed != "" {
+		r, err := plan.ParseRate(f.NICSpeed)
 		if err != nil {
 			return 0, "", fmt.Errorf("--nic-speed: %w", err)
 		}
-		mibs, label = r.MiBps(), fmt.Sprintf("the NIC (%s = %s MiB/s)", nic, strconv.FormatFloat(r.MiBps(), 'f', 1, 64))
+		lower(r.MiBps(), fmt.Sprintf("the NIC (%s = %s MiB/s)", f.NICSpeed, strconv.FormatFloat(r.MiBps(), 'f', 1, 64)))
 	}
-	if limit != "" {
-		r, err := plan.ParseRate(limit)
+	if f.Limit != "" {
+		r, err := plan.ParseRate(f.Limit)
 		if err != nil {
 			return 0, "", fmt.Errorf("--limit: %w", err)
 		}
-		if mibs == 0 || r.MiBps() < mibs {
-			mibs, label = r.MiBps(), fmt.Sprintf("the service limit (%s = %s MiB/s)", limit, strconv.FormatFloat(r.MiBps(), 'f', 1, 64))
+		lower(r.MiBps(), fmt.Sprintf("the service limit (%s = %s MiB/s)", f.Limit, strconv.FormatFloat(r.MiBps(), 'f', 1, 64)))
+	}
+	if f.Service != "" || f.Tier != "" || f.Capacity != "" {
+		v, l, err := serviceLimit(f.Service, f.Tier, f.Capacity, f.Access)
+		if err != nil {
+			return 0, "", err
 		}
+		lower(v, l)
 	}
 	return mibs, label, nil
+}
+
+// serviceLimit is the throughput nfstune plan's model gives one tier of a service at a
+// provisioned capacity.
+func serviceLimit(service, tier, capacity, access string) (float64, string, error) {
+	if service == "" || capacity == "" {
+		return 0, "", errors.New("--service and --capacity go together (and --tier with them)")
+	}
+	size, err := plan.ParseSize(capacity)
+	if err != nil {
+		return 0, "", fmt.Errorf("--capacity: %w", err)
+	}
+	cat, err := plan.LoadCatalog()
+	if err != nil {
+		return 0, "", err
+	}
+	r, err := plan.Show(cat, nil, service, tier, size, plan.Need{Access: plan.Access(access)})
+	if err != nil {
+		return 0, "", err
+	}
+	switch {
+	case len(r.Options) == 1:
+	case len(r.Options) > 1:
+		var tiers []string
+		for _, o := range r.Options {
+			tiers = append(tiers, o.Tier)
+		}
+		return 0, "", fmt.Errorf("--service %s has tiers %s: name one with --tier", service, strings.Join(tiers, ", "))
+	default:
+		var why []string
+		for _, rej := range r.Rejected {
+			why = append(why, rej.Reasons...)
+		}
+		return 0, "", fmt.Errorf("--service %s at %s: %s", service, capacity, strings.Join(why, "; "))
+	}
+	o := r.Options[0]
+	return o.MiBps, fmt.Sprintf("the service (%s %s at %s: %s MiB/s in nfstune plan's model)",
+		o.Service, o.Tier, capacity, strconv.FormatFloat(o.MiBps, 'f', 1, 64)), nil
 }

@@ -181,6 +181,50 @@ func TestBenchSweepLocal(t *testing.T) {
 	}
 }
 
+// TestBenchReportServiceLimit takes the limit from the planner's model: Azure NetApp Files
+// premium gives 64 MiB/s per TiB, 640 MiB/s at 10 TiB, and before.json's median of
+// 477.6 MiB/s is 75% of it. A lower --nic-speed wins.
+func TestBenchReportServiceLimit(t *testing.T) {
+	dir := t.TempDir()
+	_, _, err := runBenchCLI(t, defaultBenchDeps(), "bench", "report", "testdata/bench/before.json",
+		"--format", "html", "--out", dir, "--service", "anf", "--tier", "premium", "--capacity", "10TiB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	html, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(html), "<td>75%</td>") || !strings.Contains(string(html), "premium at 10TiB: 640.0 MiB/s") {
+		t.Errorf("report lacks the share of the service's 640 MiB/s")
+	}
+	_, _, err = runBenchCLI(t, defaultBenchDeps(), "bench", "report", "testdata/bench/before.json",
+		"--format", "html", "--out", dir, "--service", "anf", "--tier", "premium", "--capacity", "10TiB", "--nic-speed", "4Gbps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if html, err = os.ReadFile(filepath.Join(dir, "report.html")); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(html), "4Gbps = 476.8 MiB/s") {
+		t.Errorf("report does not use the lower NIC limit")
+	}
+	for _, bad := range [][]string{
+		{"--service", "anf", "--capacity", "10TiB"},                             // several tiers
+		{"--service", "anf", "--tier", "premium"},                               // no capacity
+		{"--service", "s3", "--capacity", "1TiB"},                               // unknown service
+		{"--service", "anf", "--tier", "premium", "--capacity", "lots"},         // bad size
+		{"--service", "afs", "--tier", "provisioned-v1", "--capacity", "20GiB"}, // below the minimum
+	} {
+		args := append([]string{"bench", "report", "testdata/bench/before.json", "--out", dir}, bad...)
+		_, _, err := runBenchCLI(t, defaultBenchDeps(), args...)
+		var exit *ExitError
+		if !errors.As(err, &exit) || exit.Code != ExitError2 {
+			t.Errorf("%v: err = %v, want exit 2", bad, err)
+		}
+	}
+}
+
 func TestBenchReport(t *testing.T) {
 	dir := t.TempDir()
 	out, _, err := runBenchCLI(t, defaultBenchDeps(), "bench", "report", "testdata/bench/before.json", "testdata/bench/after.json",
