@@ -6,17 +6,18 @@
 #   lab/vm.sh -- lab/bench-demo.sh OUTDIR [NFSTUNE]
 #
 # OUTDIR is relative to the repository (the guest sees it at /lab). The link is netem on lo:
-# BENCH_RATE (default 40mbit) and BENCH_DELAY per direction (default 65ms, so a 130 ms round
-# trip): a bandwidth-delay product of 5 MB/s x 0.13 s = 650 kB, about 5 x the 128 KiB
-# default read-ahead window.
+# BENCH_RATE (default 100mbit, below what the emulated machine can move, so the ceiling is
+# the link's) and BENCH_DELAY per direction (default 40ms, an 80 ms round trip: a
+# bandwidth-delay product of 12.5 MB/s x 0.08 s = 1 MB, 7.6 x the 128 KiB default
+# read-ahead window; BENCH_DELAY=26ms makes it 5 x). docs/benchmarks.md has the figures.
 set -euo pipefail
 out=${1:?usage: bench-demo.sh OUTDIR [NFSTUNE]}
 bin=${2:-/lab/bin/nfstune}
-rate=${BENCH_RATE:-40mbit}
-nic=${BENCH_NIC:-40Mbps} # the same rate, as nfstune spells it
-delay=${BENCH_DELAY:-65ms}
+rate=${BENCH_RATE:-100mbit}
+nic=${BENCH_NIC:-100Mbps} # the same rate, as nfstune spells it
+delay=${BENCH_DELAY:-40ms}
 repeat=${BENCH_REPEAT:-5}
-size=${BENCH_SIZE:-32M}
+size=${BENCH_SIZE:-64M}
 mnt=/mnt/lab/bench
 
 mkdir -p "$out"
