@@ -644,3 +644,40 @@ func TestNewFirst(t *testing.T) {
 		t.Errorf("newFirst with nothing known = %v, want the table order", got)
 	}
 }
+
+// TestSettleAfterAnyTrigger: a mount first seen by a resync (here the only way, since a
+// fixture file never signals) gets its settle re-checks too; before, only a mount table
+// event scheduled them, and udev's late write waited for the next resync.
+func TestSettleAfterAnyTrigger(t *testing.T) {
+	t.Parallel()
+	h := newFakeHost(t)
+	a, err := New(Config{
+		Root: h.root, PID: 1, Read: h.read, Load: fixedPolicy(15360, policy.ModeEnforce),
+		Resync: 100 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, nil) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for !a.Ready() && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	h.mount("0:52", true)
+	settles := func() float64 { return testutil.ToFloat64(a.cfg.Metrics.Reconciles.WithLabelValues(string(TriggerSettle))) }
+	for settles() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if settles() == 0 {
+		t.Fatal("no settle re-check after a resync tuned a new superblock")
+	}
+	if got := h.ra("0:52"); got != 15360 {
+		t.Errorf("read_ahead_kb = %d, want 15360", got)
+	}
+}
