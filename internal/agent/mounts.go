@@ -11,37 +11,12 @@ import (
 	"github.com/nfstune/nfstune/internal/inventory"
 )
 
-// ReadMounts reads what resolving the policy and setting read-ahead need, nothing else:
-// /proc/<pid>/mountinfo (/proc/self for pid 0) and the bdi read_ahead_kb of each NFS
-// superblock. inventory.Read also reads mountstats, nfsfs, sysctls, fstab and the udev
-// rule directories; scrapes use it. Reconciles use ReadMountTable, which leaves
-// read-ahead to the reconcile.
-func ReadMounts(root hostfs.Root, pid int) (*inventory.Inventory, error) {
-	inv, err := ReadMountTable(root, pid)
-	if err != nil {
-		return nil, err
-	}
-	for i := range inv.Mounts {
-		m := &inv.Mounts[i]
-		dir, err := root.BDI(m.Device)
-		if err != nil {
-			inv.Warnings = append(inv.Warnings, err.Error())
-			continue
-		}
-		if n, err := hostfs.ReadInt(dir + "/read_ahead_kb"); err == nil {
-			v := int(n)
-			m.ReadAheadKB = &v
-		} else {
-			inv.Warnings = append(inv.Warnings, err.Error())
-		}
-	}
-	return inv, nil
-}
-
-// ReadMountTable is ReadMounts without read-ahead: only mountinfo is read, and every
-// ReadAheadKB is nil. The reconcile reads read-ahead itself, that of new superblocks
-// first, so that a mount table change costs one mountinfo read before the new mount is
-// tuned, however many mounts the host has.
+// ReadMountTable is the reconcile's read: /proc/<pid>/mountinfo (/proc/self for pid 0)
+// and nothing else, the NFS superblocks with what resolving the policy needs. Every
+// ReadAheadKB is nil: the reconcile reads read-ahead itself, that of new superblocks first,
+// so that a new mount is tuned after one mountinfo read, however many mounts the host
+// has. inventory.Read also reads mountstats, nfsfs, sysctls, fstab and the udev rule
+// directories; scrapes use it.
 func ReadMountTable(root hostfs.Root, pid int) (*inventory.Inventory, error) {
 	p := root.Proc(procDir(pid), "mountinfo")
 	b, err := hostfs.ReadSmall(p)

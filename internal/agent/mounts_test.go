@@ -71,18 +71,25 @@ func FuzzParseNFSMountInfo(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) { parseNFSMountInfo([]byte(s)) })
 }
 
-// TestReadMountsAgreesWithInventory checks that the reconcile's cheap read sees the fixture
-// root's superblocks as inventory.Read does, in every field policy resolution uses.
-func TestReadMountsAgreesWithInventory(t *testing.T) {
+// TestReadMountTableAgreesWithInventory checks that the reconcile's cheap read, with the
+// read-ahead the reconcile reads itself, sees the fixture root's superblocks as
+// inventory.Read does, in every field policy resolution uses.
+func TestReadMountTableAgreesWithInventory(t *testing.T) {
 	t.Parallel()
 	root := hostfs.Root("testdata/root")
 	full, err := inventory.Read(root, inventory.ReadOptions{PID: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	light, err := ReadMounts(root, 1)
+	light, err := ReadMountTable(root, 1)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for i := range light.Mounts {
+		if light.Mounts[i].ReadAheadKB != nil {
+			t.Fatalf("%s: ReadMountTable read read-ahead", light.Mounts[i].Device)
+		}
+		light.Mounts[i].ReadAheadKB = readReadAhead(root, light.Mounts[i].Device)
 	}
 	type view struct {
 		Device, Server, ServerAddr, Export, FSType, Version, Backend string
@@ -101,9 +108,9 @@ func TestReadMountsAgreesWithInventory(t *testing.T) {
 		return out
 	}
 	if diff := cmp.Diff(pick(full), pick(light)); diff != "" {
-		t.Errorf("ReadMounts differs from inventory.Read (-inventory +ReadMounts):\n%s", diff)
+		t.Errorf("ReadMountTable differs from inventory.Read (-inventory +ReadMountTable):\n%s", diff)
 	}
 	if len(light.Mounts) != 3 {
-		t.Errorf("ReadMounts found %d superblocks, want 3", len(light.Mounts))
+		t.Errorf("ReadMountTable found %d superblocks, want 3", len(light.Mounts))
 	}
 }
