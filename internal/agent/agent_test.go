@@ -670,7 +670,9 @@ func TestSettleAfterAnyTrigger(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	h.mount("0:52", true)
-	settles := func() float64 { return testutil.ToFloat64(a.cfg.Metrics.Reconciles.WithLabelValues(string(TriggerSettle))) }
+	settles := func() float64 {
+		return testutil.ToFloat64(a.cfg.Metrics.Reconciles.WithLabelValues(string(TriggerSettle)))
+	}
 	for settles() == 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
