@@ -7,7 +7,7 @@ LDFLAGS  := -s -w -X github.com/nfstune/nfstune/internal/version.Version=$(VERSI
 HELM_VERSION ?= v3.22.0
 HELM     := bin/tools/helm-$(HELM_VERSION)/helm
 
-.PHONY: all build test vet check lab-setup lab-test lab-record lab-shell demo clean helm-lint helm-test image apiserver-test
+.PHONY: all build test vet scrape-test check lab-setup lab-test lab-record lab-shell demo clean helm-lint helm-test image apiserver-test
 
 all: build
 
@@ -20,9 +20,14 @@ vet:
 test:
 	$(GO) test -count=1 ./...
 
-# check runs every test: unit tests, the chart against nfstune k8s render, then the
-# real-kernel lab tests.
-check: vet test helm-lint helm-test apiserver-test lab-test
+# scrape-test checks the scrape comparison's fixture in its own module (it builds against
+# node_exporter); the comparison itself is a benchmark, run by hand (README.md).
+scrape-test:
+	cd bench/scrape && $(GO) vet ./... && $(GO) test -count=1 ./...
+
+# check runs every test: unit tests, the scrape comparison's module, the chart against
+# nfstune k8s render, then the real-kernel lab tests.
+check: vet test scrape-test helm-lint helm-test apiserver-test lab-test
 
 # image builds the agent's OCI image from the static binary without a container daemon:
 # bin/image/oci (OCI layout), bin/image/nfstune-$(VERSION).tar and bin/image/digest.
