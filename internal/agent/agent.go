@@ -189,6 +189,14 @@ func (a *Agent) Run(ctx context.Context, reload <-chan struct{}) error {
 	a.cfg.Logger.Info("agent started", "mountinfo", mountinfo, "resync", a.cfg.Resync.String())
 
 	for {
+		// A mount table change goes before a settle, resync or policy check that is due
+		// at the same time: its new superblocks are what the reaction time measures.
+		select {
+		case at := <-changes:
+			settleLater(a.Reconcile(ctx, TriggerMountinfo, at))
+			continue
+		default:
+		}
 		select {
 		case <-ctx.Done():
 			a.cfg.Logger.Info("agent stopping")
