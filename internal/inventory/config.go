@@ -40,19 +40,19 @@ func ParseFstab(r io.Reader) ([]FstabEntry, []string) {
 			warnings = append(warnings, fmt.Sprintf("fstab line %d: want at least 3 fields, got %d", n, len(f)))
 			continue
 		}
-		fstype := unescapeOctal(f[2])
+		fstype := UnescapeOctal(f[2])
 		if !isNFSType(fstype) {
 			continue
 		}
 		e := FstabEntry{
 			Line:       n,
-			Spec:       unescapeOctal(f[0]),
-			MountPoint: cleanMountPoint(unescapeOctal(f[1])),
+			Spec:       UnescapeOctal(f[0]),
+			MountPoint: cleanMountPoint(UnescapeOctal(f[1])),
 			FSType:     fstype,
 			Options:    map[string]string{},
 		}
 		if len(f) > 3 {
-			e.Options = parseOptions(unescapeOctal(f[3]))
+			e.Options = parseOptions(UnescapeOctal(f[3]))
 			delete(e.Options, "defaults")
 		}
 		out = append(out, e)

@@ -183,7 +183,7 @@ func newStatsChunk(text []byte) statsChunk {
 	// device SOURCE mounted on MOUNTPOINT with fstype TYPE [statvers=X]
 	f := strings.Fields(string(head))
 	if len(f) >= 8 && f[2] == "mounted" && f[3] == "on" && f[5] == "with" && f[6] == "fstype" {
-		c.mountPoint = unescapeOctal(f[4])
+		c.mountPoint = UnescapeOctal(f[4])
 		c.fsType = f[7]
 	} else {
 		c.mountPoint = shorten(string(head), 80)
@@ -199,7 +199,7 @@ func newStatsChunk(text []byte) statsChunk {
 }
 
 func entryFromProcfs(c statsChunk, m *procfs.Mount) mountStatsEntry {
-	e := mountStatsEntry{MountPoint: unescapeOctal(m.Mount), FSType: m.Type, XprtLines: c.xprtLines}
+	e := mountStatsEntry{MountPoint: UnescapeOctal(m.Mount), FSType: m.Type, XprtLines: c.xprtLines}
 	if s, ok := m.Stats.(*procfs.MountStatsNFS); ok && s != nil {
 		e.Stats = &Stats{
 			StatVersion: s.StatVersion,
@@ -274,9 +274,9 @@ func (p *tempProc) close() { os.RemoveAll(p.dir) }
 
 func isNFSType(t string) bool { return t == "nfs" || t == "nfs4" }
 
-// unescapeOctal decodes the \ooo escapes the kernel uses for space, tab, newline and
-// backslash in mount points (fs/proc_namespace.c mangle()).
-func unescapeOctal(s string) string {
+// UnescapeOctal decodes the \ooo escapes the kernel uses for space, tab, newline and
+// backslash in mount points (fs/proc_namespace.c mangle()), as fstab(5) does.
+func UnescapeOctal(s string) string {
 	if !strings.Contains(s, `\`) {
 		return s
 	}

@@ -379,8 +379,8 @@ func TestUnescapeOctal(t *testing.T) {
 		`/not\999octal`:      `/not\999octal`,
 		`/plain`:             "/plain",
 	} {
-		if got := unescapeOctal(in); got != want {
-			t.Errorf("unescapeOctal(%q) = %q, want %q", in, got, want)
+		if got := UnescapeOctal(in); got != want {
+			t.Errorf("UnescapeOctal(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
@@ -405,7 +405,7 @@ func TestParseMountInfoDropsOnlyBadLines(t *testing.T) {
 		"bad line\n" +
 		"102 21 0:54 / /mnt/b rw - nfs srv:/b rw,vers=3\n" +
 		"103 21 252:1 / / rw - ext4 /dev/vda1 rw\n"
-	infos, warnings := parseMountInfo([]byte(in))
+	infos, warnings := parseMountInfo([]byte(in), nfsOnly)
 	if len(infos) != 2 || infos[0].Mountpoint != "/mnt/a" || infos[1].Mountpoint != "/mnt/b" {
 		t.Errorf("infos = %+v", infos)
 	}
@@ -417,7 +417,10 @@ func TestParseMountInfoDropsOnlyBadLines(t *testing.T) {
 func FuzzParseMountInfo(f *testing.F) {
 	f.Add("101 21 0:53 / /mnt/a rw,relatime shared:60 - nfs4 srv:/a rw,vers=4.2,addr=10.0.0.5\n")
 	f.Add("bad\n102 21 0:54 / /mnt/with\\040space rw - nfs [fd00::5]:/b rw,vers=3\n")
-	f.Fuzz(func(t *testing.T, s string) { parseMountInfo([]byte(s)) })
+	f.Add("612 22 0:52 / /mnt/data rw - nfs4 10.0.0.5:/export rw,vers=4.1,addr=10.0.0.5\n" +
+		"613 22 0:52 /sub /srv/with\\040space rw - nfs4 10.0.0.5:/export/sub rw,vers=4.1,addr=10.0.0.5\n")
+	f.Add("612 22 bad / /mnt/y rw - nfs4 10.0.0.5:/y rw\n612 22 0:53 / /mnt/z rw -\n")
+	f.Fuzz(func(t *testing.T, s string) { ParseMountInfo([]byte(s)) })
 }
 
 // FuzzSmallParsers covers the one-line helpers: source split, version, octal unescape,
@@ -433,8 +436,8 @@ func FuzzSmallParsers(f *testing.F) {
 			t.Errorf("splitSource(%q) grew: %q %q", s, server, export)
 		}
 		nfsVersion("nfs4", parseOptions(s))
-		if u := unescapeOctal(s); len(u) > len(s) {
-			t.Errorf("unescapeOctal(%q) grew to %q", s, u)
+		if u := UnescapeOctal(s); len(u) > len(s) {
+			t.Errorf("UnescapeOctal(%q) grew to %q", s, u)
 		}
 		parseKernelRelease(s)
 	})

@@ -64,7 +64,7 @@ func Read(root hostfs.Root, opts ReadOptions) (*Inventory, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading mountinfo: %w", err)
 	}
-	infos, w := parseMountInfo(b)
+	mounts, w := ParseMountInfo(b)
 	warn(w...)
 
 	var nfsfsDir []string
@@ -73,7 +73,7 @@ func Read(root hostfs.Root, opts ReadOptions) (*Inventory, error) {
 	} else {
 		nfsfsDir = []string{"fs", "nfsfs"}
 	}
-	if len(infos) > 0 {
+	if len(mounts) > 0 {
 		if b, err := hostfs.ReadSmall(root.Proc(append(nfsfsDir, "servers")...)); err == nil {
 			inv.NFSServers, w = ParseNFSServers(bytes.NewReader(b))
 			warn(w...)
@@ -89,32 +89,34 @@ func Read(root hostfs.Root, opts ReadOptions) (*Inventory, error) {
 	}
 
 	var stats map[string]mountStatsEntry
-	if len(infos) > 0 {
+	if len(mounts) > 0 {
 		stats, w = readMountStats(root, opts, procDir)
 		warn(w...)
 	}
 	req := readRequested(root)
 	warn(req.warnings...)
 
-	inv.Mounts = buildMounts(root, infos, stats, inv.NFSVolumes, req, warn)
+	inv.Mounts = completeMounts(root, mounts, stats, inv.NFSVolumes, req, warn)
 	inv.Groups = buildGroups(inv.Mounts)
 	inv.KernelRelease, w = readKernelRelease(root)
 	warn(w...)
 	inv.Sysctls = readSysctls(root)
 	inv.ReadAhead, w = readReadAheadConfig(root)
 	warn(w...)
-	if len(infos) > 0 {
+	if len(mounts) > 0 {
 		inv.Transports, w = readTransports(root)
 		warn(w...)
 	}
 	return inv, nil
 }
 
-// parseMountInfo returns the nfs and nfs4 entries of a mountinfo file through
+// nfsOnly keeps the nfs and nfs4 entries of mountinfo.
+var nfsOnly = mountinfo.FSTypeFilter("nfs", "nfs4")
+
+// parseMountInfo returns the entries of a mountinfo file that filter keeps, through
 // moby/sys/mountinfo. That parser fails the whole file on one malformed line, so when it
 // does, the file is parsed again line by line and only the lines it rejects are dropped.
-func parseMountInfo(b []byte) ([]*mountinfo.Info, []string) {
-	filter := mountinfo.FSTypeFilter("nfs", "nfs4")
+func parseMountInfo(b []byte, filter mountinfo.FilterFunc) ([]*mountinfo.Info, []string) {
 	infos, err := mountinfo.GetMountsFromReader(bytes.NewReader(b), filter)
 	if err == nil {
 		return infos, nil
@@ -273,10 +275,34 @@ func (r requested) forMount(server string, mountPoints []string) *Requested {
 	return &Requested{Source: strings.Join(sources, ", "), Options: opts}
 }
 
-func buildMounts(root hostfs.Root, infos []*mountinfo.Info, stats map[string]mountStatsEntry,
-	volumes []NFSVolume, req requested, warn func(...string)) []Mount {
+// ParseMountInfo returns the NFS superblocks of a mountinfo file (proc_pid_mountinfo(5)),
+// one per device with every mount point, sorted by device, with what mountinfo alone
+// tells: type, server and export, options (the superblock's, with the first mount point's
+// added), the address the client uses (addr=), the effective version, transfer sizes,
+// nconnect, backend and client group. Lines the parser rejects are dropped with a warning.
+// Read completes the mounts from mountstats, nfsfs and sysfs; the agent's reconcile and
+// the udev helper use ParseMountInfo alone, so all of nfstune sees a mount the same way.
+func ParseMountInfo(b []byte) ([]Mount, []string) {
+	infos, warnings := parseMountInfo(b, nfsOnly)
+	return mountsFromInfo(infos), warnings
+}
+
+// MountOfDevice returns the superblock dev of a mountinfo file as ParseMountInfo would,
+// whatever its file system type (the udev helper refuses a non-NFS one at once), or nil
+// when no line shows dev.
+func MountOfDevice(b []byte, dev string) *Mount {
+	infos, _ := parseMountInfo(b, func(in *mountinfo.Info) (skip, stop bool) {
+		return fmt.Sprintf("%d:%d", in.Major, in.Minor) != dev, false
+	})
+	if ms := mountsFromInfo(infos); len(ms) > 0 {
+		return &ms[0]
+	}
+	return nil
+}
+
+// mountsFromInfo builds one Mount per device from mountinfo entries.
+func mountsFromInfo(infos []*mountinfo.Info) []Mount {
 	byDev := map[string]*Mount{}
-	var order []string
 	perMount := map[string]string{}
 	for _, in := range infos {
 		dev := fmt.Sprintf("%d:%d", in.Major, in.Minor)
@@ -286,32 +312,45 @@ func buildMounts(root hostfs.Root, infos []*mountinfo.Info, stats map[string]mou
 			m.Server, m.Export = splitSource(in.Source)
 			m.Options = parseOptions(in.VFSOptions)
 			byDev[dev] = m
-			order = append(order, dev)
 			perMount[dev] = in.Options
 		}
 		if !slices.Contains(m.MountPoints, in.Mountpoint) {
 			m.MountPoints = append(m.MountPoints, in.Mountpoint)
 		}
 	}
-	volAddr := map[string]string{}
-	for _, v := range volumes {
-		volAddr[v.Device] = v.Addr
-	}
-	out := make([]Mount, 0, len(order))
-	for _, dev := range order {
-		m := byDev[dev]
+	out := make([]Mount, 0, len(byDev))
+	for dev, m := range byDev {
 		sort.Strings(m.MountPoints)
 		mergePerMountOptions(m.Options, perMount[dev])
 		m.ServerAddr = m.Options["addr"]
-		if m.ServerAddr == "" {
-			m.ServerAddr = volAddr[dev]
-		}
 		m.Version = nfsVersion(m.FSType, m.Options)
 		m.RSize = atoiOr0(m.Options["rsize"])
 		m.WSize = atoiOr0(m.Options["wsize"])
 		m.NConnect = atoiOr0(m.Options["nconnect"])
 		m.Backend = DetectBackend(m.Server)
 		m.ClientGroup = groupKey(m)
+		out = append(out, *m)
+	}
+	slices.SortFunc(out, func(a, b Mount) int { return compareDevices(a.Device, b.Device) })
+	return out
+}
+
+// completeMounts adds to the mounts of ParseMountInfo what mountinfo does not tell: the
+// server address from nfsfs volumes when there is no addr=, read-ahead from sysfs, the
+// mountstats entry and the options the user asked for.
+func completeMounts(root hostfs.Root, mounts []Mount, stats map[string]mountStatsEntry,
+	volumes []NFSVolume, req requested, warn func(...string)) []Mount {
+	volAddr := map[string]string{}
+	for _, v := range volumes {
+		volAddr[v.Device] = v.Addr
+	}
+	for i := range mounts {
+		m := &mounts[i]
+		dev := m.Device
+		if m.ServerAddr == "" && volAddr[dev] != "" {
+			m.ServerAddr = volAddr[dev]
+			m.ClientGroup = groupKey(m)
+		}
 		if bdi, err := root.BDI(dev); err == nil {
 			if v, err := hostfs.ReadInt(filepath.Join(bdi, "read_ahead_kb")); err == nil {
 				ra := int(v)
@@ -335,10 +374,8 @@ func buildMounts(root hostfs.Root, infos []*mountinfo.Info, stats map[string]mou
 			}
 		}
 		m.Requested = req.forMount(m.Server, m.MountPoints)
-		out = append(out, *m)
 	}
-	slices.SortFunc(out, func(a, b Mount) int { return compareDevices(a.Device, b.Device) })
-	return out
+	return mounts
 }
 
 // mergePerMountOptions adds the per-mount options (mountinfo field 6, e.g. "ro,relatime")

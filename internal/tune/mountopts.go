@@ -202,31 +202,12 @@ func parseFstabLine(s string) fstabLine {
 		return l
 	}
 	l.spec = s[spans[0].start:spans[0].end]
-	l.file = unescapeOctal(s[spans[1].start:spans[1].end])
+	l.file = inventory.UnescapeOctal(s[spans[1].start:spans[1].end])
 	l.vfstype = s[spans[2].start:spans[2].end]
 	l.opts = s[spans[3].start:spans[3].end]
 	l.optStart, l.optEnd = spans[3].start, spans[3].end
 	l.ok = true
 	return l
-}
-
-// unescapeOctal decodes the \ooo escapes fstab(5) and mountinfo use for spaces and tabs.
-func unescapeOctal(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // escapeOctal encodes spaces, tabs and backslashes for fstab.

@@ -111,7 +111,7 @@ func FuzzParseFstabLine(f *testing.F) {
 				t.Errorf("round trip %q -> %q", in, got)
 			}
 		}
-		unescapeOctal(in)
+		inventory.UnescapeOctal(in)
 	})
 }
 

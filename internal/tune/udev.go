@@ -93,74 +93,12 @@ func UdevReadAhead(ctx context.Context, root hostfs.Root, dev string, resolve fu
 func findMount(root hostfs.Root, dev string) *inventory.Mount {
 	for _, pid := range []string{"self", "1"} {
 		if b, err := hostfs.ReadSmall(root.Proc(pid, "mountinfo")); err == nil {
-			if m := mountFromMountinfo(b, dev); m != nil {
+			if m := inventory.MountOfDevice(b, dev); m != nil {
 				return m
 			}
 		}
 	}
 	return nil
-}
-
-// mountFromMountinfo finds the mount of superblock dev in mountinfo (proc_pid_mountinfo(5)):
-//
-//	36 35 0:53 / /mnt/data rw,relatime shared:1 - nfs4 srv:/export rw,vers=4.2,rsize=1048576,...
-//
-// fields 3 (major:minor), 5 (mount point, octal-escaped), 6 (mount options), then after the
-// "-" separator the file system type, the source and the super options. Every mount point
-// showing dev is collected; nil when there is none.
-func mountFromMountinfo(b []byte, dev string) *inventory.Mount {
-	var m *inventory.Mount
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 10 || f[2] != dev {
-			continue
-		}
-		sep := -1
-		for i := 6; i < len(f); i++ {
-			if f[i] == "-" {
-				sep = i
-				break
-			}
-		}
-		if sep < 0 || sep+2 >= len(f) {
-			continue
-		}
-		if m != nil {
-			m.MountPoints = append(m.MountPoints, unescapeOctal(f[4]))
-			continue
-		}
-		m = &inventory.Mount{Device: dev, MountPoints: []string{unescapeOctal(f[4])}, FSType: f[sep+1], Options: map[string]string{}}
-		opts := f[5]
-		if sep+3 < len(f) {
-			opts += "," + f[sep+3]
-		}
-		for _, o := range strings.Split(opts, ",") {
-			k, v, _ := strings.Cut(o, "=")
-			if k != "" {
-				m.Options[k] = v
-			}
-		}
-		m.Server, m.Export = splitSource(unescapeOctal(f[sep+2]))
-		m.ServerAddr = m.Options["addr"]
-		m.Version = m.Options["vers"]
-	}
-	return m
-}
-
-// splitSource splits "server:/export" or "[v6addr]:/export".
-func splitSource(s string) (server, export string) {
-	if strings.HasPrefix(s, "[") {
-		if i := strings.Index(s, "]:"); i > 0 {
-			return s[1:i], s[i+2:]
-		}
-	}
-	server, export, ok := strings.Cut(s, ":")
-	if !ok {
-		return "", s
-	}
-	return server, export
 }
 
 // mountFromVolumes builds what /proc/fs/nfsfs/volumes says about dev: NFS version and the
