@@ -28,23 +28,8 @@ func runTuneCLI(t *testing.T, args ...string) (stdout string, err error) {
 // copyTree copies the inventory's "mixed" fixture host (real kernel formats) into a temp dir.
 func copyTree(t *testing.T) string {
 	t.Helper()
-	src := filepath.Join("..", "inventory", "testdata", "mixed")
 	dst := t.TempDir()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
+	if err := os.CopyFS(dst, os.DirFS(filepath.Join("..", "inventory", "testdata", "mixed"))); err != nil {
 		t.Fatal(err)
 	}
 	return dst

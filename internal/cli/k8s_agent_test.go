@@ -21,28 +21,6 @@ import (
 	"github.com/nfstune/nfstune/internal/render"
 )
 
-// copyK8sHost copies the fixture host so that the agent can write to it.
-func copyK8sHost(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // syncBuffer is a bytes.Buffer the agent's goroutines and the test can share.
 type syncBuffer struct {
 	mu  sync.Mutex
@@ -112,7 +90,10 @@ func TestK8sAgentStartsOnDaemonSetLayout(t *testing.T) {
 			t.Parallel()
 			c, pol := agentPod(t, tt.mode)
 			host := t.TempDir()
-			copyK8sHost(t, filepath.Join("testdata", "k8s-host"), host)
+			// A copy, so that the agent can write to it.
+			if err := os.CopyFS(host, os.DirFS(filepath.Join("testdata", "k8s-host"))); err != nil {
+				t.Fatal(err)
+			}
 			os.Remove(filepath.Join(host, "README.md"))
 
 			// The fixture holds nothing the DaemonSet does not mount under /host.

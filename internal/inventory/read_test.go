@@ -218,44 +218,15 @@ func TestReadBrokenDropsOnlyBadEntries(t *testing.T) {
 	}
 }
 
-// copyTree copies a fixture tree, keeping symlinks as links.
-func copyTree(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		target := filepath.Join(dst, rel)
-		switch {
-		case fi.Mode()&os.ModeSymlink != 0:
-			link, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(link, target)
-		case fi.IsDir():
-			return os.MkdirAll(target, 0o755)
-		default:
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(target, b, 0o644)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestReadPIDMatchesSelf reads the same files through /proc/<pid> (where procfs parses the
 // kernel file directly) and through /proc/self (the tolerant per-entry path) and wants
 // the same inventory.
 func TestReadPIDMatchesSelf(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	copyTree(t, "testdata/mixed", dir)
+	if err := os.CopyFS(dir, os.DirFS("testdata/mixed")); err != nil {
+		t.Fatal(err)
+	}
 	pidDir := filepath.Join(dir, "proc", "4242")
 	if err := os.MkdirAll(filepath.Join(pidDir, "net"), 0o755); err != nil {
 		t.Fatal(err)
@@ -293,7 +264,9 @@ func TestReadPIDMatchesSelf(t *testing.T) {
 func TestReadNeverTouchesMountPoints(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	copyTree(t, "testdata/mixed", dir)
+	if err := os.CopyFS(dir, os.DirFS("testdata/mixed")); err != nil {
+		t.Fatal(err)
+	}
 	trap := filepath.Join(dir, "trap")
 	if err := os.MkdirAll(trap, 0o755); err != nil {
 		t.Fatal(err)
