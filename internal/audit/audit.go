@@ -149,32 +149,11 @@ func SortFindings(fs []Finding) {
 		if c := cmp.Compare(SeverityRank(b.Severity), SeverityRank(a.Severity)); c != 0 {
 			return c
 		}
-		if c := CompareDevices(a.Device, b.Device); c != 0 {
+		if c := inventory.CompareDevices(a.Device, b.Device); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.ID, b.ID)
 	})
-}
-
-// CompareDevices orders "major:minor" device names numerically; "" sorts first.
-func CompareDevices(a, b string) int {
-	amaj, amin, _ := strings.Cut(a, ":")
-	bmaj, bmin, _ := strings.Cut(b, ":")
-	if c := cmp.Compare(atoi(amaj), atoi(bmaj)); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(atoi(amin), atoi(bmin)); c != 0 {
-		return c
-	}
-	return cmp.Compare(a, b)
-}
-
-func atoi(s string) int {
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return -1
-	}
-	return n
 }
 
 // kernelVersion is the major.minor of the running kernel; known is false when

@@ -39,7 +39,7 @@ func WriteTable(w io.Writer, rep Report) error {
 		if c := cmp.Compare(worst[db], worst[da]); c != 0 {
 			return c
 		}
-		return CompareDevices(da, db)
+		return inventory.CompareDevices(da, db)
 	})
 
 	bw := bufio.NewWriterSize(w, 64<<10)

@@ -331,7 +331,7 @@ func mountsFromInfo(infos []*mountinfo.Info) []Mount {
 		m.ClientGroup = groupKey(m)
 		out = append(out, *m)
 	}
-	slices.SortFunc(out, func(a, b Mount) int { return compareDevices(a.Device, b.Device) })
+	slices.SortFunc(out, func(a, b Mount) int { return CompareDevices(a.Device, b.Device) })
 	return out
 }
 
@@ -479,7 +479,7 @@ func buildGroups(mounts []Mount) []Group {
 }
 
 // compareDevices orders "major:minor" numerically.
-func compareDevices(a, b string) int {
+func CompareDevices(a, b string) int {
 	amaj, amin, _ := strings.Cut(a, ":")
 	bmaj, bmin, _ := strings.Cut(b, ":")
 	if c := cmp.Compare(atoiOr0(amaj), atoiOr0(bmaj)); c != 0 {
