@@ -186,11 +186,11 @@ func TestRenderDecodesStrictly(t *testing.T) {
 	}
 }
 
-// toMap is an object's canonical JSON form, so that quantities written "100Mi" and
+// toMap is a value's canonical JSON form, so that quantities written "100Mi" and
 // "104857600" compare equal.
-func toMap(t *testing.T, o Object) map[string]any {
+func toMap(t *testing.T, v any) map[string]any {
 	t.Helper()
-	b, err := json.Marshal(o)
+	b, err := json.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,19 +291,6 @@ func FuzzLoadValues(f *testing.F) {
 	})
 }
 
-func toMapAny(t *testing.T, v any) map[string]any {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
 // TestChartValuesAreDefaults keeps the chart's values.yaml equal to DefaultValues.
 func TestChartValuesAreDefaults(t *testing.T) {
 	t.Parallel()
@@ -315,7 +302,7 @@ func TestChartValuesAreDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(toMapAny(t, DefaultValues()), toMapAny(t, chart)); diff != "" {
+	if diff := cmp.Diff(toMap(t, DefaultValues()), toMap(t, chart)); diff != "" {
 		t.Errorf("chart values.yaml differ from DefaultValues (-go +chart):\n%s", diff)
 	}
 }
