@@ -95,7 +95,6 @@ func WriteReport(dir string, inputs []ReportInput, opts ReportOptions) ([]string
 func buildReport(inputs []ReportInput, opts ReportOptions) (reportData, map[string]barChart) {
 	var data reportData
 	data.LimitLabel = opts.LimitLabel
-	type seriesKey struct{ input, variant string }
 	var series []string
 	seriesIdx := map[string]int{}
 	var jobs []string

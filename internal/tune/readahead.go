@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/nfstune/nfstune/internal/hostfs"
@@ -199,7 +198,3 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// parseKB parses a read_ahead_kb value.
-func parseKB(s string) (int, error) {
-	return strconv.Atoi(strings.TrimSpace(s))
-}
