@@ -64,8 +64,9 @@ func Read(root hostfs.Root, opts ReadOptions) (*Inventory, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading mountinfo: %w", err)
 	}
-	mounts, w := ParseMountInfo(b)
+	infos, w := parseMountInfo(b, nfsOnly)
 	warn(w...)
+	mounts := mountsFromInfo(infos)
 
 	var nfsfsDir []string
 	if opts.PID > 0 {
@@ -90,8 +91,10 @@ func Read(root hostfs.Root, opts ReadOptions) (*Inventory, error) {
 
 	var stats map[string]mountStatsEntry
 	if len(mounts) > 0 {
-		stats, w = readMountStats(root, opts, procDir)
+		var entries []mountStatsEntry
+		entries, w = readMountStats(root, opts, procDir)
 		warn(w...)
+		stats = statsByDevice(infos, entries)
 	}
 	req := readRequested(root)
 	warn(req.warnings...)
@@ -137,10 +140,11 @@ func parseMountInfo(b []byte, filter mountinfo.FilterFunc) ([]*mountinfo.Info, [
 	return infos, warnings
 }
 
-// readMountStats returns the mountstats entries keyed by mount point. The fast path hands
-// the kernel file straight to procfs; if procfs rejects it (or /proc/self is not a link,
-// as in a copied tree), the bytes go through the tolerant per-entry parser.
-func readMountStats(root hostfs.Root, opts ReadOptions, procDir string) (map[string]mountStatsEntry, []string) {
+// readMountStats returns the NFS entries of mountstats in the kernel's order, nil when the
+// file is unreadable. The fast path hands the kernel file straight to procfs; if procfs
+// rejects it (or /proc/self is not a link, as in a copied tree), the bytes go through the
+// tolerant per-entry parser.
+func readMountStats(root hostfs.Root, opts ReadOptions, procDir string) ([]mountStatsEntry, []string) {
 	var entries []mountStatsEntry
 	var warnings []string
 	var mounts []*procfs.Mount
@@ -172,14 +176,44 @@ func readMountStats(root hostfs.Root, opts ReadOptions, procDir string) (map[str
 		}
 		entries, warnings = parseMountStats(b)
 	}
-	out := make(map[string]mountStatsEntry, len(entries))
+	nfs := make([]mountStatsEntry, 0, len(entries))
 	for _, e := range entries {
 		if isNFSType(e.FSType) {
-			// An over-mounted mount point appears twice; the later entry is the visible one.
-			out[e.MountPoint] = e
+			nfs = append(nfs, e)
 		}
 	}
-	return out, warnings
+	return nfs, warnings
+}
+
+// statsByDevice pairs the NFS lines of mountinfo with the NFS entries of mountstats and
+// returns the entries by device; nil when mountstats was unreadable. The kernel prints both
+// files from the same walk of the mount namespace (fs/proc_namespace.c, show_mountinfo and
+// show_vfsstat), so they list mounts in the same order. Pairing by order, not by mount
+// point, gives each of two superblocks stacked on one mount point its own entry. Each line
+// takes the next unpaired entry with its mount point and type, so a mount made or removed
+// between the two reads leaves only that mount without statistics.
+func statsByDevice(infos []*mountinfo.Info, entries []mountStatsEntry) map[string]mountStatsEntry {
+	if entries == nil {
+		return nil
+	}
+	out := make(map[string]mountStatsEntry, len(infos))
+	next := 0
+	for _, in := range infos {
+		for k := next; k < len(entries); k++ {
+			e := entries[k]
+			if e.MountPoint != in.Mountpoint || e.FSType != in.FSType {
+				continue
+			}
+			// A superblock on several mount points prints the same statistics under each.
+			dev := fmt.Sprintf("%d:%d", in.Major, in.Minor)
+			if _, ok := out[dev]; !ok {
+				out[dev] = e
+			}
+			next = k + 1
+			break
+		}
+	}
+	return out
 }
 
 func readStrippedFile(p string) ([]byte, error) {
@@ -337,7 +371,7 @@ func mountsFromInfo(infos []*mountinfo.Info) []Mount {
 
 // completeMounts adds to the mounts of ParseMountInfo what mountinfo does not tell: the
 // server address from nfsfs volumes when there is no addr=, read-ahead from sysfs, the
-// mountstats entry and the options the user asked for.
+// mountstats entry (by device, see statsByDevice) and the options the user asked for.
 func completeMounts(root hostfs.Root, mounts []Mount, stats map[string]mountStatsEntry,
 	volumes []NFSVolume, req requested, warn func(...string)) []Mount {
 	volAddr := map[string]string{}
@@ -360,16 +394,10 @@ func completeMounts(root hostfs.Root, mounts []Mount, stats map[string]mountStat
 			}
 		}
 		if stats != nil {
-			found := false
-			for _, mp := range m.MountPoints {
-				if e, ok := stats[mp]; ok {
-					m.Stats = e.Stats
-					m.Connections = e.XprtLines
-					found = true
-					break
-				}
-			}
-			if !found {
+			if e, ok := stats[dev]; ok {
+				m.Stats = e.Stats
+				m.Connections = e.XprtLines
+			} else {
 				warn(fmt.Sprintf("no mountstats entry for %s (%s)", dev, strings.Join(m.MountPoints, ", ")))
 			}
 		}

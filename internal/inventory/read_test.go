@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/moby/sys/mountinfo"
 
 	"github.com/nfstune/nfstune/internal/hostfs"
 )
@@ -359,5 +360,63 @@ func TestReadKernelReleaseFallback(t *testing.T) {
 	}
 	if r, w := readKernelRelease(hostfs.Root(root)); r != "6.1.0-28-amd64" || len(w) != 0 {
 		t.Errorf("osrelease only: release %q, warnings %q", r, w)
+	}
+}
+
+// TestStatsByDevice checks the pairing of mountinfo lines with mountstats entries by order:
+// stacked superblocks get their own entries, and a mount that appeared or went between the
+// two reads costs only that mount.
+func TestStatsByDevice(t *testing.T) {
+	t.Parallel()
+	info := func(minor int, mp, fstype string) *mountinfo.Info {
+		return &mountinfo.Info{Major: 0, Minor: minor, Mountpoint: mp, FSType: fstype}
+	}
+	entry := func(mp, fstype string, age time.Duration) mountStatsEntry {
+		return mountStatsEntry{MountPoint: mp, FSType: fstype, Stats: &Stats{Age: age}}
+	}
+	tests := []struct {
+		name    string
+		infos   []*mountinfo.Info
+		entries []mountStatsEntry
+		want    map[string]time.Duration // device -> age of the entry paired with it
+	}{
+		{
+			name:    "stacked on one mount point",
+			infos:   []*mountinfo.Info{info(50, "/a", "nfs"), info(51, "/a", "nfs4"), info(52, "/a", "nfs4")},
+			entries: []mountStatsEntry{entry("/a", "nfs", 1), entry("/a", "nfs4", 2), entry("/a", "nfs4", 3)},
+			want:    map[string]time.Duration{"0:50": 1, "0:51": 2, "0:52": 3},
+		},
+		{
+			name:    "one superblock on two mount points",
+			infos:   []*mountinfo.Info{info(50, "/a", "nfs4"), info(50, "/b", "nfs4"), info(51, "/c", "nfs4")},
+			entries: []mountStatsEntry{entry("/a", "nfs4", 1), entry("/b", "nfs4", 1), entry("/c", "nfs4", 2)},
+			want:    map[string]time.Duration{"0:50": 1, "0:51": 2},
+		},
+		{
+			name:    "unmounted between the reads",
+			infos:   []*mountinfo.Info{info(50, "/a", "nfs4"), info(51, "/a", "nfs4"), info(52, "/b", "nfs4")},
+			entries: []mountStatsEntry{entry("/a", "nfs4", 1), entry("/b", "nfs4", 3)},
+			want:    map[string]time.Duration{"0:50": 1, "0:52": 3},
+		},
+		{
+			name:    "mounted between the reads",
+			infos:   []*mountinfo.Info{info(50, "/a", "nfs4"), info(52, "/b", "nfs4")},
+			entries: []mountStatsEntry{entry("/a", "nfs4", 1), entry("/new", "nfs4", 2), entry("/a", "nfs4", 4), entry("/b", "nfs4", 3)},
+			want:    map[string]time.Duration{"0:50": 1, "0:52": 3},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := map[string]time.Duration{}
+			for dev, e := range statsByDevice(tt.infos, tt.entries) {
+				got[dev] = e.Stats.Age
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("pairs (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if got := statsByDevice([]*mountinfo.Info{info(50, "/a", "nfs4")}, nil); got != nil {
+		t.Errorf("unreadable mountstats: got %v, want nil", got)
 	}
 }
