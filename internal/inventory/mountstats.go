@@ -63,6 +63,9 @@ func ParseMountStats(r io.Reader) (map[string]*Stats, []string) {
 //     dropped with a warning naming its mount point and procfs's reason. With k bad
 //     entries among n this costs O(k log n) parses instead of n.
 //
+// Before any parse, the 25-counter events line of kernels before 2.6.37 is completed to 27
+// (padOldEvents), so that those mounts are read rather than dropped.
+//
 // procfs only parses files it opens itself (Proc.MountStats), so the bytes are written to
 // a private temporary proc tree (<tmp>/1/mountstats, in /dev/shm when it exists) for each
 // parse. Read uses this path only when procfs rejects the kernel file or /proc/self is
@@ -71,6 +74,9 @@ func parseMountStats(b []byte) ([]mountStatsEntry, []string) {
 	chunks := splitMountStats(b)
 	if len(chunks) == 0 {
 		return nil, nil
+	}
+	for i := range chunks {
+		chunks[i].text = padOldEvents(chunks[i].text)
 	}
 	p, err := newTempProc()
 	if err != nil {
@@ -119,6 +125,42 @@ func chunkDropped(warnings []string, mountPoint string) bool {
 		}
 	}
 	return false
+}
+
+// Events line lengths: Linux 2.6.37 added the pNFS READ and WRITE counters
+// (NFSIOS_PNFS_READ, NFSIOS_PNFS_WRITE) after the 25 that older kernels print. procfs
+// accepts only the 27.
+const (
+	oldEventsLen = 25
+	eventsLen    = 27
+)
+
+// padOldEvents returns the entry text with a 25-counter events: line completed to 27 with
+// zeros for the two pNFS counters, which did not exist on that kernel and so counted
+// nothing; nfs-utils' mountstats reads missing trailing counters as 0 too. Any other text
+// is returned unchanged.
+func padOldEvents(text []byte) []byte {
+	for off := 0; off < len(text); {
+		end := len(text)
+		if i := bytes.IndexByte(text[off:], '\n'); i >= 0 {
+			end = off + i
+		}
+		line := text[off:end]
+		if string(firstField(line)) == "events:" {
+			f := bytes.Fields(line)
+			if len(f)-1 != oldEventsLen {
+				return text
+			}
+			out := make([]byte, 0, len(text)+4)
+			out = append(out, text[:end]...)
+			for range eventsLen - oldEventsLen {
+				out = append(out, " 0"...)
+			}
+			return append(out, text[end:]...)
+		}
+		off = end + 1
+	}
+	return text
 }
 
 // statsChunk is the text of one mountstats entry: its device line and the lines after it

@@ -32,6 +32,10 @@ const (
 	goodEvents = "41 7362 3 12 260 147 1250 2 0 3918 0 0 52 0 3 0 0 260 0 0 0 0 0 0 0 0 0"
 	goodRead   = "4096 4096 0 655360 4295229440 120 98000 99500 0"
 	tcpLine    = "\txprt:\ttcp 875 0 1 0 12 90000 90000 0 270000 0 48 45000 22500\n"
+	// oldEvents and tcpLine10 are the events: and xprt: lines of a kernel before 2.6.37
+	// (statvers=1.0): no pNFS READ and WRITE counters, no slot and queue counters.
+	oldEvents = "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25"
+	tcpLine10 = "\txprt:\ttcp 875 0 1 0 12 90000 90000 0 270000 0\n"
 )
 
 var mountStatsTests = []struct {
@@ -65,6 +69,17 @@ var mountStatsTests = []struct {
 		in:       statsEntry("/a", "1.1", goodEvents, tcpLine, goodRead) + statsEntry("/ev", "1.1", "41 7362 3", tcpLine, goodRead),
 		want:     map[string]int{"/a": 1},
 		warnings: []string{`mountstats entry for "/ev" dropped: error parsing file: invalid NFS events stats: [41 7362 3]`},
+	},
+	{
+		name: "events from before Linux 2.6.37 (25 counters)",
+		in:   statsEntry("/old", "1.0", oldEvents, tcpLine10, goodRead) + statsEntry("/a", "1.1", goodEvents, tcpLine, goodRead),
+		want: map[string]int{"/old": 1, "/a": 1},
+	},
+	{
+		name:     "26 events",
+		in:       statsEntry("/a", "1.1", goodEvents, tcpLine, goodRead) + statsEntry("/ev", "1.1", oldEvents+" 26", tcpLine, goodRead),
+		want:     map[string]int{"/a": 1},
+		warnings: []string{`mountstats entry for "/ev" dropped: error parsing file: invalid NFS events stats: [1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26]`},
 	},
 	{
 		name:     "truncated per-op line",
@@ -121,6 +136,27 @@ func TestParseMountStatsValues(t *testing.T) {
 	}
 	if len(s.Transports) != 2 || s.Transports[0].Sends != 90000 || s.Transports[0].MaximumRPCSlotsUsed != 48 {
 		t.Errorf("transports = %+v", s.Transports)
+	}
+}
+
+// TestParseMountStatsOldEvents checks that a 25-counter events line keeps its counters in
+// place and reads the two pNFS counters it lacks as 0.
+func TestParseMountStatsOldEvents(t *testing.T) {
+	t.Parallel()
+	stats, warnings := ParseMountStats(strings.NewReader(statsEntry("/old", "1.0", oldEvents, tcpLine10, goodRead)))
+	if len(warnings) > 0 {
+		t.Errorf("warnings = %q", warnings)
+	}
+	s := stats["/old"]
+	if s == nil {
+		t.Fatal("no stats for /old")
+	}
+	e := s.Events
+	if e.InodeRevalidate != 1 || e.VFSReadPages != 10 || e.JukeboxDelay != 25 || e.PNFSRead != 0 || e.PNFSWrite != 0 {
+		t.Errorf("events = %+v", e)
+	}
+	if s.Bytes.Read != 4294967296 || len(s.Operations) != 2 {
+		t.Errorf("bytes %+v, %d operations: the rest of the entry was not read", s.Bytes, len(s.Operations))
 	}
 }
 
