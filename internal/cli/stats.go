@@ -167,7 +167,7 @@ func writeStatsTable(w io.Writer, rates []metrics.MountRates) error {
 			return err
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(tw, "ops/s\trpc bklog\tread MB/s\twrite MB/s\tretrans\t\n")
+		fmt.Fprintf(tw, "ops/s\tavg backlog\tread MB/s\twrite MB/s\tretrans\t\n")
 		fmt.Fprintf(tw, "%.3f\t%.3f\t%.3f\t%.3f\t%d\t\n", r.OpsPerSec, r.Backlog, r.ReadMBps, r.WriteMBps, r.Retrans)
 		if err := tw.Flush(); err != nil {
 			return err

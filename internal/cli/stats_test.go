@@ -110,6 +110,28 @@ func TestStatsJSON(t *testing.T) {
 	}
 }
 
+// TestStatsJSONIdle checks that an interval without operations prints "ops": [], which a
+// consumer can iterate, not null.
+func TestStatsJSONIdle(t *testing.T) {
+	t.Parallel()
+	inv, err := inventory.Read(hostfs.Root("testdata/stats/t1"), inventory.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := func() (*inventory.Inventory, error) { return inv, nil }
+	var out bytes.Buffer
+	if err := runStats(context.Background(), &out, same, 10*time.Millisecond, 2, nil, OutputJSON); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("got %d JSON lines, want 2:\n%s", len(lines), out.String())
+	}
+	if !strings.Contains(lines[1], `"ops":[]`) || strings.Contains(lines[1], `"ops":null`) {
+		t.Errorf("idle interval = %s, want \"ops\":[]", lines[1])
+	}
+}
+
 func TestStatsTable(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
@@ -119,7 +141,7 @@ func TestStatsTable(t *testing.T) {
 	s := out.String()
 	for _, want := range []string{
 		"10.0.0.5:/export/data mounted on /mnt/data (0:52, NFS 4.2, 4 connections, over 120.0 s):",
-		"ops/s  rpc bklog  read MB/s  write MB/s  retrans",
+		"ops/s  avg backlog  read MB/s  write MB/s  retrans",
 		"32.000", // 3840 sends / 120 s
 		"operation   ops/s     kB/op   retrans  avg RTT (ms)  avg exe (ms)  avg queue (ms)  errors",
 		"READ  25.000  1024.250  0 (0.0%)         4.000         6.000           1.000       0",

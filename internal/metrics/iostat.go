@@ -47,7 +47,9 @@ type MountRates struct {
 	// OpsPerSec is RPC requests sent per second over all transports of the client group.
 	// The group's transports are shared, so mounts of one group show the same value.
 	OpsPerSec float64 `json:"ops_per_sec"`
-	// Backlog is the average backlog queue length seen by each RPC sent in the interval.
+	// Backlog is the average backlog queue length seen by each RPC sent in the interval,
+	// over all transports: mountstats -r's "average backlog queue length". nfsiostat's
+	// "rpc bklog" is this divided by the sample time again, from the last transport only.
 	Backlog float64 `json:"rpc_backlog"`
 	// ReadMBps and WriteMBps are READ and WRITE payload to and from the server, in MB/s
 	// (10^6 bytes), from the bytes: line.
@@ -116,6 +118,7 @@ func mountRates(m *inventory.Mount, prev, cur *inventory.Stats, dt float64) Moun
 	r := MountRates{
 		Device: m.Device, Server: m.Server, Export: m.Export, Version: m.Version,
 		Connections: len(cur.Transports), Seconds: dt,
+		Ops: []OpRates{}, // an idle interval is "ops": [] in JSON, not null
 	}
 	if len(m.MountPoints) > 0 {
 		r.MountPoint = m.MountPoints[0]
