@@ -174,14 +174,17 @@ func newK8sVolumeCommand(streams IOStreams) *cobra.Command {
 		Use:   "volume",
 		Short: "Render a PersistentVolume and claim, or a StorageClass, with a profile's mount options",
 		Long: `volume renders the objects for an NFS volume whose mount options come from the built-in
-profile for --backend and --workload: a PersistentVolume bound to a PersistentVolumeClaim for an
-existing share (--static), or a StorageClass that provisions shares (--dynamic).
+profile for --backend and --workload: a StorageClass that provisions shares (the default, or
+--dynamic), or a PersistentVolume bound to a PersistentVolumeClaim for an existing share
+(--static). The driver defaults to the backend's own: azurefile-csi for azure-files, blob-csi
+for azure-blob-nfs, nfs-csi for the others; --driver overrides it.
 
 Options the driver forces, drops or adds are left out or reported on stderr: azurefile-csi
 always mounts vers=4,minorversion=1,sec=sys and adds noresvport and actimeo=30; blob-csi
 mounts sec=sys,vers=3,nolock. Read-ahead is not a mount option: the agent or the installer
 sets it. Pod inline nfs volumes cannot carry mount options, so use the claim.`,
-		Example: `  nfstune k8s volume --backend azure-files --workload sequential-read --driver azurefile-csi \
+		Example: `  nfstune k8s volume --backend azure-files --workload sequential-read
+  nfstune k8s volume --backend azure-files --workload sequential-read \
       --static --server acct.file.core.windows.net --export /acct/saswork --size 1Ti
   nfstune k8s volume --backend generic --workload static-tools --driver nfs-csi --dynamic \
       --server nfs.example.com --export /tools`,
@@ -193,9 +196,9 @@ sets it. Pod inline nfs volumes cannot carry mount options, so use the claim.`,
 	f := c.Flags()
 	f.StringVar(&flags.Backend, "backend", "", "backend profile: "+strings.Join(policy.Backends(), ", "))
 	f.StringVar(&flags.Workload, "workload", policy.WorkloadGeneral, "workload profile: "+strings.Join(policy.Workloads(), ", "))
-	f.StringVar(&flags.Driver, "driver", "", "volume driver: "+strings.Join(render.Drivers(), ", "))
+	f.StringVar(&flags.Driver, "driver", "", "volume driver: "+strings.Join(render.Drivers(), ", ")+" (default: the backend's)")
 	f.BoolVar(&flags.Static, "static", false, "PersistentVolume and claim for an existing share")
-	f.BoolVar(&flags.Dynamic, "dynamic", false, "StorageClass that provisions shares")
+	f.BoolVar(&flags.Dynamic, "dynamic", false, "StorageClass that provisions shares (the default)")
 	f.StringVar(&flags.Server, "server", "", "NFS server or storage account endpoint")
 	f.StringVar(&flags.Export, "export", "", "exported path, e.g. /<account>/<share> on Azure")
 	f.StringVar(&flags.Export, "share", "", "alias of --export")
@@ -210,11 +213,15 @@ func runK8sVolume(streams IOStreams, flags *k8sVolumeFlags) error {
 	if err := checkOutput(flags.Output, OutputYAML, OutputJSON); err != nil {
 		return err
 	}
-	if flags.Static == flags.Dynamic {
-		return &ExitError{Code: ExitError2, Err: fmt.Errorf("give exactly one of --static and --dynamic")}
+	if flags.Static && flags.Dynamic {
+		return &ExitError{Code: ExitError2, Err: fmt.Errorf("give at most one of --static and --dynamic")}
 	}
-	if flags.Backend == "" || flags.Driver == "" {
-		return &ExitError{Code: ExitError2, Err: fmt.Errorf("--backend and --driver are required")}
+	if flags.Backend == "" {
+		return &ExitError{Code: ExitError2, Err: fmt.Errorf("--backend is required")}
+	}
+	driver := flags.Driver
+	if driver == "" {
+		driver = backendDriver(flags.Backend)
 	}
 	prof, err := policy.Default().Profile(flags.Backend, flags.Workload)
 	if err != nil {
@@ -227,7 +234,7 @@ func runK8sVolume(streams IOStreams, flags *k8sVolumeFlags) error {
 	objs, warnings, err := render.Volume(render.VolumeSpec{
 		Name:        name,
 		Namespace:   flags.Namespace,
-		Driver:      flags.Driver,
+		Driver:      driver,
 		Static:      flags.Static,
 		Server:      flags.Server,
 		Export:      flags.Export,
@@ -238,13 +245,25 @@ func runK8sVolume(streams IOStreams, flags *k8sVolumeFlags) error {
 	if err != nil {
 		return &ExitError{Code: ExitError2, Err: fmt.Errorf("rendering volume: %w", err)}
 	}
-	if want := driverBackend(flags.Driver); want != "" && want != flags.Backend {
-		warnings = append(warnings, fmt.Sprintf("%s serves the %s backend, not %s: the profile may not fit", flags.Driver, want, flags.Backend))
+	if want := driverBackend(driver); want != "" && want != flags.Backend {
+		warnings = append(warnings, fmt.Sprintf("%s serves the %s backend, not %s: the profile may not fit", driver, want, flags.Backend))
 	}
 	for _, w := range warnings {
 		fmt.Fprintf(streams.ErrOut, "warning: %s\n", w)
 	}
 	return render.Write(streams.Out, flags.Output, objs)
+}
+
+// backendDriver is the driver a backend's volumes use unless --driver says otherwise: the
+// Azure CSI driver for an Azure storage service, csi-driver-nfs for any other NFS server.
+func backendDriver(backend string) string {
+	switch backend {
+	case policy.BackendAzureFiles:
+		return render.DriverAzureFile
+	case policy.BackendAzureBlobNFS:
+		return render.DriverBlob
+	}
+	return render.DriverNFS
 }
 
 // driverBackend is the backend an Azure driver mounts, empty for the generic drivers.

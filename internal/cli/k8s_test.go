@@ -118,7 +118,27 @@ func TestK8sVolume(t *testing.T) {
 			wantErrOut: []string{"azurefile-csi serves the azure-files backend, not generic"},
 		},
 		{name: "static and dynamic", args: []string{"k8s", "volume", "--backend", "generic", "--driver", "nfs-csi", "--static", "--dynamic"}, wantCode: ExitError2},
-		{name: "neither", args: []string{"k8s", "volume", "--backend", "generic", "--driver", "nfs-csi"}, wantCode: ExitError2},
+		{
+			name:    "defaults: azure files storage class",
+			args:    []string{"k8s", "volume", "--backend", "azure-files"},
+			wantOut: []string{"kind: StorageClass", "provisioner: file.csi.azure.com", "protocol: nfs"},
+		},
+		{
+			name:    "defaults: blob nfs storage class",
+			args:    []string{"k8s", "volume", "--backend", "azure-blob-nfs"},
+			wantOut: []string{"kind: StorageClass", "provisioner: blob.csi.azure.com"},
+		},
+		{
+			name:    "defaults: generic storage class",
+			args:    []string{"k8s", "volume", "--backend", "generic", "--server", "nfs.example.com", "--export", "/tools"},
+			wantOut: []string{"kind: StorageClass", "provisioner: nfs.csi.k8s.io", "server: nfs.example.com"},
+		},
+		{
+			name:    "default driver, static",
+			args:    []string{"k8s", "volume", "--backend", "azure-files", "--static", "--server", "acct.file.core.windows.net", "--export", "/acct/share"},
+			wantOut: []string{"kind: PersistentVolume", "driver: file.csi.azure.com"},
+		},
+		{name: "no backend", args: []string{"k8s", "volume", "--driver", "nfs-csi"}, wantCode: ExitError2},
 		{name: "unknown backend", args: []string{"k8s", "volume", "--backend", "nas", "--driver", "nfs-csi", "--dynamic"}, wantCode: ExitError2},
 		{name: "in-tree dynamic", args: []string{"k8s", "volume", "--backend", "generic", "--driver", "in-tree", "--dynamic"}, wantCode: ExitError2},
 	}
