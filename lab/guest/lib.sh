@@ -111,6 +111,20 @@ lab_scenario() {
 	done
 }
 
+# lab_stacked mounts two NFS superblocks on one mount point, one over the other: NFSv3 of
+# the tmpfs export from 127.0.0.1, then NFSv4.1 with nconnect=2 of the ext4 export from
+# 127.0.0.2. Each gets its own O_DIRECT write before the next mount (1 MiB below, 3 MiB
+# above), so that their counters and transports differ. Only the upper one is reachable
+# through the path afterwards.
+lab_stacked() {
+	lab_step "mount stacked"
+	local dir=$LAB_MNT/stacked
+	lab_mount "127.0.0.1:$LAB_EXPORT_TMP" "$dir" vers=3
+	dd if=/dev/zero of="$dir/lower" bs=1M count=1 oflag=direct status=none
+	lab_mount "127.0.0.2:${LAB_EXPORT_DISK#"$LAB_EXPORT_ROOT"}" "$dir" vers=4.1,nconnect=2
+	dd if=/dev/zero of="$dir/upper" bs=1M count=3 oflag=direct status=none
+}
+
 # lab_link delay=Dms rate=R loss=P emulates a network link on lo with netem. Every packet
 # crosses lo once each way, so the round trip is 2 x delay. With no argument, it clears the
 # emulation.

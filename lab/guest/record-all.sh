@@ -18,3 +18,7 @@ sleep 10
 "$here/record.sh" "$out-server-gone" "the lab scenario, then the server unreachable: 100% loss on lo (netem) for 10 s, with a reader blocked reading /mnt/lab/v41/data (hard mount) since then."
 lab_server_back
 wait "$reader"
+
+# Stacked superblocks, recorded alone: the scenario is unmounted first.
+umount -a -t nfs,nfs4
+"$here/record-stacked.sh"

@@ -56,9 +56,7 @@ ext4 image (/srv/disk, fsid=2) below an NFSv4 pseudo root (/srv, fsid=0) to 127.
 
 Scenario: $what
 
-| mount point | asked (etc/fstab) |
-| --- | --- |
-$(awk '!/^#/ && NF >= 4 {printf "| %s | %s %s |\n", $2, $1, $4}' /etc/fstab)
+$(awk '!/^#/ && NF >= 4 {if (!n++) print "| mount point | asked (etc/fstab) |\n| --- | --- |"; printf "| %s | %s %s |\n", $2, $1, $4}' /etc/fstab)
 
 What the kernel made of it (proc/self/mountinfo, proc/fs/nfsfs/volumes, xprt: lines in
 proc/self/mountstats):
