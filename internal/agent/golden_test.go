@@ -143,3 +143,48 @@ func stable(b []byte) []byte {
 	}
 	return out.Bytes()
 }
+
+// TestMetricsLabStacked serves /metrics for the lab tree with two superblocks stacked on
+// one mount point (NFSv3 below, NFSv4.1 with nconnect=2 above): each client group counts
+// its own transports and each mount its own age, not the upper mount's twice.
+func TestMetricsLabStacked(t *testing.T) {
+	t.Parallel()
+	root := copyTree(t, "../inventory/testdata/lab-6.1.0-50-amd64-stacked")
+	a, err := New(Config{
+		Root: root,
+		Read: func(context.Context) (*inventory.Inventory, error) {
+			return inventory.Read(root, inventory.ReadOptions{})
+		},
+		Load:   builtinPolicy(policy.ModeObserve),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.loadPolicy(); err != nil {
+		t.Fatal(err)
+	}
+	a.Reconcile(context.Background(), TriggerStart, time.Now())
+	h, err := a.Handler(HandlerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("/metrics = %d", rec.Code)
+	}
+	body := rec.Body.String()
+	for _, line := range []string{
+		`nfstune_client_group_sends_total{client_group="tcp://127.0.0.1/v3",proto="tcp",server_addr="127.0.0.1",version="3"} 16`,
+		`nfstune_client_group_sends_total{client_group="tcp://127.0.0.2/v4.1",proto="tcp",server_addr="127.0.0.2",version="4.1"} 40`,
+		`nfstune_client_group_connections{client_group="tcp://127.0.0.1/v3",proto="tcp",server_addr="127.0.0.1",version="3"} 1`,
+		`nfstune_client_group_connections{client_group="tcp://127.0.0.2/v4.1",proto="tcp",server_addr="127.0.0.2",version="4.1"} 2`,
+		`nfstune_mount_age_seconds{backend="generic",device="0:63",export="/srv/tmp",mountpoint="/mnt/lab/stacked",server="127.0.0.1",version="3"} 33`,
+		`nfstune_mount_age_seconds{backend="generic",device="0:65",export="/disk",mountpoint="/mnt/lab/stacked",server="127.0.0.2",version="4.1"} 19`,
+	} {
+		if !strings.Contains(body, line+"\n") {
+			t.Errorf("/metrics lacks %s", line)
+		}
+	}
+}

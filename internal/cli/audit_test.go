@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 )
 
@@ -194,5 +196,38 @@ func TestAuditOpStats(t *testing.T) {
 	stdout, _, _ = runVerb(t, "audit", "--root", root)
 	if strings.Contains(stdout, "NFS091") {
 		t.Errorf("NFS091 without --op-stats:\n%s", stdout)
+	}
+}
+
+// TestAuditLabStacked wants each of two superblocks stacked on one mount point audited with
+// its own transports: one for the NFSv3 mount below, two (nconnect=2) for NFSv4.1 above.
+func TestAuditLabStacked(t *testing.T) {
+	t.Parallel()
+	stdout, stderr, code := runVerb(t, "audit", "--root", stackedRoot, "--op-stats", "-o", "json", "--fail-on", "none")
+	if code != ExitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	var rep struct {
+		Mounts []struct {
+			Device      string `json:"device"`
+			Version     string `json:"version"`
+			ClientGroup string `json:"client_group"`
+			Connections int    `json:"connections"`
+			NConnect    int    `json:"nconnect"`
+		} `json:"mounts"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range rep.Mounts {
+		got = append(got, fmt.Sprintf("%s v%s %s connections=%d nconnect=%d", m.Device, m.Version, m.ClientGroup, m.Connections, m.NConnect))
+	}
+	want := []string{
+		"0:63 v3 tcp://127.0.0.1/v3 connections=1 nconnect=0",
+		"0:65 v4.1 tcp://127.0.0.2/v4.1 connections=2 nconnect=2",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("audited mounts (-want +got):\n%s", diff)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
@@ -129,6 +130,40 @@ func TestStatsJSONIdle(t *testing.T) {
 	}
 	if !strings.Contains(lines[1], `"ops":[]`) || strings.Contains(lines[1], `"ops":null`) {
 		t.Errorf("idle interval = %s, want \"ops\":[]", lines[1])
+	}
+}
+
+// stackedRoot is the inventory's lab tree with two superblocks stacked on one mount point:
+// NFSv3 below (1 MiB written, 16 RPCs, 33 s old), NFSv4.1 with nconnect=2 above (3 MiB
+// written, 40 RPCs, 19 s old).
+const stackedRoot = "../inventory/testdata/lab-6.1.0-50-amd64-stacked"
+
+// TestStatsLabStacked wants each stacked superblock's own figures, not the upper one's twice.
+func TestStatsLabStacked(t *testing.T) {
+	t.Parallel()
+	read := func() (*inventory.Inventory, error) {
+		return inventory.Read(hostfs.Root(stackedRoot), inventory.ReadOptions{})
+	}
+	var out bytes.Buffer
+	if err := runStats(context.Background(), &out, read, 0, 1, []string{"/mnt/lab/stacked"}, OutputJSON); err != nil {
+		t.Fatal(err)
+	}
+	var rep statsReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	type figures struct {
+		Device, Version        string
+		Connections            int
+		Seconds, Sends, Writes float64
+	}
+	var got []figures
+	for _, m := range rep.Mounts {
+		got = append(got, figures{m.Device, m.Version, m.Connections, m.Seconds, m.OpsPerSec * m.Seconds, m.WriteMBps * m.Seconds * 1e6})
+	}
+	want := []figures{{"0:63", "3", 1, 33, 16, 1 << 20}, {"0:65", "4.1", 2, 19, 40, 3 << 20}}
+	if diff := cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+		t.Errorf("stats (-want +got):\n%s", diff)
 	}
 }
 

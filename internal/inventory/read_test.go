@@ -420,3 +420,54 @@ func TestStatsByDevice(t *testing.T) {
 		t.Errorf("unreadable mountstats: got %v, want nil", got)
 	}
 }
+
+// stackedRoot is a tree recorded from the lab kernel with two superblocks stacked on one
+// mount point: NFSv3 below (1 MiB written), NFSv4.1 with nconnect=2 above (3 MiB written).
+const stackedRoot = "testdata/lab-6.1.0-50-amd64-stacked"
+
+// TestReadLabStacked wants each of two superblocks stacked on one mount point to carry its
+// own mountstats entry, and each client group its own mount.
+func TestReadLabStacked(t *testing.T) {
+	t.Parallel()
+	inv, err := Read(hostfs.Root(stackedRoot), ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(inv.Warnings) > 0 {
+		t.Errorf("warnings: %q", inv.Warnings)
+	}
+	type figures struct {
+		Device, Version, ClientGroup string
+		MountPoints                  []string
+		Connections                  int
+		Age                          time.Duration
+		WriteTotal, Sends            uint64
+	}
+	var got []figures
+	for _, m := range inv.Mounts {
+		f := figures{Device: m.Device, Version: m.Version, ClientGroup: m.ClientGroup, MountPoints: m.MountPoints, Connections: m.Connections}
+		if m.Stats != nil {
+			f.Age, f.WriteTotal = m.Stats.Age, m.Stats.Bytes.WriteTotal
+			for _, x := range m.Stats.Transports {
+				f.Sends += x.Sends
+			}
+		}
+		got = append(got, f)
+	}
+	want := []figures{
+		{Device: "0:63", Version: "3", ClientGroup: "tcp://127.0.0.1/v3", MountPoints: []string{"/mnt/lab/stacked"},
+			Connections: 1, Age: 33 * time.Second, WriteTotal: 1 << 20, Sends: 16},
+		{Device: "0:65", Version: "4.1", ClientGroup: "tcp://127.0.0.2/v4.1", MountPoints: []string{"/mnt/lab/stacked"},
+			Connections: 2, Age: 19 * time.Second, WriteTotal: 3 << 20, Sends: 24 + 16},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("mounts (-want +got):\n%s", diff)
+	}
+	var groups []string
+	for _, g := range inv.Groups {
+		groups = append(groups, g.Key+" "+strings.Join(g.Devices, ",")+" "+g.SetBy)
+	}
+	if diff := cmp.Diff([]string{"tcp://127.0.0.1/v3 0:63 0:63", "tcp://127.0.0.2/v4.1 0:65 0:65"}, groups); diff != "" {
+		t.Errorf("groups (-want +got):\n%s", diff)
+	}
+}

@@ -242,3 +242,45 @@ func TestCollectInExpositionOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestCollectorLabStacked reads the lab tree with two superblocks stacked on one mount
+// point (NFSv3 below, NFSv4.1 with nconnect=2 above): each client group exports its own
+// transports and each mount its own bytes, instead of the upper mount's twice.
+func TestCollectorLabStacked(t *testing.T) {
+	t.Parallel()
+	inv, err := inventory.Read(hostfs.Root("../inventory/testdata/lab-6.1.0-50-amd64-stacked"), inventory.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newTestCollector(Snapshot{Inventory: inv}, nil, Options{})
+	want := `
+# HELP nfstune_client_group_sends_total RPC requests sent over all transports of the kernel NFS client.
+# TYPE nfstune_client_group_sends_total counter
+nfstune_client_group_sends_total{client_group="tcp://127.0.0.1/v3",proto="tcp",server_addr="127.0.0.1",version="3"} 16
+nfstune_client_group_sends_total{client_group="tcp://127.0.0.2/v4.1",proto="tcp",server_addr="127.0.0.2",version="4.1"} 40
+# HELP nfstune_client_group_connections Transports (xprt: lines) of the kernel NFS client.
+# TYPE nfstune_client_group_connections gauge
+nfstune_client_group_connections{client_group="tcp://127.0.0.1/v3",proto="tcp",server_addr="127.0.0.1",version="3"} 1
+nfstune_client_group_connections{client_group="tcp://127.0.0.2/v4.1",proto="tcp",server_addr="127.0.0.2",version="4.1"} 2
+# HELP nfstune_mount_age_seconds Time since the superblock was mounted (mountstats age:).
+# TYPE nfstune_mount_age_seconds gauge
+nfstune_mount_age_seconds{backend="generic",device="0:63",export="/srv/tmp",mountpoint="/mnt/lab/stacked",server="127.0.0.1",version="3"} 33
+nfstune_mount_age_seconds{backend="generic",device="0:65",export="/disk",mountpoint="/mnt/lab/stacked",server="127.0.0.2",version="4.1"} 19
+`
+	names := []string{"nfstune_client_group_sends_total", "nfstune_client_group_connections", "nfstune_mount_age_seconds"}
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), names...); err != nil {
+		t.Error(err)
+	}
+	out, err := testutil.CollectAndFormat(c, expfmt.TypeTextPlain, "nfstune_mount_write_bytes_total")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{
+		`nfstune_mount_write_bytes_total{backend="generic",device="0:63",export="/srv/tmp",mountpoint="/mnt/lab/stacked",server="127.0.0.1",source="server",version="3"} 1.048576e+06`,
+		`nfstune_mount_write_bytes_total{backend="generic",device="0:65",export="/disk",mountpoint="/mnt/lab/stacked",server="127.0.0.2",source="server",version="4.1"} 3.145728e+06`,
+	} {
+		if !bytes.Contains(out, []byte(line)) {
+			t.Errorf("missing %q in\n%s", line, out)
+		}
+	}
+}
