@@ -28,7 +28,9 @@ type mountStatsEntry struct {
 // net/sunrpc/stats.c rpc_clnt_show_stats) and returns the NFS statistics keyed by mount
 // point, octal escapes decoded. Entries that prometheus/procfs rejects are dropped one by
 // one; each drop, and each NFS entry without statistics, is reported in warnings. See
-// parseMountStats for how the whole-file parser is made tolerant.
+// parseMountStats for how the whole-file parser is made tolerant. Of superblocks stacked
+// on one mount point only the last (the visible one) is kept; Read pairs entries with
+// mountinfo lines by order instead, so that each superblock keeps its own.
 func ParseMountStats(r io.Reader) (map[string]*Stats, []string) {
 	b, err := io.ReadAll(r)
 	if err != nil {
