@@ -24,32 +24,6 @@ type mountStatsEntry struct {
 	XprtLines int
 }
 
-// ParseMountStats parses /proc/<pid>/mountstats (fs/nfs/super.c nfs_show_stats and
-// net/sunrpc/stats.c rpc_clnt_show_stats) and returns the NFS statistics keyed by mount
-// point, octal escapes decoded. Entries that prometheus/procfs rejects are dropped one by
-// one; each drop, and each NFS entry without statistics, is reported in warnings. See
-// parseMountStats for how the whole-file parser is made tolerant. Of superblocks stacked
-// on one mount point only the last (the visible one) is kept; Read pairs entries with
-// mountinfo lines by order instead, so that each superblock keeps its own.
-func ParseMountStats(r io.Reader) (map[string]*Stats, []string) {
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return map[string]*Stats{}, []string{fmt.Sprintf("reading mountstats: %v", err)}
-	}
-	entries, warnings := parseMountStats(b)
-	out := make(map[string]*Stats, len(entries))
-	for _, e := range entries {
-		if !isNFSType(e.FSType) {
-			continue
-		}
-		if e.Stats == nil {
-			continue
-		}
-		out[e.MountPoint] = e.Stats
-	}
-	return out, warnings
-}
-
 // parseMountStats is a tolerant wrapper around prometheus/procfs's mountstats parser.
 //
 // procfs parses the file as a whole and gives up on all of it when one entry has a shape

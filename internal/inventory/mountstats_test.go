@@ -1,6 +1,8 @@
 package inventory
 
 import (
+	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -106,7 +108,7 @@ func TestParseMountStats(t *testing.T) {
 	t.Parallel()
 	for _, tt := range mountStatsTests {
 		t.Run(tt.name, func(t *testing.T) {
-			stats, warnings := ParseMountStats(strings.NewReader(tt.in))
+			stats, warnings := statsByMountPoint(strings.NewReader(tt.in))
 			got := map[string]int{}
 			for mp, s := range stats {
 				got[mp] = len(s.Transports)
@@ -123,7 +125,7 @@ func TestParseMountStats(t *testing.T) {
 
 func TestParseMountStatsValues(t *testing.T) {
 	t.Parallel()
-	stats, _ := ParseMountStats(strings.NewReader(statsEntry("/a", "1.1", goodEvents, tcpLine+tcpLine, goodRead)))
+	stats, _ := statsByMountPoint(strings.NewReader(statsEntry("/a", "1.1", goodEvents, tcpLine+tcpLine, goodRead)))
 	s := stats["/a"]
 	if s == nil {
 		t.Fatal("no stats for /a")
@@ -143,7 +145,7 @@ func TestParseMountStatsValues(t *testing.T) {
 // place and reads the two pNFS counters it lacks as 0.
 func TestParseMountStatsOldEvents(t *testing.T) {
 	t.Parallel()
-	stats, warnings := ParseMountStats(strings.NewReader(statsEntry("/old", "1.0", oldEvents, tcpLine10, goodRead)))
+	stats, warnings := statsByMountPoint(strings.NewReader(statsEntry("/old", "1.0", oldEvents, tcpLine10, goodRead)))
 	if len(warnings) > 0 {
 		t.Errorf("warnings = %q", warnings)
 	}
@@ -175,7 +177,7 @@ func TestParseMountStatsManyBad(t *testing.T) {
 		b.WriteString(statsEntry(mp, "1.1", goodEvents, tcpLine, goodRead))
 		want[mp] = 1
 	}
-	stats, warnings := ParseMountStats(strings.NewReader(b.String()))
+	stats, warnings := statsByMountPoint(strings.NewReader(b.String()))
 	got := map[string]int{}
 	for mp, s := range stats {
 		got[mp] = len(s.Transports)
@@ -196,7 +198,7 @@ func FuzzParseMountStats(f *testing.F) {
 		if _, err := readStripped(strings.NewReader(s), 1<<20); err != nil {
 			t.Errorf("readStripped: %v", err)
 		}
-		stats, _ := ParseMountStats(strings.NewReader(s))
+		stats, _ := statsByMountPoint(strings.NewReader(s))
 		for mp, st := range stats {
 			if st == nil {
 				t.Errorf("nil stats for %q", mp)
@@ -220,4 +222,27 @@ func TestReadStripped(t *testing.T) {
 	if _, err := readStripped(strings.NewReader(in), 100); err == nil {
 		t.Errorf("readStripped over the limit: want error")
 	}
+}
+
+// statsByMountPoint parses a mountstats file with parseMountStats and keys the NFS
+// statistics by mount point, for tests that look entries up by path. Of superblocks
+// stacked on one mount point only the last is kept (Read pairs entries with mountinfo
+// lines by order instead).
+func statsByMountPoint(r io.Reader) (map[string]*Stats, []string) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return map[string]*Stats{}, []string{fmt.Sprintf("reading mountstats: %v", err)}
+	}
+	entries, warnings := parseMountStats(b)
+	out := make(map[string]*Stats, len(entries))
+	for _, e := range entries {
+		if !isNFSType(e.FSType) {
+			continue
+		}
+		if e.Stats == nil {
+			continue
+		}
+		out[e.MountPoint] = e.Stats
+	}
+	return out, warnings
 }
