@@ -7,8 +7,8 @@ LDFLAGS  := -s -w -X github.com/nfstune/nfstune/internal/version.Version=$(VERSI
 # helm is built once from the Go module proxy (a few minutes) for helm-lint and helm-test.
 HELM_VERSION ?= v3.22.0
 HELM     := bin/tools/helm-$(HELM_VERSION)/helm
-# golangci-lint is built the same way for verify (about 5 minutes the first time);
-# shellcheck comes from Debian (.ci/run installs it).
+# golangci-lint is built the same way for verify (12 minutes the first time on a busy 2-core
+# machine); shellcheck comes from Debian (.ci/run installs it).
 GOLANGCI_LINT_VERSION ?= v2.15.0
 GOLANGCI_LINT := bin/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint
 SHELL_SCRIPTS := $(wildcard lab/*.sh lab/guest/*.sh bench/*/*.sh) lab/guest/labctl .ci/run
