@@ -1,4 +1,5 @@
-# nfstune build, test and lab targets. `make check` runs every test; `make demo` runs the lab demo.
+# nfstune build, test and lab targets. `make verify` is the fast gate (format, vet, lint);
+# `make check` runs it and then every test; `make demo` runs the lab demo.
 GO       ?= go
 BIN      := bin/nfstune
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -6,8 +7,15 @@ LDFLAGS  := -s -w -X github.com/nfstune/nfstune/internal/version.Version=$(VERSI
 # helm is built once from the Go module proxy (a few minutes) for helm-lint and helm-test.
 HELM_VERSION ?= v3.22.0
 HELM     := bin/tools/helm-$(HELM_VERSION)/helm
+# golangci-lint is built the same way for verify (12 minutes the first time on a busy 2-core
+# machine); shellcheck comes from Debian (.ci/run installs it).
+GOLANGCI_LINT_VERSION ?= v2.15.0
+GOLANGCI_LINT := bin/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint
+SHELL_SCRIPTS := $(wildcard lab/*.sh lab/guest/*.sh bench/*/*.sh) lab/guest/labctl .ci/run
+# The tagged tests (lab, helm, apiserver) are vetted and linted with the rest.
+TAGS     := lab,helm,apiserver
 
-.PHONY: all build test vet scrape-test check lab-setup lab-test lab-record lab-shell demo clean helm-lint helm-test image apiserver-test
+.PHONY: all build verify test vet scrape-test check lab-setup lab-test lab-record lab-shell demo clean helm-lint helm-test image apiserver-test
 
 all: build
 
@@ -15,7 +23,20 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/nfstune
 
 vet:
-	$(GO) vet ./...
+	$(GO) vet -tags $(TAGS) ./...
+
+# verify is the fast gate, run before any test: gofmt, go vet, golangci-lint (.golangci.yml:
+# staticcheck, revive's exported rule, depguard, forbidigo, gochecknoinits) and shellcheck.
+verify: $(GOLANGCI_LINT)
+	@unformatted=$$(gofmt -l cmd internal lab bench); \
+	if [ -n "$$unformatted" ]; then echo "gofmt -l: run gofmt -w on:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet -tags $(TAGS) ./...
+	$(GOLANGCI_LINT) run ./...
+	@command -v shellcheck >/dev/null || { echo "shellcheck missing: apt-get install shellcheck"; exit 1; }
+	shellcheck -x $(SHELL_SCRIPTS)
+
+$(GOLANGCI_LINT):
+	GOBIN=$(CURDIR)/$(dir $(GOLANGCI_LINT)) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
 test:
 	$(GO) test -count=1 ./...
@@ -25,9 +46,11 @@ test:
 scrape-test:
 	cd bench/scrape && $(GO) vet ./... && $(GO) test -count=1 ./...
 
-# check runs every test: unit tests, the scrape comparison's module, the chart against
-# nfstune k8s render, then the real-kernel lab tests.
-check: vet test scrape-test helm-lint helm-test apiserver-test lab-test
+# check runs verify first, then every test: unit tests, the scrape comparison's module, the
+# chart against nfstune k8s render, then the real-kernel lab tests. The tests start only once
+# verify has passed, with make -j too.
+check: verify
+	$(MAKE) test scrape-test helm-lint helm-test apiserver-test lab-test
 
 # image builds the agent's OCI image from the static binary without a container daemon:
 # bin/image/oci (OCI layout), bin/image/nfstune-$(VERSION).tar and bin/image/digest.

@@ -23,7 +23,7 @@ mnt=/mnt/lab/bench
 mkdir -p "$out"
 # The tmpfs export over NFSv4.1: the server's disk never limits the read.
 labctl mount 127.0.0.1:/tmp "$mnt" vers=4.1
-sweep=("$bin" bench sweep --mount "$mnt" --profile seq-read --readahead 128,15360
+sweep=("$bin" bench sweep --mount "$mnt" --profile seq-read --readahead "128,15360"
 	--repeat "$repeat" --size "$size" --runtime 120s --log-level warn)
 
 echo "== no added delay: link rate $rate only"

@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034 # the settings are used by the scripts that source this file
 # Shared settings for the lab scripts. Sourced, never run.
 
 # The cache lives outside the clone so that a fresh checkout (CI) reuses the guest root.
@@ -42,7 +42,7 @@ lab_mirror() {
 # lab_kernel prints the guest kernel image inside the cached root.
 lab_kernel() {
 	local k
-	k=$(ls -1 "$LAB_ROOT"/boot/vmlinuz-* 2>/dev/null | sort -V | tail -n1)
-	[[ -n $k ]] || lab_die "no kernel in $LAB_ROOT/boot: run make lab-setup"
+	k=$(printf '%s\n' "$LAB_ROOT"/boot/vmlinuz-* | sort -V | tail -n1)
+	[[ -e $k ]] || lab_die "no kernel in $LAB_ROOT/boot: run make lab-setup"
 	printf '%s\n' "$k"
 }

@@ -97,7 +97,11 @@ if [[ -f $run/status ]]; then
 		[[ -s $run/dmesg.log ]] && { lab_log "last kernel messages:"; cat "$run/dmesg.log" >&2; }
 		keep=1
 	fi
-	((keep)) && lab_log "run directory kept: $run" || rm -rf "$run"
+	if ((keep)); then
+		lab_log "run directory kept: $run"
+	else
+		rm -rf "$run"
+	fi
 	exit "$rc"
 fi
 

@@ -125,6 +125,8 @@ func New(cfg Config) (*Agent, error) {
 // Trigger names what started a reconcile; it is a label of nfstune_agent_reconciles_total.
 type Trigger string
 
+// The triggers: the agent's start, a change of mountinfo, the periodic resync, a reload of
+// a changed policy file, and the settle re-check.
 const (
 	TriggerStart     Trigger = "start"
 	TriggerMountinfo Trigger = "mountinfo"

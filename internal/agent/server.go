@@ -58,7 +58,7 @@ func (a *Agent) Handler(opts HandlerOptions) (http.Handler, error) {
 	}
 
 	mux := http.NewServeMux()
-	var scrapeHandler http.Handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+	scrapeHandler := promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog:            slog.NewLogLogger(a.cfg.Logger.Handler(), slog.LevelError),
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: 4,

@@ -1,37 +1,23 @@
 package app
 
 import (
-	"errors"
-	"go/build"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// TestPackageDocs checks that every package under internal/ has a doc comment that starts
-// with "Package <name> ", as go doc expects.
+// TestPackageDocs checks that every package of the module (cmd/, internal/, lab/) has a doc
+// comment as go doc expects: "Package <name> ..." for a library, "Command <dir> ..." for a
+// program.
 func TestPackageDocs(t *testing.T) {
-	dirs, err := os.ReadDir("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range dirs {
-		if !d.IsDir() {
-			continue
-		}
-		dir := filepath.Join("..", d.Name())
-		pkg, err := build.ImportDir(dir, 0)
-		var noGo *build.NoGoError
-		if errors.As(err, &noGo) {
-			continue
-		}
-		if err != nil {
-			t.Fatalf("reading %s: %v", dir, err)
+	for _, pkg := range modulePackages(t) {
+		want := "Package " + pkg.Name + " "
+		if pkg.IsCommand() {
+			want = "Command " + filepath.Base(pkg.Dir) + " "
 		}
 		// Doc is the synopsis of the package comment, build constraints applied.
-		if !strings.HasPrefix(pkg.Doc, "Package "+pkg.Name+" ") {
-			t.Errorf("package %s (%s) has no doc comment starting with \"Package %s \"", pkg.Name, dir, pkg.Name)
+		if !strings.HasPrefix(pkg.Doc, want) {
+			t.Errorf("package %s (%s) has no doc comment starting with %q", pkg.Name, pkg.Dir, want)
 		}
 	}
 }

@@ -94,15 +94,15 @@ func mountChecks() []mountCheck {
 	return []mountCheck{
 		checkReadAhead,      // NFS001
 		checkNConnect,       // NFS010, NFS011, NFS012
-		checkTransferSize,   // NFS020, NFS021
+		checkTransferSize,   // NFS020, NFS021, NFS022
 		checkSoft,           // NFS030
-		checkCaching,        // NFS031
+		checkCaching,        // NFS031, NFS032
 		checkVersion,        // NFS040
 		checkNConnectKernel, // NFS041
 		checkReadAheadRules, // NFS050
 		checkNoEffect,       // NFS070
 		checkStalled,        // NFS093
-		checkStats,          // NFS090
+		checkStats,          // NFS090, NFS091
 	}
 }
 

@@ -69,8 +69,8 @@ func NewSpread(vs []float64) Spread {
 	return Spread{N: len(s), Median: med, Min: s[0], Max: s[len(s)-1]}
 }
 
-// Overlaps reports whether the ranges of a and b overlap.
-func (a Spread) Overlaps(b Spread) bool { return a.Min <= b.Max && b.Min <= a.Max }
+// Overlaps reports whether the ranges of s and o overlap.
+func (s Spread) Overlaps(o Spread) bool { return s.Min <= o.Max && o.Min <= s.Max }
 
 // Verdicts of a comparison.
 const (

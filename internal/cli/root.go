@@ -1,5 +1,7 @@
 // Package cli holds nfstune's cobra commands. Each verb lives in its own file: a flags
-// struct, a constructor, and a runE that turns the flags into one library call.
+// struct, a constructor, and a runE that validates the flags, calls the library packages
+// (inventory, policy, audit, tune, render, bench, plan) and writes their result as a table,
+// JSON or YAML. The decisions are in those packages; cli only wires them and prints.
 package cli
 
 import (

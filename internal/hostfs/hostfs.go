@@ -1,6 +1,9 @@
 // Package hostfs reads the host's kernel interfaces (/proc, /sys) and configuration files
 // under a root prefix: "/" in production, a fixture tree in tests, the host's filesystem
-// mounted at /host in a container. It is the only package that spells "/proc" and "/sys".
+// mounted at /host in a container. Readers build host paths with Root.Proc, Root.Sys and
+// Root.Etc so that every read follows the root; the kernel paths spelled elsewhere are
+// names shown to the user (tune's journal maps them back below the root) and render's
+// hostPath volumes.
 //
 // Nothing here stats or opens a path below an NFS mount point: every path is built from
 // kernel pseudo-files and /etc, never from a mount point.

@@ -506,7 +506,7 @@ func buildGroups(mounts []Mount) []Group {
 	return groups
 }
 
-// compareDevices orders "major:minor" numerically.
+// CompareDevices orders "major:minor" numerically.
 func CompareDevices(a, b string) int {
 	amaj, amin, _ := strings.Cut(a, ":")
 	bmaj, bmin, _ := strings.Cut(b, ":")

@@ -26,6 +26,7 @@ const (
 // Mode says whether nfstune changes a mount or only reports on it.
 type Mode string
 
+// The modes: enforce changes mounts to match the policy, observe only reports.
 const (
 	ModeEnforce Mode = "enforce"
 	ModeObserve Mode = "observe"

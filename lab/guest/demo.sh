@@ -23,10 +23,10 @@ measure() {
 	local all
 	all=$(grep -o '"read_mib_s": [0-9.]*' "$2" | awk '{ print $2 }' | sort -n)
 	local i=0 v
-	for v in $(grep -o '"read_mib_s": [0-9.]*' "$2" | awk '{ print $2 }'); do
+	while read -r v; do
 		i=$((i + 1))
 		printf '  %s, read %d of %d: %s MiB/s\n' "$1" "$i" "$runs" "$v"
-	done
+	done < <(grep -o '"read_mib_s": [0-9.]*' "$2" | awk '{ print $2 }')
 	median=$(awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }' <<<"$all")
 	spread=$(awk 'NR == 1 { lo = $1 } { hi = $1 } END { print lo " to " hi }' <<<"$all")
 }

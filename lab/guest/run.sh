@@ -8,8 +8,9 @@ LAB_RUN=$1
 shift
 export LAB_RUN
 . "$(dirname "$0")/lib.sh"
-export PATH="$(cd "$(dirname "$0")" && pwd):$PATH"
-cd /lab
+PATH="$(cd "$(dirname "$0")" && pwd):$PATH"
+export PATH
+cd /lab || exit 1
 
 scenario=0
 while (($#)); do

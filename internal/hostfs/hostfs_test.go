@@ -1,0 +1,198 @@
+package hostfs
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestRootPaths(t *testing.T) {
+	tests := []struct {
+		name, got, want string
+	}{
+		{name: "production proc", got: Root("/").Proc("self", "mountstats"), want: "/proc/self/mountstats"},
+		{name: "container sys", got: Root("/host").Sys("class", "bdi"), want: "/host/sys/class/bdi"},
+		{name: "fixture etc", got: Root("testdata/root").Etc("fstab"), want: "testdata/root/etc/fstab"},
+		{name: "path", got: Root("/host").Path("run", "udev"), want: "/host/run/udev"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.name, tt.got, tt.want)
+		}
+	}
+}
+
+var deviceTests = []struct {
+	in   string
+	want bool
+}{
+	{"0:53", true},
+	{"8:0", true},
+	{"4294967295:4294967295", true},
+	{"", false},
+	{"0", false},
+	{"0:", false},
+	{":53", false},
+	{"0:53:1", false},
+	{"-1:0", false},
+	{"+1:0", false},
+	{" 0:53", false},
+	{"0:53\n", false},
+	{"0x1:0", false},
+	{"4294967296:0", false}, // over 32 bits
+	{"..", false},
+	{"../../../etc", false},
+	{"0:53/../../..", false},
+	{"0:53/read_ahead_kb", false},
+}
+
+func TestValidDevice(t *testing.T) {
+	for _, tt := range deviceTests {
+		if got := ValidDevice(tt.in); got != tt.want {
+			t.Errorf("ValidDevice(%q) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestBDI(t *testing.T) {
+	root := Root("/host")
+	got, err := root.BDI("0:53")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "/host/sys/class/bdi/0:53"; got != want {
+		t.Errorf("BDI(0:53) = %q, want %q", got, want)
+	}
+	for _, tt := range deviceTests {
+		if tt.want {
+			continue
+		}
+		if p, err := root.BDI(tt.in); err == nil {
+			t.Errorf("BDI(%q) = %q, want an error", tt.in, p)
+		}
+	}
+}
+
+// FuzzBDI checks that no device name yields a path outside /sys/class/bdi: the read-ahead
+// writers build the path they write from a device name found in mountinfo.
+func FuzzBDI(f *testing.F) {
+	for _, tt := range deviceTests {
+		f.Add(tt.in)
+	}
+	root := Root("/host")
+	class := root.Sys("class", "bdi")
+	f.Fuzz(func(t *testing.T, device string) {
+		p, err := root.BDI(device)
+		if err != nil {
+			return
+		}
+		if filepath.Dir(p) != class || filepath.Clean(p) != p {
+			t.Errorf("BDI(%q) = %q, outside %s", device, p, class)
+		}
+	})
+}
+
+func writeFile(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "attr")
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestReadSmall(t *testing.T) {
+	p := writeFile(t, "0 1 2\n")
+	got, err := ReadSmall(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != "0 1 2\n" {
+		t.Errorf("ReadSmall = %q", got)
+	}
+	if _, err := ReadSmall(filepath.Join(t.TempDir(), "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing file: err = %v, want fs.ErrNotExist", err)
+	}
+}
+
+// TestReadSmallProcSize reads a /proc file whose size is reported as 0: ReadSmall must not
+// trust the size.
+func TestReadSmallProcSize(t *testing.T) {
+	const p = "/proc/self/stat"
+	st, err := os.Stat(p)
+	if err != nil {
+		t.Fatalf("this test needs Linux's /proc: %v", err)
+	}
+	if st.Size() != 0 {
+		t.Fatalf("%s reports %d bytes; the test needs a file that reports 0", p, st.Size())
+	}
+	b, err := ReadSmall(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The second field is the command name in parentheses.
+	if !strings.Contains(string(b), "(") {
+		t.Errorf("ReadSmall(%s) = %q, want the process's stat line", p, b)
+	}
+}
+
+func TestReadSmallCap(t *testing.T) {
+	for _, tt := range []struct {
+		size    int64
+		wantErr bool
+	}{
+		{MaxSmall, false},
+		{MaxSmall + 1, true},
+	} {
+		p := filepath.Join(t.TempDir(), "big")
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A sparse file: the size without writing the bytes.
+		if err := f.Truncate(tt.size); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		b, err := ReadSmall(p)
+		switch {
+		case tt.wantErr && !errors.Is(err, ErrTooLarge):
+			t.Errorf("size %d: err = %v, want ErrTooLarge", tt.size, err)
+		case !tt.wantErr && err != nil:
+			t.Errorf("size %d: %v", tt.size, err)
+		case !tt.wantErr && int64(len(b)) != tt.size:
+			t.Errorf("size %d: read %d bytes", tt.size, len(b))
+		}
+	}
+}
+
+func TestReadInt(t *testing.T) {
+	got, err := ReadInt(writeFile(t, "15360\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != 15360 {
+		t.Errorf("ReadInt = %d, want 15360", got)
+	}
+	for _, bad := range []string{"", "128 KiB\n", "0x80\n", "1 2\n"} {
+		p := writeFile(t, bad)
+		if n, err := ReadInt(p); err == nil || !strings.Contains(err.Error(), p) {
+			t.Errorf("ReadInt(%q) = %d, %v; want an error naming the file", bad, n, err)
+		}
+	}
+}
+
+func TestReadString(t *testing.T) {
+	got, err := ReadString(writeFile(t, "  always [madvise] never \n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "always [madvise] never"; got != want {
+		t.Errorf("ReadString = %q, want %q", got, want)
+	}
+}
