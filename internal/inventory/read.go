@@ -116,15 +116,24 @@ var nfsOnly = mountinfo.FSTypeFilter("nfs", "nfs4")
 // parseMountInfo returns the entries of a mountinfo file that filter keeps, through
 // moby/sys/mountinfo. That parser fails the whole file on one malformed line, so when it
 // does, the file is parsed again line by line and only the lines it rejects are dropped.
+// It reads a device field such as "0:53/../.." as 0:0, which would merge unrelated mounts
+// into one superblock, so lines whose device is not major:minor are dropped first.
 func parseMountInfo(b []byte, filter mountinfo.FilterFunc) ([]*mountinfo.Info, []string) {
-	infos, err := mountinfo.GetMountsFromReader(bytes.NewReader(b), filter)
-	if err == nil {
-		return infos, nil
+	lines := bytes.Split(b, []byte("\n"))
+	if !slices.ContainsFunc(lines, badDevice) {
+		infos, err := mountinfo.GetMountsFromReader(bytes.NewReader(b), filter)
+		if err == nil {
+			return infos, nil
+		}
 	}
-	infos = infos[:0]
+	var infos []*mountinfo.Info
 	var warnings []string
-	for n, line := range bytes.Split(b, []byte("\n")) {
+	for n, line := range lines {
 		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if badDevice(line) {
+			warnings = append(warnings, fmt.Sprintf("mountinfo line %d dropped: bad device %q (want major:minor)", n+1, shorten(string(bytes.Fields(line)[2]), 40)))
 			continue
 		}
 		got, err := mountinfo.GetMountsFromReader(bytes.NewReader(line), filter)
@@ -135,6 +144,13 @@ func parseMountInfo(b []byte, filter mountinfo.FilterFunc) ([]*mountinfo.Info, [
 		infos = append(infos, got...)
 	}
 	return infos, warnings
+}
+
+// badDevice reports whether a mountinfo line has a third field that is not major:minor.
+// Lines too short to have one are left to the parser, which rejects them.
+func badDevice(line []byte) bool {
+	f := bytes.Fields(line)
+	return len(f) >= 3 && !hostfs.ValidDevice(string(f[2]))
 }
 
 // readMountStats returns the mountstats entries keyed by mount point. The fast path hands
