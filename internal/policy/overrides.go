@@ -195,7 +195,7 @@ func (d *decoder) mountOptions(n *yaml.Node, path string, o *Overrides) {
 			for i, s := range list {
 				name, _, _ := strings.Cut(s, "=")
 				switch {
-				case s == "" || strings.ContainsAny(s, ", \t"):
+				case !ValidOption(s):
 					d.errorf(v.Content[i], key, "%q is not a single mount option", s)
 					good = false
 				case slices.Contains(noEffect, name):
@@ -208,6 +208,24 @@ func (d *decoder) mountOptions(n *yaml.Node, path string, o *Overrides) {
 			}
 		},
 	})
+}
+
+// ValidOption reports whether s is one mount option that fstab and mount -o carry as is:
+// "name" or "name=value", both non-empty, of printable ASCII other than white space, the
+// option separator ',', fstab's comment '#', quotes and the backslash that fstab and
+// mountinfo use for octal escapes.
+func ValidOption(s string) bool {
+	name, value, hasValue := strings.Cut(s, "=")
+	if name == "" || (hasValue && value == "") {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c > '~' || strings.IndexByte(",#'\"\\", c) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // ioSize decodes rsize or wsize: positive, at most 1 MiB, a multiple of 4096.

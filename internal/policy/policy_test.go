@@ -355,3 +355,38 @@ rules:
 		t.Errorf("no rule: got %s %s", got.Rule, got.Backend)
 	}
 }
+
+// ruleConfig is a config with one rule whose body is given, indented under "rules: - ".
+func ruleConfig(body string) string {
+	return "apiVersion: nfstune.io/v1alpha1\nkind: Policy\nrules:\n  - " + strings.ReplaceAll(strings.TrimSpace(body), "\n", "\n    ") + "\n"
+}
+
+// TestParseRejectsUnsafeValues covers values that would corrupt what apply writes (fstab,
+// sysctls) or exceed what nfstune measures: each must fail with a clear message.
+func TestParseRejectsUnsafeValues(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, config, wantErr string
+	}{
+		{"newline in option", ruleConfig(`mountOptions: {extra: ["noresvport\nnfsvers=2"]}`), `"noresvport\nnfsvers=2" is not a single mount option`},
+		{"comma in option", ruleConfig(`mountOptions: {extra: ["a,b"]}`), `"a,b" is not a single mount option`},
+		{"hash in option", ruleConfig(`mountOptions: {extra: ["a#b"]}`), `"a#b" is not a single mount option`},
+		{"quote in option", ruleConfig(`mountOptions: {extra: ["sec='sys'"]}`), `is not a single mount option`},
+		{"double quote in option", ruleConfig(`mountOptions: {extra: ["a\"b"]}`), `is not a single mount option`},
+		{"control byte in option", ruleConfig(`mountOptions: {extra: ["a\x01b"]}`), `"a\x01b" is not a single mount option`},
+		{"nbsp in option", ruleConfig(`mountOptions: {extra: ["a\u00a0b"]}`), `is not a single mount option`},
+		{"empty value", ruleConfig(`mountOptions: {extra: ["sec="]}`), `"sec=" is not a single mount option`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("c.yaml", []byte(tt.config))
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("Parse:\n%s\nerror %v, want %q", tt.config, err, tt.wantErr)
+			}
+		})
+	}
+	// The same options without the unsafe bytes are accepted.
+	if _, err := Parse("c.yaml", []byte(ruleConfig(`mountOptions: {extra: [noresvport, sec=sys, "x-systemd.automount", "lookupcache=pos"]}`))); err != nil {
+		t.Errorf("safe options rejected: %v", err)
+	}
+}

@@ -317,3 +317,28 @@ func TestPlanSysctlMax(t *testing.T) {
 		t.Errorf("--exact did not lower to the bound: %v", briefs(p))
 	}
 }
+
+// An option the policy should have refused (a newline, a blank) must not reach /etc/fstab:
+// the plan fails instead of writing a line that does not parse back to what was meant.
+func TestPlanFstabRefusesLineThatDoesNotParseBack(t *testing.T) {
+	t.Parallel()
+	for _, extra := range []string{"noresvport\nnfsvers=2", "a b", "x\t0 0\n#"} {
+		root := fixtureRoot(t)
+		want := fixtureWant()
+		resolve := want.Resolve
+		want.Resolve = func(m *inventory.Mount) Desired {
+			d := resolve(m)
+			d.Profile.Mount.Extra = []string{extra}
+			return d
+		}
+		opts := defaultOptions()
+		opts.Fstab = true
+		p, err := NewPlan(root, fixtureInventory(), want, opts)
+		if err == nil || !strings.Contains(err.Error(), "does not parse back") {
+			t.Errorf("extra %q: err = %v, want a refusal; plan %v", extra, err, p)
+		}
+		if got := readFixture(t, root, FstabPath); got != fixtureFstab {
+			t.Errorf("extra %q: fstab changed:\n%s", extra, got)
+		}
+	}
+}
