@@ -2,7 +2,6 @@ package policy
 
 import (
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -102,15 +101,16 @@ var (
 	noEffect = []string{"atime", "noatime", "diratime", "nodiratime", "relatime", "norelatime", "strictatime", "nostrictatime"}
 )
 
-// sysctlName is a dotted sysctl name such as "sunrpc.tcp_slot_table_entries".
-var sysctlName = regexp.MustCompile(`^[a-z0-9_]+(\.[a-z0-9_]+)+$`)
-
 // profileFields returns the handlers for the profile value keys (readAheadKB, mountOptions,
 // sysctls, sysctlsMax), decoding into o.
 func (d *decoder) profileFields(o *Overrides) map[string]func(*yaml.Node, string) {
 	return map[string]func(*yaml.Node, string){
 		"readAheadKB": func(v *yaml.Node, key string) {
 			if n, ok := d.size(v, key); ok {
+				if n > MaxReadAheadKB {
+					d.errorf(v, key, "%d is out of range 0..%d", n, MaxReadAheadKB)
+					return
+				}
 				o.ReadAheadKB = &n
 			}
 		},
@@ -257,8 +257,9 @@ func (d *decoder) sysctls(n *yaml.Node, path string) map[string]int64 {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		key := join(path, k.Value)
-		if !sysctlName.MatchString(k.Value) {
-			d.errorf(k, key, "not a dotted sysctl name such as sunrpc.tcp_slot_table_entries")
+		limit, known := SysctlLimit(k.Value)
+		if !known {
+			d.errorf(k, key, "not a sysctl nfstune sets (want one of %s)", strings.Join(KnownSysctls(), ", "))
 			continue
 		}
 		if _, dup := out[k.Value]; dup {
@@ -269,8 +270,8 @@ func (d *decoder) sysctls(n *yaml.Node, path string) map[string]int64 {
 		if !ok {
 			continue
 		}
-		if val < 0 {
-			d.errorf(v, key, "must not be negative, got %d", val)
+		if val < limit.Min || val > limit.Max {
+			d.errorf(v, key, "%d is out of range %d..%d", val, limit.Min, limit.Max)
 			continue
 		}
 		out[k.Value] = val
