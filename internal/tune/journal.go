@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,6 +17,10 @@ import (
 const KindDir Kind = "dir"
 
 const journalVersion = 1
+
+// MaxJournalSize caps the journal: the originals of a few small files and values. apply
+// refuses to start a journal revert would not read.
+const MaxJournalSize = 8 << 20
 
 // Journal records the original of every value and file apply changes, so that Revert can
 // put them back. It is written (and fsync'd) before the first change and after each one.
@@ -49,14 +54,23 @@ func (j *Journal) find(p string) int {
 	return -1
 }
 
-// loadJournal reads the journal; it returns nil, nil when there is none.
+// loadJournal reads the journal; it returns nil, nil when there is none. A journal larger
+// than MaxJournalSize, or naming anything apply could not have written, is refused whole.
 func loadJournal(root hostfs.Root) (*Journal, error) {
-	b, err := os.ReadFile(root.Path(JournalPath))
+	f, err := os.Open(root.Path(JournalPath))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading journal %q: %w", JournalPath, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxJournalSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading journal %q: %w", JournalPath, err)
+	}
+	if len(b) > MaxJournalSize {
+		return nil, fmt.Errorf("reading journal %q: larger than %d bytes", JournalPath, MaxJournalSize)
 	}
 	j := &Journal{}
 	if err := json.Unmarshal(b, j); err != nil {
@@ -64,6 +78,9 @@ func loadJournal(root hostfs.Root) (*Journal, error) {
 	}
 	if j.Version != journalVersion {
 		return nil, fmt.Errorf("reading journal %q: version %d, want %d", JournalPath, j.Version, journalVersion)
+	}
+	if err := j.check(); err != nil {
+		return nil, fmt.Errorf("refusing journal %q: %w", JournalPath, err)
 	}
 	return j, nil
 }
@@ -73,6 +90,9 @@ func (j *Journal) save(root hostfs.Root) error {
 	b, err := json.MarshalIndent(j, "", "  ")
 	if err != nil {
 		return err
+	}
+	if len(b)+1 > MaxJournalSize {
+		return fmt.Errorf("saving journal: %d bytes, more than revert reads (%d)", len(b)+1, MaxJournalSize)
 	}
 	if err := writeFileAtomic(root, JournalPath, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("saving journal: %w", err)
@@ -111,6 +131,9 @@ func (j *Journal) record(root hostfs.Root, a Action) error {
 			e.Original = []byte(content)
 			if fi, err := os.Stat(root.Path(a.Path)); err == nil {
 				e.Mode = fi.Mode().Perm()
+			}
+			if err := checkMode(e.Mode); err != nil {
+				return fmt.Errorf("%s: %w", a.Path, err)
 			}
 		}
 	}
