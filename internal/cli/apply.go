@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nfstune/nfstune/internal/display"
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/policy"
@@ -358,8 +359,10 @@ type tuneWriter struct {
 	err error
 }
 
+// printf writes with every string argument escaped (display.Text): paths, mount points,
+// notes and file lines come from the host and must not forge lines or reach the terminal raw.
 func (e *tuneWriter) printf(format string, args ...any) {
 	if e.err == nil {
-		_, e.err = fmt.Fprintf(e.w, format, args...)
+		_, e.err = fmt.Fprintf(e.w, format, display.Args(args)...)
 	}
 }
