@@ -69,18 +69,28 @@ func loadJournal(root hostfs.Root) (*Journal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading journal %q: %w", JournalPath, err)
 	}
+	j, err := decodeJournal(b)
+	if err != nil {
+		return nil, fmt.Errorf("reading journal %q: %w", JournalPath, err)
+	}
+	return j, nil
+}
+
+// decodeJournal parses a journal and refuses one that is too large, of another version, or
+// naming anything apply could not have written.
+func decodeJournal(b []byte) (*Journal, error) {
 	if len(b) > MaxJournalSize {
-		return nil, fmt.Errorf("reading journal %q: larger than %d bytes", JournalPath, MaxJournalSize)
+		return nil, fmt.Errorf("larger than %d bytes", MaxJournalSize)
 	}
 	j := &Journal{}
 	if err := json.Unmarshal(b, j); err != nil {
-		return nil, fmt.Errorf("reading journal %q: %w", JournalPath, err)
+		return nil, err
 	}
 	if j.Version != journalVersion {
-		return nil, fmt.Errorf("reading journal %q: version %d, want %d", JournalPath, j.Version, journalVersion)
+		return nil, fmt.Errorf("version %d, want %d", j.Version, journalVersion)
 	}
 	if err := j.check(); err != nil {
-		return nil, fmt.Errorf("refusing journal %q: %w", JournalPath, err)
+		return nil, fmt.Errorf("refused: %w", err)
 	}
 	return j, nil
 }

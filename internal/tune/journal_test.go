@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/nfstune/nfstune/internal/hostfs"
 )
@@ -130,4 +131,54 @@ func TestApplyLeavesWorldWritableFile(t *testing.T) {
 	if _, err := Revert(root); err != nil {
 		t.Errorf("revert: %v", err)
 	}
+}
+
+// FuzzDecodeJournal: whatever the bytes, a journal that decodes names only what apply
+// writes, with safe modes, and survives a save and a load unchanged.
+func FuzzDecodeJournal(f *testing.F) {
+	seed := func(entries []Entry, created []string) {
+		b, err := json.Marshal(Journal{Version: journalVersion, Entries: entries, Created: created})
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	seed([]Entry{
+		{Kind: KindDir, Path: "/etc/udev/rules.d", Absent: true},
+		{Kind: KindUdevRule, Path: UdevRulePath, Absent: true, Done: true},
+		{Kind: KindReadAhead, Path: "/sys/class/bdi/0:53/read_ahead_kb", Original: []byte("128\n"), Done: true},
+		{Kind: KindSysctl, Path: "/proc/sys/sunrpc/tcp_slot_table_entries", Original: []byte("2\n")},
+		{Kind: KindFstab, Path: FstabPath, Original: []byte(fixtureFstab), Mode: 0o644},
+	}, []string{"/var/lib/nfstune"})
+	seed([]Entry{{Kind: KindFstab, Path: "/../etc/shadow", Mode: 0o777}}, []string{"/etc"})
+	seed([]Entry{{Kind: "exec", Path: "/bin/sh", Mode: fs.ModeSetuid | 0o755}}, nil)
+	f.Add([]byte(`{"version":1,"entries":[{"kind":"readahead","path":"/sys/class/bdi/0:53/../../x"}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		j, err := decodeJournal(b)
+		if err != nil {
+			return
+		}
+		for _, e := range j.Entries {
+			if err := checkTarget(e.Kind, e.Path); err != nil {
+				t.Fatalf("decoded entry %+v: %v", e, err)
+			}
+			if strings.Contains(e.Path, "..") {
+				t.Fatalf("decoded path %q", e.Path)
+			}
+			if !e.Kind.Live() && e.Kind != KindDir && (e.Mode&^fs.ModePerm != 0 || e.Mode&0o002 != 0) {
+				t.Fatalf("decoded mode %s", e.Mode)
+			}
+		}
+		again, err := json.Marshal(j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j2, err := decodeJournal(again)
+		if err != nil {
+			t.Fatalf("a decoded journal does not decode again: %v", err)
+		}
+		if diff := cmp.Diff(j, j2, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("round trip (-first +second):\n%s", diff)
+		}
+	})
 }

@@ -224,7 +224,7 @@ func checkFstabLine(line string, want []string) error {
 	for _, sp := range fstabSpans(line) {
 		got = append(got, line[sp.start:sp.end])
 	}
-	if strings.ContainsAny(line, "\n\r") || !parseFstabLine(line).ok || !slices.Equal(got, want) {
+	if strings.Contains(line, "\n") || !parseFstabLine(line).ok || !slices.Equal(got, want) {
 		return fmt.Errorf("the new line %q does not parse back to the fields %q", line, want)
 	}
 	return nil
