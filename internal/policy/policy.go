@@ -107,7 +107,8 @@ func Load(file string) (*Policy, error) {
 
 // Parse strictly decodes config file contents; name is used in error messages and in
 // Resolved.Rule. Every problem (unknown key, bad glob or CIDR, impossible value, unknown
-// backend or workload) is reported with name:line and the key, joined in one error.
+// backend or workload) is reported with name:line and the key, joined in one error. The
+// config is one YAML document of at most MaxConfigSize bytes.
 func Parse(name string, b []byte) (*Policy, error) {
 	if len(b) > MaxConfigSize {
 		return nil, fmt.Errorf("%s: larger than %d bytes", name, MaxConfigSize)
