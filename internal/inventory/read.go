@@ -133,7 +133,8 @@ func parseMountInfo(b []byte, filter mountinfo.FilterFunc) ([]*mountinfo.Info, [
 			continue
 		}
 		if badDevice(line) {
-			warnings = append(warnings, fmt.Sprintf("mountinfo line %d dropped: bad device %q (want major:minor)", n+1, shorten(string(bytes.Fields(line)[2]), 40)))
+			dev, _ := thirdField(line)
+			warnings = append(warnings, fmt.Sprintf("mountinfo line %d dropped: bad device %q (want major:minor)", n+1, shorten(string(dev), 40)))
 			continue
 		}
 		got, err := mountinfo.GetMountsFromReader(bytes.NewReader(line), filter)
@@ -149,8 +150,22 @@ func parseMountInfo(b []byte, filter mountinfo.FilterFunc) ([]*mountinfo.Info, [
 // badDevice reports whether a mountinfo line has a third field that is not major:minor.
 // Lines too short to have one are left to the parser, which rejects them.
 func badDevice(line []byte) bool {
-	f := bytes.Fields(line)
-	return len(f) >= 3 && !hostfs.ValidDevice(string(f[2]))
+	dev, ok := thirdField(line)
+	return ok && !hostfs.ValidDevice(string(dev))
+}
+
+// thirdField returns the third space-separated field of a mountinfo line without
+// allocating; mountinfo escapes blanks inside fields.
+func thirdField(line []byte) ([]byte, bool) {
+	for range 2 {
+		_, rest, ok := bytes.Cut(bytes.TrimLeft(line, " "), []byte(" "))
+		if !ok {
+			return nil, false
+		}
+		line = rest
+	}
+	dev, _, _ := bytes.Cut(bytes.TrimLeft(line, " "), []byte(" "))
+	return dev, len(dev) > 0
 }
 
 // readMountStats returns the mountstats entries keyed by mount point. The fast path hands
