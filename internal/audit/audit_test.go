@@ -544,3 +544,30 @@ func checkGolden(t *testing.T, name string, got []byte) {
 		t.Errorf("%s differs (-want +got):\n%s", name, diff)
 	}
 }
+
+// A mount point or export holding a newline or terminal escapes must not forge lines or
+// reach the terminal raw.
+func TestWriteTableEscapes(t *testing.T) {
+	t.Parallel()
+	m := healthyAzureFiles()
+	m.ReadAheadKB = intp(128)
+	m.MountPoints = []string{"/mnt/a\n0:99  forged:/x  (0:99)\x1b[2J"}
+	m.Export = "/share\r\x1b]0;title\a"
+	rep := Run(healthyInventory(m), policy.Default())
+	var b bytes.Buffer
+	if err := WriteTable(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "0:99") {
+			t.Errorf("forged line %q", line)
+		}
+	}
+	if strings.ContainsAny(out, "\x1b\r\a") {
+		t.Errorf("control bytes in output:\n%q", out)
+	}
+	if !strings.Contains(out, `/mnt/a\n0:99  forged:/x  (0:99)\x1b[2J`) {
+		t.Errorf("mount point not shown escaped:\n%s", out)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/nfstune/nfstune/internal/display"
 	"github.com/nfstune/nfstune/internal/inventory"
 )
 
@@ -57,11 +58,12 @@ func WriteTable(w io.Writer, rep Report) error {
 			server = "[" + server + "]"
 		}
 		ew.printf("\n%s  %s:%s  (%s)\n", strings.Join(m.MountPoints, ", "), server, m.Export, m.Device)
-		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-		fmt.Fprintf(tw, "  version\t%s\trsize/wsize\t%s/%s\n", orDash(m.Version), size(m.RSize), size(m.WSize))
-		fmt.Fprintf(tw, "  nconnect\t%s\tconnections\t%s\n", num(m.NConnect), num(m.Connections))
-		fmt.Fprintf(tw, "  read-ahead\t%s\tprofile\t%s/%s (%s)\n", readAhead(m), orDash(res.Backend), orDash(res.Workload), orDash(res.Rule))
-		if err := tw.Flush(); err != nil {
+		cols := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+		tw := &errWriter{w: cols}
+		tw.printf("  version\t%s\trsize/wsize\t%s/%s\n", orDash(m.Version), size(m.RSize), size(m.WSize))
+		tw.printf("  nconnect\t%s\tconnections\t%s\n", num(m.NConnect), num(m.Connections))
+		tw.printf("  read-ahead\t%s\tprofile\t%s/%s (%s)\n", readAhead(m), orDash(res.Backend), orDash(res.Workload), orDash(res.Rule))
+		if err := cols.Flush(); err != nil {
 			return err
 		}
 		fs := byDev[m.Device]
@@ -136,6 +138,8 @@ func (e *errWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// printf writes with every string argument escaped (display.Text): mount points, exports
+// and messages come from the host and must not forge lines or reach the terminal raw.
 func (e *errWriter) printf(format string, args ...any) {
-	fmt.Fprintf(e, format, args...)
+	fmt.Fprintf(e, format, display.Args(args)...)
 }

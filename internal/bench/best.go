@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/nfstune/nfstune/internal/display"
 )
 
 // BestPerJob finds, for each job, the variant with the best median on the job's primary
@@ -142,7 +144,7 @@ func WriteSweepTable(w io.Writer, res *SweepResult) error {
 	fmt.Fprintln(tw, "JOB\tMETRIC\tBEST\tMEDIAN [MIN..MAX]\tBASELINE\tMEDIAN [MIN..MAX]\tCHANGE")
 	for _, b := range res.Best {
 		c := Comparison{Metric: b.Metric, ChangePct: b.ChangePct, Verdict: b.Verdict}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", b.Job, b.Metric, b.Variant, b.Spread, b.Baseline, b.BaselineSpread, c.Change())
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", display.Args([]any{b.Job, b.Metric, b.Variant, b.Spread, b.Baseline, b.BaselineSpread, c.Change()})...)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

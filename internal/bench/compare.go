@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/nfstune/nfstune/internal/display"
 )
 
 // Metric names a figure of a run.
@@ -176,7 +178,7 @@ func WriteComparisonTable(w io.Writer, cs []Comparison) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB\tMETRIC\tA MEDIAN [MIN..MAX]\tB MEDIAN [MIN..MAX]\tCHANGE")
 	for _, c := range cs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Job, c.Metric, c.A.String(), c.B.String(), c.Change())
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", display.Args([]any{c.Job, c.Metric, c.A.String(), c.B.String(), c.Change()})...)
 	}
 	return tw.Flush()
 }
@@ -250,18 +252,18 @@ func Summarize(res *Result) []JobSummary {
 // WriteRunTable prints the tuning line and one row per job with medians and ranges.
 func WriteRunTable(w io.Writer, res *Result) error {
 	if t := res.Tuning; t != nil {
-		fmt.Fprintf(w, "%s\n\n", t.Describe())
+		fmt.Fprintf(w, "%s\n\n", display.Text(t.Describe()))
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB\tRUNS\tREAD MiB/s\tWRITE MiB/s\tIOPS\tP50 ms\tP99 ms")
 	for _, s := range Summarize(res) {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", s.Key, s.Runs, s.ReadMiBs, s.WriteMiBs, s.IOPS, s.P50ms, s.P99ms)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", display.Args([]any{s.Key, s.Runs, s.ReadMiBs, s.WriteMiBs, s.IOPS, s.P50ms, s.P99ms})...)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	p := res.Provenance
-	_, err := fmt.Fprintf(w, "\nprofile %s, %s, kernel %s; medians with [min..max] over the repeats\n", p.Profile, p.FioVersion, p.Kernel)
+	_, err := fmt.Fprintf(w, "\nprofile %s, %s, kernel %s; medians with [min..max] over the repeats\n", display.Args([]any{p.Profile, p.FioVersion, p.Kernel})...)
 	return err
 }
 

@@ -102,3 +102,21 @@ func TestTuningDescribe(t *testing.T) {
 		}
 	}
 }
+
+// A result file is user input: job names, the mount point and provenance must not forge
+// table lines or put control bytes on the terminal.
+func TestTablesEscapeResultText(t *testing.T) {
+	t.Parallel()
+	evil := "x\nforged line\x1b[2J"
+	a := &Result{Runs: runs(evil, 100, 110), Tuning: &Tuning{MountPoint: evil, FSType: "nfs4"}, Provenance: Provenance{Kernel: evil}}
+	var sb strings.Builder
+	if err := WriteRunTable(&sb, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteComparisonTable(&sb, Compare(a, a)); err != nil {
+		t.Fatal(err)
+	}
+	if out := sb.String(); strings.Contains(out, "\nforged line") || strings.Contains(out, "\x1b") {
+		t.Errorf("result text printed raw:\n%q", out)
+	}
+}

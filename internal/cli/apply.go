@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nfstune/nfstune/internal/display"
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/policy"
@@ -181,8 +182,14 @@ func runApply(ctx context.Context, g *globals, streams IOStreams, flags *applyFl
 	switch {
 	case applyErr == nil:
 		return nil
+	case errors.Is(applyErr, tune.ErrPartial) && len(rep.Result.Items) == 0:
+		return &ExitError{Code: ExitIssues, Err: fmt.Errorf("apply: nothing changed: %w", applyErr)}
 	case errors.Is(applyErr, tune.ErrPartial):
-		return &ExitError{Code: ExitIssues, Err: fmt.Errorf("apply: %d of %d changes failed; run nfstune revert to undo the rest", rep.Result.Failed(), len(plan.Actions))}
+		msg := fmt.Sprintf("apply: %d of %d changes failed", rep.Result.Failed(), len(plan.Actions))
+		if notRun := len(plan.Actions) - len(rep.Result.Items); notRun > 0 {
+			msg += fmt.Sprintf(", %d not run", notRun)
+		}
+		return &ExitError{Code: ExitIssues, Err: fmt.Errorf("%s; run nfstune revert to undo the rest", msg)}
 	}
 	return &ExitError{Code: ExitError2, Err: fmt.Errorf("apply: %w", applyErr)}
 }
@@ -203,7 +210,7 @@ func writeApply(w io.Writer, rep *applyReport) error {
 	case rep.DryRun:
 		ew.printf("Plan (dry run, nothing changed): %d changes\n", len(p.Actions))
 	default:
-		ew.printf("Applied %d changes (journal %s):\n", len(p.Actions), tune.JournalPath)
+		ew.printf("%s\n", applyHeader(rep))
 	}
 	readAhead := false
 	for i, a := range p.Actions {
@@ -285,6 +292,34 @@ func writeApply(w io.Writer, rep *applyReport) error {
 	return ew.err
 }
 
+// applyHeader says what apply really did: every change, some of them, or none.
+func applyHeader(rep *applyReport) string {
+	total := len(rep.Plan.Actions)
+	done, failed := 0, 0
+	if rep.Result != nil {
+		failed = rep.Result.Failed()
+		done = len(rep.Result.Items) - failed
+	}
+	journal := ""
+	if rep.Result != nil && rep.Result.Journal != "" {
+		journal = " (journal " + rep.Result.Journal + ")"
+	}
+	switch {
+	case done == 0 && failed == 0 && rep.Error != "":
+		return fmt.Sprintf("Nothing applied (%d changes planned, none made; the error follows):", total)
+	case done == total:
+		return fmt.Sprintf("Applied %d changes%s:", total, journal)
+	}
+	msg := fmt.Sprintf("Applied %d of %d changes", done, total)
+	if failed > 0 {
+		msg += fmt.Sprintf(", %d failed", failed)
+	}
+	if notRun := total - done - failed; notRun > 0 {
+		msg += fmt.Sprintf(", %d not run", notRun)
+	}
+	return msg + journal + ":"
+}
+
 // fileLineDiff shows a file change as the lines removed (-) and added (+).
 func fileLineDiff(old, new string) []string {
 	oldLines := strings.Split(strings.TrimSuffix(old, "\n"), "\n")
@@ -324,8 +359,10 @@ type tuneWriter struct {
 	err error
 }
 
+// printf writes with every string argument escaped (display.Text): paths, mount points,
+// notes and file lines come from the host and must not forge lines or reach the terminal raw.
 func (e *tuneWriter) printf(format string, args ...any) {
 	if e.err == nil {
-		_, e.err = fmt.Fprintf(e.w, format, args...)
+		_, e.err = fmt.Fprintf(e.w, format, display.Args(args)...)
 	}
 }

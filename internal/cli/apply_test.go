@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -142,6 +143,30 @@ func TestApplyPartialExitCode(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(outside); string(b) != "128\n" {
 		t.Errorf("apply wrote through a symlink out of /sys: %q", b)
+	}
+	if !regexp.MustCompile(`(?m)^Applied \d+ of \d+ changes, 1 failed \(journal `).MatchString(out) {
+		t.Errorf("the header does not say that a change failed:\n%s", out)
+	}
+}
+
+// A journal apply cannot read stops everything: the output must not claim any change.
+func TestApplyCorruptJournal(t *testing.T) {
+	t.Parallel()
+	dir := copyTree(t)
+	journal := filepath.Join(dir, tune.JournalPath)
+	if err := os.MkdirAll(filepath.Dir(journal), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(journal, []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runTuneCLI(t, "apply", "--root", dir, "--udev-program", "/usr/local/bin/nfstune")
+	var exit *ExitError
+	if !errors.As(err, &exit) || exit.Code != ExitError2 {
+		t.Fatalf("err = %v, want exit code %d\n%s", err, ExitError2, out)
+	}
+	if strings.Contains(out, "Applied") || !strings.Contains(out, "Nothing applied") || !strings.Contains(out, "[not run]") {
+		t.Errorf("want nothing reported as applied:\n%s", out)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nfstune/nfstune/internal/audit"
+	"github.com/nfstune/nfstune/internal/display"
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/policy"
 )
@@ -90,7 +91,7 @@ func runAudit(ctx context.Context, g *globals, streams IOStreams, flags *auditFl
 
 	if flags.output == OutputTable {
 		for _, w := range inv.Warnings {
-			if _, err := fmt.Fprintf(streams.ErrOut, "warning: %s\n", w); err != nil {
+			if _, err := fmt.Fprintf(streams.ErrOut, "warning: %s\n", display.Text(w)); err != nil {
 				return err
 			}
 		}

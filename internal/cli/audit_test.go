@@ -231,3 +231,46 @@ func TestAuditLabStacked(t *testing.T) {
 		t.Errorf("audited mounts (-want +got):\n%s", diff)
 	}
 }
+
+// A mount point with an escaped newline (\012) and a malformed line with terminal escapes:
+// neither may forge output lines or put control bytes on the terminal, in audit or apply.
+func TestTablesEscapeHostText(t *testing.T) {
+	t.Parallel()
+	dir := copyTree(t)
+	mi := filepath.Join(dir, "proc/self/mountinfo")
+	b, err := os.ReadFile(mi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, " - nfs4 ") {
+			f = strings.Fields(l)
+			break
+		}
+	}
+	f[4] = `/mnt/evil\0120:99\040forged`
+	evil := strings.Join(f, " ") + "\n" + "77 22 \x1b[2J garbage\x07\n" + "78 22 0:98 / \x1b[2J\x07\n"
+	if err := os.WriteFile(mi, append(b, evil...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"audit", "--root", dir},
+		{"apply", "--dry-run", "--root", dir, "--udev-program", "/usr/local/bin/nfstune"},
+	} {
+		stdout, stderr, _ := runVerb(t, args...)
+		for _, out := range []string{stdout, stderr} {
+			for _, line := range strings.Split(out, "\n") {
+				if strings.HasPrefix(line, "0:99 forged") {
+					t.Errorf("%s: forged line %q", args[0], line)
+				}
+			}
+			if strings.ContainsAny(out, "\x1b\x07") {
+				t.Errorf("%s: control bytes in output:\n%q", args[0], out)
+			}
+		}
+		if !strings.Contains(stdout, `/mnt/evil\n0:99 forged`) {
+			t.Errorf("%s: mount point not shown escaped:\n%s", args[0], stdout)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nfstune/nfstune/internal/display"
 	"github.com/nfstune/nfstune/internal/policy"
 	"github.com/nfstune/nfstune/internal/render"
 	"github.com/nfstune/nfstune/internal/version"
@@ -249,7 +250,7 @@ func runK8sVolume(streams IOStreams, flags *k8sVolumeFlags) error {
 		warnings = append(warnings, fmt.Sprintf("%s serves the %s backend, not %s: the profile may not fit", driver, want, flags.Backend))
 	}
 	for _, w := range warnings {
-		fmt.Fprintf(streams.ErrOut, "warning: %s\n", w)
+		fmt.Fprintf(streams.ErrOut, "warning: %s\n", display.Text(w))
 	}
 	return render.Write(streams.Out, flags.Output, objs)
 }

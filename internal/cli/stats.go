@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nfstune/nfstune/internal/display"
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/metrics"
 )
@@ -162,8 +163,8 @@ func filterRates(rates []metrics.MountRates, inv *inventory.Inventory, want []st
 
 func writeStatsTable(w io.Writer, rates []metrics.MountRates) error {
 	for _, r := range rates {
-		if _, err := fmt.Fprintf(w, "\n%s:%s mounted on %s (%s, NFS %s, %d connections, over %.1f s):\n\n",
-			r.Server, r.Export, r.MountPoint, r.Device, r.Version, r.Connections, r.Seconds); err != nil {
+		if _, err := fmt.Fprintf(w, "\n%s:%s mounted on %s (%s, NFS %s, %d connections, over %.1f s):\n\n", display.Args([]any{
+			r.Server, r.Export, r.MountPoint, r.Device, r.Version, r.Connections, r.Seconds})...); err != nil {
 			return err
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -180,7 +181,7 @@ func writeStatsTable(w io.Writer, rates []metrics.MountRates) error {
 		fmt.Fprintf(tw, "operation\tops/s\tkB/op\tretrans\tavg RTT (ms)\tavg exe (ms)\tavg queue (ms)\terrors\t\n")
 		for _, o := range r.Ops {
 			fmt.Fprintf(tw, "%s\t%.3f\t%.3f\t%d (%.1f%%)\t%.3f\t%.3f\t%.3f\t%d\t\n",
-				o.Operation, o.OpsPerSec, o.KBPerOp, o.Retrans, 100*float64(o.Retrans)/float64(o.Ops),
+				display.Text(o.Operation), o.OpsPerSec, o.KBPerOp, o.Retrans, 100*float64(o.Retrans)/float64(o.Ops),
 				o.AvgRTTMs, o.AvgExeMs, o.AvgQueueMs, o.Errors)
 		}
 		if err := tw.Flush(); err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/metrics"
 )
 
 var statsArgTests = []struct {
@@ -192,5 +193,19 @@ func TestStatsUnknownMount(t *testing.T) {
 	err := runStats(context.Background(), &bytes.Buffer{}, twoSnapshots(t), 0, 1, []string{"/nowhere"}, OutputTable)
 	if err == nil || !strings.Contains(err.Error(), "/nowhere") {
 		t.Errorf("err = %v, want one naming /nowhere", err)
+	}
+}
+
+func TestStatsTableEscapes(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	rates := []metrics.MountRates{{Server: "srv\x1b[2J", Export: "/e", MountPoint: "/mnt/a\nforged line", Device: "0:53",
+		Ops: []metrics.OpRates{{Operation: "READ\r\x07", Ops: 1}}}}
+	if err := writeStatsTable(&b, rates); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if strings.Contains(out, "\nforged line") || strings.ContainsAny(out, "\x1b\r\x07") {
+		t.Errorf("host text printed raw:\n%q", out)
 	}
 }

@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -410,6 +411,28 @@ func TestParseMountInfoDropsOnlyBadLines(t *testing.T) {
 		t.Errorf("infos = %+v", infos)
 	}
 	if len(warnings) != 1 || !strings.HasPrefix(warnings[0], "mountinfo line 2 dropped") {
+		t.Errorf("warnings = %q", warnings)
+	}
+}
+
+// A device field that is not major:minor (moby/sys/mountinfo reads "0:53/../.." as 0:0)
+// must not merge unrelated mounts into one superblock: the line is dropped with a warning.
+func TestParseMountInfoDropsMalformedDevice(t *testing.T) {
+	t.Parallel()
+	in := "101 21 0:53/../.. / /mnt/a rw - nfs4 srv:/a rw,vers=4.2,addr=10.0.0.5\n" +
+		"102 21 x:0 / /mnt/b rw - nfs4 other:/b rw,vers=4.2,addr=10.0.0.6\n" +
+		"103 21 0:54 / /mnt/c rw - nfs4 srv:/c rw,vers=4.2,addr=10.0.0.5\n" +
+		"104 21 0:55 / /mnt/d rw - nfs4 srv:/d rw,vers=4.2,addr=10.0.0.5\n"
+	mounts, warnings := ParseMountInfo([]byte(in))
+	var got []string
+	for _, m := range mounts {
+		got = append(got, m.Device+" "+strings.Join(m.MountPoints, ","))
+	}
+	if want := []string{"0:54 /mnt/c", "0:55 /mnt/d"}; !slices.Equal(got, want) {
+		t.Errorf("mounts = %q, want %q", got, want)
+	}
+	if len(warnings) != 2 || !strings.HasPrefix(warnings[0], "mountinfo line 1 dropped: bad device") ||
+		!strings.HasPrefix(warnings[1], "mountinfo line 2 dropped: bad device") {
 		t.Errorf("warnings = %q", warnings)
 	}
 }

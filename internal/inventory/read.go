@@ -119,15 +119,25 @@ var nfsOnly = mountinfo.FSTypeFilter("nfs", "nfs4")
 // parseMountInfo returns the entries of a mountinfo file that filter keeps, through
 // moby/sys/mountinfo. That parser fails the whole file on one malformed line, so when it
 // does, the file is parsed again line by line and only the lines it rejects are dropped.
+// It reads a device field such as "0:53/../.." as 0:0, which would merge unrelated mounts
+// into one superblock, so lines whose device is not major:minor are dropped first.
 func parseMountInfo(b []byte, filter mountinfo.FilterFunc) ([]*mountinfo.Info, []string) {
-	infos, err := mountinfo.GetMountsFromReader(bytes.NewReader(b), filter)
-	if err == nil {
-		return infos, nil
+	lines := bytes.Split(b, []byte("\n"))
+	if !slices.ContainsFunc(lines, badDevice) {
+		infos, err := mountinfo.GetMountsFromReader(bytes.NewReader(b), filter)
+		if err == nil {
+			return infos, nil
+		}
 	}
-	infos = infos[:0]
+	var infos []*mountinfo.Info
 	var warnings []string
-	for n, line := range bytes.Split(b, []byte("\n")) {
+	for n, line := range lines {
 		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if badDevice(line) {
+			dev, _ := thirdField(line)
+			warnings = append(warnings, fmt.Sprintf("mountinfo line %d dropped: bad device %q (want major:minor)", n+1, shorten(string(dev), 40)))
 			continue
 		}
 		got, err := mountinfo.GetMountsFromReader(bytes.NewReader(line), filter)
@@ -138,6 +148,27 @@ func parseMountInfo(b []byte, filter mountinfo.FilterFunc) ([]*mountinfo.Info, [
 		infos = append(infos, got...)
 	}
 	return infos, warnings
+}
+
+// badDevice reports whether a mountinfo line has a third field that is not major:minor.
+// Lines too short to have one are left to the parser, which rejects them.
+func badDevice(line []byte) bool {
+	dev, ok := thirdField(line)
+	return ok && !hostfs.ValidDevice(string(dev))
+}
+
+// thirdField returns the third space-separated field of a mountinfo line without
+// allocating; mountinfo escapes blanks inside fields.
+func thirdField(line []byte) ([]byte, bool) {
+	for range 2 {
+		_, rest, ok := bytes.Cut(bytes.TrimLeft(line, " "), []byte(" "))
+		if !ok {
+			return nil, false
+		}
+		line = rest
+	}
+	dev, _, _ := bytes.Cut(bytes.TrimLeft(line, " "), []byte(" "))
+	return dev, len(dev) > 0
 }
 
 // readMountStats returns the NFS entries of mountstats in the kernel's order, nil when the

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -102,15 +101,16 @@ var (
 	noEffect = []string{"atime", "noatime", "diratime", "nodiratime", "relatime", "norelatime", "strictatime", "nostrictatime"}
 )
 
-// sysctlName is a dotted sysctl name such as "sunrpc.tcp_slot_table_entries".
-var sysctlName = regexp.MustCompile(`^[a-z0-9_]+(\.[a-z0-9_]+)+$`)
-
 // profileFields returns the handlers for the profile value keys (readAheadKB, mountOptions,
 // sysctls, sysctlsMax), decoding into o.
 func (d *decoder) profileFields(o *Overrides) map[string]func(*yaml.Node, string) {
 	return map[string]func(*yaml.Node, string){
 		"readAheadKB": func(v *yaml.Node, key string) {
 			if n, ok := d.size(v, key); ok {
+				if n > MaxReadAheadKB {
+					d.errorf(v, key, "%d is out of range 0..%d", n, MaxReadAheadKB)
+					return
+				}
 				o.ReadAheadKB = &n
 			}
 		},
@@ -195,7 +195,7 @@ func (d *decoder) mountOptions(n *yaml.Node, path string, o *Overrides) {
 			for i, s := range list {
 				name, _, _ := strings.Cut(s, "=")
 				switch {
-				case s == "" || strings.ContainsAny(s, ", \t"):
+				case !ValidOption(s):
 					d.errorf(v.Content[i], key, "%q is not a single mount option", s)
 					good = false
 				case slices.Contains(noEffect, name):
@@ -208,6 +208,24 @@ func (d *decoder) mountOptions(n *yaml.Node, path string, o *Overrides) {
 			}
 		},
 	})
+}
+
+// ValidOption reports whether s is one mount option that fstab and mount -o carry as is:
+// "name" or "name=value", both non-empty, of printable ASCII other than white space, the
+// option separator ',', fstab's comment '#', quotes and the backslash that fstab and
+// mountinfo use for octal escapes.
+func ValidOption(s string) bool {
+	name, value, hasValue := strings.Cut(s, "=")
+	if name == "" || (hasValue && value == "") {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c > '~' || strings.IndexByte(",#'\"\\", c) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // ioSize decodes rsize or wsize: positive, at most 1 MiB, a multiple of 4096.
@@ -239,8 +257,9 @@ func (d *decoder) sysctls(n *yaml.Node, path string) map[string]int64 {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		key := join(path, k.Value)
-		if !sysctlName.MatchString(k.Value) {
-			d.errorf(k, key, "not a dotted sysctl name such as sunrpc.tcp_slot_table_entries")
+		limit, known := SysctlLimit(k.Value)
+		if !known {
+			d.errorf(k, key, "not a sysctl nfstune sets (want one of %s)", strings.Join(KnownSysctls(), ", "))
 			continue
 		}
 		if _, dup := out[k.Value]; dup {
@@ -251,8 +270,8 @@ func (d *decoder) sysctls(n *yaml.Node, path string) map[string]int64 {
 		if !ok {
 			continue
 		}
-		if val < 0 {
-			d.errorf(v, key, "must not be negative, got %d", val)
+		if val < limit.Min || val > limit.Max {
+			d.errorf(v, key, "%d is out of range %d..%d", val, limit.Min, limit.Max)
 			continue
 		}
 		out[k.Value] = val

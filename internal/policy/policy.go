@@ -1,7 +1,9 @@
 package policy
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"maps"
 	"net/netip"
 	"os"
@@ -91,7 +93,12 @@ func Default() *Policy {
 
 // Load reads and strictly decodes a config file; see Parse.
 func Load(file string) (*Policy, error) {
-	b, err := os.ReadFile(file)
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading policy: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxConfigSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading policy: %w", err)
 	}
@@ -100,16 +107,26 @@ func Load(file string) (*Policy, error) {
 
 // Parse strictly decodes config file contents; name is used in error messages and in
 // Resolved.Rule. Every problem (unknown key, bad glob or CIDR, impossible value, unknown
-// backend or workload) is reported with name:line and the key, joined in one error.
+// backend or workload) is reported with name:line and the key, joined in one error. The
+// config is one YAML document of at most MaxConfigSize bytes.
 func Parse(name string, b []byte) (*Policy, error) {
+	if len(b) > MaxConfigSize {
+		return nil, fmt.Errorf("%s: larger than %d bytes", name, MaxConfigSize)
+	}
 	p := Default()
 	p.File = name
 	var root yaml.Node
-	if err := yaml.Unmarshal(b, &root); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&root); err != nil && err != io.EOF {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if len(root.Content) == 0 {
 		return nil, fmt.Errorf("%s: empty policy: want apiVersion: %s and kind: %s", name, APIVersion, Kind)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err != io.EOF {
+		// A second document would be ignored: refuse it rather than apply half a policy.
+		return nil, fmt.Errorf("%s:%d: more than one YAML document (want one policy per file)", name, extra.Line)
 	}
 	doc := root.Content[0]
 	d := &decoder{file: name}

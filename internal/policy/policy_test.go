@@ -49,8 +49,8 @@ var configTests = []struct {
 		`invalid-types.yaml:6: rules[1].mountOptions.nconnect: want an integer, got "4"`,
 		`invalid-types.yaml:7: rules[1].mountOptions.hard: want true or false, got "1"`,
 		`invalid-types.yaml:8: rules[1].mountOptions.vers: unknown NFS version "5"`,
-		`invalid-types.yaml:10: rules[1].sysctls.NotASysctl: not a dotted sysctl name`,
-		`invalid-types.yaml:11: rules[1].sysctls.net.core.rmem_max: must not be negative, got -5`,
+		`invalid-types.yaml:10: rules[1].sysctls.NotASysctl: not a sysctl nfstune sets`,
+		`invalid-types.yaml:11: rules[1].sysctls.net.core.rmem_max: -5 is out of range`,
 	}},
 	{file: "invalid-syntax.yaml", wantErr: []string{`invalid-syntax.yaml: yaml: line 4`}},
 }
@@ -353,5 +353,58 @@ rules:
 	}
 	if got := pol.Resolve(&inventory.Mount{Server: "10.0.1.9"}); got.Rule != RuleBuiltIn || got.Backend != BackendGeneric {
 		t.Errorf("no rule: got %s %s", got.Rule, got.Backend)
+	}
+}
+
+// ruleConfig is a config with one rule whose body is given, indented under "rules: - ".
+func ruleConfig(body string) string {
+	return "apiVersion: nfstune.io/v1alpha1\nkind: Policy\nrules:\n  - " + strings.ReplaceAll(strings.TrimSpace(body), "\n", "\n    ") + "\n"
+}
+
+// TestParseRejectsUnsafeValues covers values that would corrupt what apply writes (fstab,
+// sysctls) or exceed what nfstune measures: each must fail with a clear message.
+func TestParseRejectsUnsafeValues(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, config, wantErr string
+	}{
+		{"newline in option", ruleConfig(`mountOptions: {extra: ["noresvport\nnfsvers=2"]}`), `"noresvport\nnfsvers=2" is not a single mount option`},
+		{"comma in option", ruleConfig(`mountOptions: {extra: ["a,b"]}`), `"a,b" is not a single mount option`},
+		{"hash in option", ruleConfig(`mountOptions: {extra: ["a#b"]}`), `"a#b" is not a single mount option`},
+		{"quote in option", ruleConfig(`mountOptions: {extra: ["sec='sys'"]}`), `is not a single mount option`},
+		{"double quote in option", ruleConfig(`mountOptions: {extra: ["a\"b"]}`), `is not a single mount option`},
+		{"control byte in option", ruleConfig(`mountOptions: {extra: ["a\x01b"]}`), `"a\x01b" is not a single mount option`},
+		{"nbsp in option", ruleConfig(`mountOptions: {extra: ["a\u00a0b"]}`), `is not a single mount option`},
+		{"empty value", ruleConfig(`mountOptions: {extra: ["sec="]}`), `"sec=" is not a single mount option`},
+		{"read-ahead above bench's cap", ruleConfig(`readAheadKB: 2147483647`), `readAheadKB: 2147483647 is out of range 0..1048576`},
+		{"sysctl not about NFS", ruleConfig(`sysctls: {kernel.panic: 1}`), `sysctls.kernel.panic: not a sysctl nfstune sets`},
+		{"sysctl max not about NFS", ruleConfig(`sysctlsMax: {vm.drop_caches: 3}`), `sysctlsMax.vm.drop_caches: not a sysctl nfstune sets`},
+		{"sysrq", ruleConfig(`sysctls: {kernel.sysrq: 1}`), `not a sysctl nfstune sets`},
+		{"slot table too large", ruleConfig(`sysctls: {sunrpc.tcp_slot_table_entries: 65537}`), `65537 is out of range 2..65536`},
+		{"slot table too small", ruleConfig(`sysctlsMax: {sunrpc.tcp_max_slot_table_entries: 1}`), `1 is out of range 2..65536`},
+		{"socket buffer too large", ruleConfig(`sysctls: {net.core.rmem_max: 4294967296}`), `4294967296 is out of range`},
+		{"second document", ruleConfig(`name: a`) + "---\napiVersion: nfstune.io/v1alpha1\nkind: Policy\n", `more than one YAML document`},
+		{"too large", ruleConfig(`name: a`) + "# " + strings.Repeat("x", MaxConfigSize) + "\n", `larger than`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("c.yaml", []byte(tt.config))
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("Parse:\n%s\nerror %v, want %q", tt.config, err, tt.wantErr)
+			}
+		})
+	}
+	// The same options without the unsafe bytes are accepted.
+	if _, err := Parse("c.yaml", []byte(ruleConfig(`mountOptions: {extra: [noresvport, sec=sys, "x-systemd.automount", "lookupcache=pos"]}`))); err != nil {
+		t.Errorf("safe options rejected: %v", err)
+	}
+	// Every sysctl the allow-list names is accepted at both ends of its range.
+	for _, name := range KnownSysctls() {
+		r, _ := SysctlLimit(name)
+		for _, v := range []int64{r.Min, r.Max} {
+			if _, err := Parse("c.yaml", []byte(ruleConfig(fmt.Sprintf("sysctls: {%s: %d}", name, v)))); err != nil {
+				t.Errorf("%s = %d rejected: %v", name, v, err)
+			}
+		}
 	}
 }

@@ -73,6 +73,11 @@ func Apply(ctx context.Context, root hostfs.Root, p *Plan, opts ApplyOptions) (*
 	if p.Empty() {
 		return res, nil
 	}
+	for _, a := range p.Actions {
+		if err := checkTarget(a.Kind, a.Path); err != nil {
+			return res, fmt.Errorf("refusing the plan: %w", err)
+		}
+	}
 	created := missingDirs(root, JournalPath)
 	unlock, err := lockJournal(root)
 	if err != nil {

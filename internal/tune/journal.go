@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,6 +17,10 @@ import (
 const KindDir Kind = "dir"
 
 const journalVersion = 1
+
+// MaxJournalSize caps the journal: the originals of a few small files and values. apply
+// refuses to start a journal revert would not read.
+const MaxJournalSize = 8 << 20
 
 // Journal records the original of every value and file apply changes, so that Revert can
 // put them back. It is written (and fsync'd) before the first change and after each one.
@@ -49,21 +54,43 @@ func (j *Journal) find(p string) int {
 	return -1
 }
 
-// loadJournal reads the journal; it returns nil, nil when there is none.
+// loadJournal reads the journal; it returns nil, nil when there is none. A journal larger
+// than MaxJournalSize, or naming anything apply could not have written, is refused whole.
 func loadJournal(root hostfs.Root) (*Journal, error) {
-	b, err := os.ReadFile(root.Path(JournalPath))
+	f, err := os.Open(root.Path(JournalPath))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading journal %q: %w", JournalPath, err)
 	}
-	j := &Journal{}
-	if err := json.Unmarshal(b, j); err != nil {
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxJournalSize+1))
+	if err != nil {
 		return nil, fmt.Errorf("reading journal %q: %w", JournalPath, err)
 	}
+	j, err := decodeJournal(b)
+	if err != nil {
+		return nil, fmt.Errorf("reading journal %q: %w", JournalPath, err)
+	}
+	return j, nil
+}
+
+// decodeJournal parses a journal and refuses one that is too large, of another version, or
+// naming anything apply could not have written.
+func decodeJournal(b []byte) (*Journal, error) {
+	if len(b) > MaxJournalSize {
+		return nil, fmt.Errorf("larger than %d bytes", MaxJournalSize)
+	}
+	j := &Journal{}
+	if err := json.Unmarshal(b, j); err != nil {
+		return nil, err
+	}
 	if j.Version != journalVersion {
-		return nil, fmt.Errorf("reading journal %q: version %d, want %d", JournalPath, j.Version, journalVersion)
+		return nil, fmt.Errorf("version %d, want %d", j.Version, journalVersion)
+	}
+	if err := j.check(); err != nil {
+		return nil, fmt.Errorf("refused: %w", err)
 	}
 	return j, nil
 }
@@ -73,6 +100,9 @@ func (j *Journal) save(root hostfs.Root) error {
 	b, err := json.MarshalIndent(j, "", "  ")
 	if err != nil {
 		return err
+	}
+	if len(b)+1 > MaxJournalSize {
+		return fmt.Errorf("saving journal: %d bytes, more than revert reads (%d)", len(b)+1, MaxJournalSize)
 	}
 	if err := writeFileAtomic(root, JournalPath, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("saving journal: %w", err)
@@ -111,6 +141,9 @@ func (j *Journal) record(root hostfs.Root, a Action) error {
 			e.Original = []byte(content)
 			if fi, err := os.Stat(root.Path(a.Path)); err == nil {
 				e.Mode = fi.Mode().Perm()
+			}
+			if err := checkMode(e.Mode); err != nil {
+				return fmt.Errorf("%s: %w", a.Path, err)
 			}
 		}
 	}

@@ -186,7 +186,23 @@ func parseFstabLine(s string) fstabLine {
 	if trimmed == "" || strings.HasPrefix(trimmed, "#") {
 		return l
 	}
-	type span struct{ start, end int }
+	spans := fstabSpans(s)
+	if len(spans) < 4 {
+		return l
+	}
+	l.spec = s[spans[0].start:spans[0].end]
+	l.file = inventory.UnescapeOctal(s[spans[1].start:spans[1].end])
+	l.vfstype = s[spans[2].start:spans[2].end]
+	l.opts = s[spans[3].start:spans[3].end]
+	l.optStart, l.optEnd = spans[3].start, spans[3].end
+	l.ok = true
+	return l
+}
+
+type span struct{ start, end int }
+
+// fstabSpans locates the fields of an fstab line: runs of bytes other than space and tab.
+func fstabSpans(s string) []span {
 	var spans []span
 	start := -1
 	for i := 0; i <= len(s); i++ {
@@ -198,16 +214,20 @@ func parseFstabLine(s string) fstabLine {
 			start = i
 		}
 	}
-	if len(spans) < 4 {
-		return l
+	return spans
+}
+
+// checkFstabLine returns an error unless line is one fstab entry whose fields are exactly
+// want: no line break, no comment, no field split or merged by a blank in a value.
+func checkFstabLine(line string, want []string) error {
+	var got []string
+	for _, sp := range fstabSpans(line) {
+		got = append(got, line[sp.start:sp.end])
 	}
-	l.spec = s[spans[0].start:spans[0].end]
-	l.file = inventory.UnescapeOctal(s[spans[1].start:spans[1].end])
-	l.vfstype = s[spans[2].start:spans[2].end]
-	l.opts = s[spans[3].start:spans[3].end]
-	l.optStart, l.optEnd = spans[3].start, spans[3].end
-	l.ok = true
-	return l
+	if strings.Contains(line, "\n") || !parseFstabLine(line).ok || !slices.Equal(got, want) {
+		return fmt.Errorf("the new line %q does not parse back to the fields %q", line, want)
+	}
+	return nil
 }
 
 // escapeOctal encodes spaces, tabs and backslashes for fstab.
@@ -273,6 +293,14 @@ func planMountOptions(root hostfs.Root, p *Plan, inv *inventory.Inventory, desir
 				merged := mergeOptions(l.opts, changes)
 				line = l.text[:l.optStart] + merged + l.text[l.optEnd:]
 				if opts.Fstab && line != l.text {
+					var fields []string
+					for _, sp := range fstabSpans(l.text) {
+						fields = append(fields, l.text[sp.start:sp.end])
+					}
+					fields[3] = merged
+					if err := checkFstabLine(line, fields); err != nil {
+						return fmt.Errorf("refusing to edit %s for %s: %w", FstabPath, mp, err)
+					}
 					newLines[idx] = line + strings.TrimPrefix(lines[idx], l.text)
 					edited = true
 				}

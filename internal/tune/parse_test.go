@@ -176,3 +176,38 @@ func TestShellQuote(t *testing.T) {
 		}
 	}
 }
+
+// FuzzFstabEdit: the editor either writes a line that parses back to the same entry with
+// the new options, or refuses; and it never refuses a policy-valid option on a one-line entry.
+func FuzzFstabEdit(f *testing.F) {
+	for _, tt := range fstabTests {
+		f.Add(tt.in, "nconnect=4")
+	}
+	f.Add("srv:/e /mnt/x nfs4 rw,soft 0 0", "noresvport\nnfsvers=2")
+	f.Add("srv:/e /mnt/x nfs4 rw 0 0", "a b")
+	f.Add("srv:/e\t/mnt/with\\040space\tnfs\tdefaults\t0\t2", "hard")
+	f.Fuzz(func(t *testing.T, in, opt string) {
+		l := parseFstabLine(in)
+		if !l.ok {
+			return
+		}
+		merged := mergeOptions(l.opts, []OptionChange{{Want: opt}})
+		line := l.text[:l.optStart] + merged + l.text[l.optEnd:]
+		var want []string
+		for _, sp := range fstabSpans(in) {
+			want = append(want, in[sp.start:sp.end])
+		}
+		want[3] = merged
+		err := checkFstabLine(line, want)
+		if err != nil {
+			if policy.ValidOption(opt) && !strings.Contains(in, "\n") {
+				t.Fatalf("valid option %q refused on %q: %v", opt, in, err)
+			}
+			return
+		}
+		got := parseFstabLine(line)
+		if strings.Contains(line, "\n") || !got.ok || got.spec != l.spec || got.file != l.file || got.vfstype != l.vfstype || got.opts != merged {
+			t.Fatalf("accepted %q, which parses as %+v", line, got)
+		}
+	})
+}

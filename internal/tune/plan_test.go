@@ -2,6 +2,7 @@ package tune
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -315,5 +316,62 @@ func TestPlanSysctlMax(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("--exact did not lower to the bound: %v", briefs(p))
+	}
+}
+
+// An option the policy should have refused (a newline, a blank) must not reach /etc/fstab:
+// the plan fails instead of writing a line that does not parse back to what was meant.
+func TestPlanFstabRefusesLineThatDoesNotParseBack(t *testing.T) {
+	t.Parallel()
+	for _, extra := range []string{"noresvport\nnfsvers=2", "a b", "x\t0 0\n#"} {
+		root := fixtureRoot(t)
+		want := fixtureWant()
+		resolve := want.Resolve
+		want.Resolve = func(m *inventory.Mount) Desired {
+			d := resolve(m)
+			d.Profile.Mount.Extra = []string{extra}
+			return d
+		}
+		opts := defaultOptions()
+		opts.Fstab = true
+		p, err := NewPlan(root, fixtureInventory(), want, opts)
+		if err == nil || !strings.Contains(err.Error(), "does not parse back") {
+			t.Errorf("extra %q: err = %v, want a refusal; plan %v", extra, err, p)
+		}
+		if got := readFixture(t, root, FstabPath); got != fixtureFstab {
+			t.Errorf("extra %q: fstab changed:\n%s", extra, got)
+		}
+	}
+}
+
+// Only the sysctls policy allows, within their ranges, are planned, whoever builds the Want.
+func TestPlanSysctlsOnlyAllowed(t *testing.T) {
+	t.Parallel()
+	root := fixtureRoot(t)
+	for _, p := range []string{"proc/sys/kernel/panic", "proc/sys/vm/drop_caches"} {
+		if err := os.MkdirAll(filepath.Dir(root.Path(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, root, p, "0\n")
+	}
+	want := Want{
+		Resolve:    fixtureWant().Resolve,
+		Sysctls:    map[string]int64{"kernel.panic": 10, "sunrpc.tcp_slot_table_entries": 1 << 20},
+		SysctlsMax: map[string]int64{"vm.drop_caches": 3},
+	}
+	p, err := NewPlan(root, fixtureInventory(), want, defaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range p.Actions {
+		if a.Kind == KindSysctl || a.Kind == KindSysctlFile {
+			t.Errorf("planned %v", a)
+		}
+	}
+	for _, n := range []string{`sysctl "kernel.panic" skipped: not a sysctl nfstune sets`, `sysctl "vm.drop_caches" skipped: not a sysctl nfstune sets`,
+		`sysctl sunrpc.tcp_slot_table_entries skipped: 1048576 is out of range 2..65536`} {
+		if !containsNote(p, n) {
+			t.Errorf("no note %q in %q", n, p.Notes)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/nfstune/nfstune/internal/hostfs"
+	"github.com/nfstune/nfstune/internal/policy"
 )
 
 // validSysctl accepts dotted sysctl names such as "sunrpc.tcp_slot_table_entries" or
@@ -27,6 +28,18 @@ func validSysctl(name string) bool {
 		}
 	}
 	return true
+}
+
+// checkSysctl refuses a sysctl the policy does not allow, or a value outside its range.
+func checkSysctl(name string, v int64) error {
+	r, ok := policy.SysctlLimit(name)
+	switch {
+	case !ok || !validSysctl(name):
+		return fmt.Errorf("%q skipped: not a sysctl nfstune sets", name)
+	case v < r.Min || v > r.Max:
+		return fmt.Errorf("%s skipped: %d is out of range %d..%d", name, v, r.Min, r.Max)
+	}
+	return nil
 }
 
 // sysctlPath maps a dotted name to its file below /proc/sys (see sysctl.d(5)).
@@ -86,8 +99,8 @@ func planSysctls(root hostfs.Root, p *Plan, want, max map[string]int64, opts Opt
 			continue
 		}
 		target := want[name]
-		if !validSysctl(name) {
-			p.note("sysctl %q skipped: not a sysctl name", name)
+		if err := checkSysctl(name, target); err != nil {
+			p.note("sysctl %s", err)
 			continue
 		}
 		sp := sysctlPath(name)
@@ -134,8 +147,8 @@ func planSysctls(root hostfs.Root, p *Plan, want, max map[string]int64, opts Opt
 // planSysctlMax handles a sysctl with an upper bound: a single number above it is reported,
 // and lowered with opts.Exact. It returns the drop-in line to keep, if any.
 func planSysctlMax(root hostfs.Root, p *Plan, name string, bound int64, opts Options) (string, bool) {
-	if !validSysctl(name) {
-		p.note("sysctl %q skipped: not a sysctl name", name)
+	if err := checkSysctl(name, bound); err != nil {
+		p.note("sysctl %s", err)
 		return "", false
 	}
 	sp := sysctlPath(name)

@@ -1,0 +1,75 @@
+// Package display makes text that comes from the host (mount points, exports, mountinfo
+// lines, file contents) or from a config file safe to print for people: a newline in a
+// mount point must not forge a line of output, and no control byte may reach the terminal.
+package display
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Text returns s with every rune that is not printable escaped as in a Go string literal
+// (\n, \t, \x1b, \u202e; a byte that is not UTF-8 as \xff). Printable text, spaces and
+// backslashes stay as they are, so ordinary names read unchanged.
+func Text(s string) string {
+	clean := true
+	for _, r := range s {
+		if !printable(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case printable(r):
+			b.WriteRune(r)
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+func printable(r rune) bool { return r != utf8.RuneError && unicode.IsPrint(r) }
+
+// Args returns printf arguments with Text applied to every string, []string, error and
+// fmt.Stringer, and to values of named string types; other values are kept.
+func Args(args []any) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		switch v := a.(type) {
+		case string:
+			out[i] = Text(v)
+		case []string:
+			s := make([]string, len(v))
+			for j := range v {
+				s[j] = Text(v[j])
+			}
+			out[i] = s
+		case error:
+			out[i] = Text(v.Error())
+		case fmt.Stringer:
+			out[i] = Text(v.String())
+		default:
+			if rv := reflect.ValueOf(a); rv.Kind() == reflect.String {
+				out[i] = Text(rv.String())
+			} else {
+				out[i] = a
+			}
+		}
+	}
+	return out
+}
