@@ -2,6 +2,10 @@
 // under a root prefix: "/" in production, a fixture tree in tests, the host's filesystem
 // mounted at /host in a container. It is the only package that spells "/proc" and "/sys".
 //
+// It also holds the two guarded writers every command uses: SetReadAhead for a bdi's
+// read_ahead_kb and ReplaceFile for configuration files (atomic, owner and mode kept,
+// symbolic links refused).
+//
 // Nothing here stats or opens a path below an NFS mount point: every path is built from
 // kernel pseudo-files and /etc, never from a mount point.
 package hostfs

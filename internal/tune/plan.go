@@ -273,6 +273,9 @@ func isAnonDevice(dev string) bool {
 // fileAction returns the action that makes the file at path hold content, or false when it
 // already does.
 func fileAction(root hostfs.Root, kind Kind, path, content, reason string) (Action, bool, error) {
+	if err := checkWritable(root, path); err != nil {
+		return Action{}, false, err
+	}
 	old, absent, err := readFile(root, path)
 	if err != nil {
 		return Action{}, false, err
