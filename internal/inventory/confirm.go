@@ -19,10 +19,8 @@ var ErrNotNFS = errors.New("not an NFS superblock")
 // VolumeDevices). m may be nil when mountinfo has no line for the device.
 func CheckNFS(dev string, m *Mount, volumes map[string]bool) error {
 	switch {
-	case !hostfs.ValidDevice(dev):
-		return fmt.Errorf("device %q: %w: not major:minor", dev, ErrNotNFS)
-	case !strings.HasPrefix(dev, "0:"):
-		return fmt.Errorf("device %s: %w: not an anonymous (major 0) device", dev, ErrNotNFS)
+	case !hostfs.ValidDevice(dev) || !strings.HasPrefix(dev, "0:"):
+		return fmt.Errorf("device %q: %w: not an anonymous (major 0) device", dev, ErrNotNFS)
 	case m == nil:
 		return fmt.Errorf("device %s: %w: no mountinfo line shows it", dev, ErrNotNFS)
 	case !isNFSType(m.FSType):
