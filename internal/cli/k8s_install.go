@@ -87,11 +87,18 @@ func runK8sInstallNode(ctx context.Context, logger *slog.Logger, flags *k8sInsta
 	}
 	hostBin := path.Join(flags.BinDir, "nfstune")
 	hostPolicy := path.Join(flags.ConfigDir, "policy.yaml")
-	for _, f := range []struct {
+	files := []struct {
 		hostPath string
 		data     []byte
 		mode     os.FileMode
-	}{{hostBin, bin, 0o755}, {hostPolicy, polBytes, 0o644}} {
+	}{{hostBin, bin, 0o755}, {hostPolicy, polBytes, 0o644}}
+	// Refuse a link on either path before writing anything.
+	for _, f := range files {
+		if _, err := root.Attr(f.hostPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return &ExitError{Code: ExitError2, Err: fmt.Errorf("installing %q: %w", f.hostPath, err)}
+		}
+	}
+	for _, f := range files {
 		changed, err := replaceFile(root, f.hostPath, f.data, f.mode)
 		if err != nil {
 			return err

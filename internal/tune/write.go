@@ -17,7 +17,7 @@ import (
 func bdiDevice(p string) (string, error) {
 	dir, file := path.Split(p)
 	dev := path.Base(dir)
-	if file != "read_ahead_kb" || path.Dir(path.Clean(dir)) != "/sys/class/bdi" || !hostfs.ValidDevice(dev) {
+	if path.Clean(p) != p || file != "read_ahead_kb" || path.Dir(path.Clean(dir)) != "/sys/class/bdi" || !hostfs.ValidDevice(dev) {
 		return "", fmt.Errorf("%q is not a bdi read_ahead_kb attribute", p)
 	}
 	return dev, nil
