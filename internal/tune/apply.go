@@ -226,7 +226,7 @@ func revertEntry(root hostfs.Root, e Entry) (status, value string, err error) {
 		}
 		// The superblock apply tuned may be unmounted and its device number reused, by NFS
 		// or by anything else: only a device that is NFS now is written.
-		dev, err := confirmBDI(root, 0, e.Path)
+		dev, err := confirmBDIAnywhere(root, e.Path)
 		if errors.Is(err, inventory.ErrNotNFS) {
 			return StatusGone, "", nil
 		}

@@ -166,10 +166,50 @@ func reuseDevice(t *testing.T, root hostfs.Root) {
 	for p, s := range map[string]string{
 		"proc/self/mountinfo":                        strings.Join(mi, ""),
 		"proc/fs/nfsfs/volumes":                      strings.Join(vols, ""),
+		"proc/1/mountinfo":                           strings.Join(mi, ""),
+		"proc/1/net/nfsfs/volumes":                   strings.Join(vols, ""),
 		"sys/devices/virtual/bdi/0:53/read_ahead_kb": "512\n",
 	} {
-		if err := os.WriteFile(root.Path(p), []byte(s), 0o644); err != nil {
-			t.Fatal(err)
+		writeTestFile(t, root.Path(p), s)
+	}
+}
+
+func writeTestFile(t *testing.T, p, s string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRevertFromContainer: apply --pid 1 ran in a container whose own mount namespace shows
+// no NFS mount; revert there finds the superblocks in PID 1's namespaces and restores them.
+// When no namespace can be read, the item fails and stays in the journal.
+func TestRevertFromContainer(t *testing.T) {
+	t.Parallel()
+	root := fixtureRoot(t)
+	if _, err := Apply(context.Background(), root, plan(t, root), ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, root.Path("proc/self/mountinfo"), "900 800 0:30 / / rw - overlay overlay rw\n")
+	writeTestFile(t, root.Path("proc/fs/nfsfs/volumes"), "NV SERVER   PORT DEV          FSID                              FSC\n")
+	res, err := Revert(root)
+	if err == nil || res.Failed() != 2 {
+		t.Fatalf("without PID 1's files: err = %v, %d failed; want the 2 read-ahead items failed", err, res.Failed())
+	}
+	if ok, _ := Pending(root); !ok {
+		t.Fatal("failed items dropped from the journal")
+	}
+	writeTestFile(t, root.Path("proc/1/mountinfo"), fixtureMountinfo)
+	writeTestFile(t, root.Path("proc/1/net/nfsfs/volumes"), fixtureVolumes)
+	if _, err := Revert(root); err != nil {
+		t.Fatalf("revert: %v", err)
+	}
+	for _, dev := range []string{"0:53", "0:54"} {
+		if got := readFixture(t, root, "sys/devices/virtual/bdi/"+dev+"/read_ahead_kb"); got != "128\n" {
+			t.Errorf("%s = %q, want 128 restored", dev, got)
 		}
 	}
 }

@@ -37,6 +37,33 @@ func confirmBDI(root hostfs.Root, pid int, p string) (string, error) {
 	return dev, nil
 }
 
+// revertPIDs are the processes in whose namespaces revert confirms a device: its own and
+// PID 1's, where "apply --pid 1" from a container with hostPID found the mounts. A device
+// number belongs to one superblock at a time, whatever namespace shows it.
+var revertPIDs = []int{0, 1}
+
+// confirmBDIAnywhere is confirmBDI for revert, which does not know the namespace apply
+// read: the device is NFS if one of revertPIDs' namespaces confirms it, and not NFS (an
+// error matching inventory.ErrNotNFS) only when all of them could be read and none does.
+func confirmBDIAnywhere(root hostfs.Root, p string) (string, error) {
+	var notNFS, unreadable []error
+	for _, pid := range revertPIDs {
+		dev, err := confirmBDI(root, pid, p)
+		if err == nil {
+			return dev, nil
+		}
+		if errors.Is(err, inventory.ErrNotNFS) {
+			notNFS = append(notNFS, err)
+		} else {
+			unreadable = append(unreadable, err)
+		}
+	}
+	if len(unreadable) > 0 {
+		return "", errors.Join(unreadable...)
+	}
+	return "", errors.Join(notNFS...)
+}
+
 // setReadAhead writes value, a decimal number of KiB, through hostfs.SetReadAhead and
 // returns the value the kernel kept.
 func setReadAhead(root hostfs.Root, dev, value string) (string, error) {
