@@ -160,7 +160,7 @@ func (r *Runner) open(ctx context.Context, opts RunOptions, variants int) (*sess
 		return nil, fmt.Errorf("not enough space on %q: profile %s needs %s (plus 10%%), %s free; lower --size",
 			target.Path, prof.Name, humanBytes(need), humanBytes(int64(min(free, 1<<62))))
 	}
-	dir, err := r.makeDir(ctx, target.Path)
+	dir, err := r.makeDir(ctx, target)
 	if err != nil {
 		return nil, err
 	}
@@ -194,13 +194,20 @@ func (r *Runner) open(ctx context.Context, opts RunOptions, variants int) (*sess
 	return s, nil
 }
 
-func (r *Runner) makeDir(ctx context.Context, parent string) (string, error) {
+// makeDir creates the bench directory below t.Path on the target mount itself, never
+// through a symbolic link or into another mount (mkdirOnMount), within the FS timeout.
+func (r *Runner) makeDir(ctx context.Context, t Target) (string, error) {
 	var b [6]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", fmt.Errorf("naming bench directory: %w", err)
 	}
-	dir := filepath.Join(parent, DirPrefix+hex.EncodeToString(b[:]))
-	err := withTimeout(ctx, r.fsTimeout(), "creating "+dir, func() error { return os.Mkdir(dir, 0o700) })
+	name := DirPrefix + hex.EncodeToString(b[:])
+	var dir string
+	err := withTimeout(ctx, r.fsTimeout(), "creating "+filepath.Join(t.Path, name), func() error {
+		var err error
+		dir, err = mkdirOnMount(t, name, 0o700)
+		return err
+	})
 	if err != nil {
 		return "", fmt.Errorf("creating bench directory: %w", err)
 	}

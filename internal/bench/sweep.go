@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -151,6 +150,13 @@ func (r *Runner) Sweep(ctx context.Context, opts SweepOptions) (*SweepResult, er
 			return nil, errors.Join(err, cerr)
 		}
 	}
+	if len(opts.ReadAheadKB) > 0 && !IsNFS(s.target.FSType) {
+		// Read-ahead is only written to a confirmed NFS superblock; a local disk's bdi
+		// would be changed without a journal to put it back after a crash.
+		_, cerr := s.close(ctx, nil)
+		return nil, errors.Join(fmt.Errorf("--readahead: %q is on %s, not NFS: read-ahead is only swept on NFS mounts: %w",
+			s.target.Path, s.target.FSType, ErrNotNFS), cerr)
+	}
 	origRA, raErr := s.readAhead()
 	if len(opts.ReadAheadKB) > 0 && raErr != nil {
 		_, cerr := s.close(ctx, nil)
@@ -247,17 +253,15 @@ func (s *session) readAhead() (int, error) {
 	return int(v), nil
 }
 
-// setReadAhead writes the bdi attribute in place. Files opened afterwards use the new
-// value, and every fio run opens its files anew.
+// setReadAhead writes the bdi attribute in place through the guarded writer, after
+// confirming again that the device is an NFS superblock. Files opened afterwards use the
+// new value, and every fio run opens its files anew.
 func (s *session) setReadAhead(kb int) error {
-	p, err := s.raPath()
-	if err != nil {
-		return err
+	if _, err := inventory.ConfirmNFS(s.r.Root, 0, s.target.Device); err != nil {
+		return fmt.Errorf("setting read-ahead of %q: %w", s.target.MountPoint, err)
 	}
-	if err := os.WriteFile(p, []byte(strconv.Itoa(kb)+"\n"), 0o644); err != nil {
-		return fmt.Errorf("setting %q to %d: %w", p, kb, err)
-	}
-	return nil
+	_, err := hostfs.SetReadAhead(s.r.Root, s.target.Device, kb)
+	return err
 }
 
 // mountSpec is one mount of a client group, enough to mount it again.

@@ -86,6 +86,11 @@ func (f *fakeNFS) sync() {
 		servers += "v4 0a000005  801   1 nfs.example\n"
 	}
 	writeFile(f.t, f.root.Proc("fs", "nfsfs", "servers"), servers)
+	volumes := "NV SERVER   PORT DEV          FSID                              FSC\n"
+	for _, m := range f.mounts {
+		volumes += "v4 0a000005  801 " + m.dev + "         1f0b2c3d4e5f6071:8293a4b5c6d7e8f9  no\n"
+	}
+	writeFile(f.t, f.root.Proc("fs", "nfsfs", "volumes"), volumes)
 }
 
 func (f *fakeNFS) find(mp string) int {

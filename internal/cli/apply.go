@@ -161,7 +161,7 @@ func runApply(ctx context.Context, g *globals, streams IOStreams, flags *applyFl
 	rep := applyReport{DryRun: flags.dryRun, Plan: plan}
 	var applyErr error
 	if !flags.dryRun {
-		var aopts tune.ApplyOptions
+		aopts := tune.ApplyOptions{PID: flags.pid}
 		if v := os.Getenv(applyDelayEnv); v != "" {
 			if aopts.Delay, err = time.ParseDuration(v); err != nil {
 				return &ExitError{Code: ExitError2, Err: fmt.Errorf("%s: %w", applyDelayEnv, err)}

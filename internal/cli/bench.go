@@ -286,7 +286,8 @@ func newBenchSweepCommand(g *globals, streams IOStreams, deps benchDeps) *cobra.
 		Short: "Run a profile under several read-ahead and mount option values and pick the best per job",
 		Long: `sweep runs the profile once per variant. read_ahead_kb is changed live through the mount's
 bdi (files are reopened by every fio run, so each run sees the new value); the value found at
-the start is written back at the end, also after an interrupt.
+the start is written back at the end, also after an interrupt. Only a confirmed NFS mount's
+read-ahead is changed: --readahead is refused on other file systems, even with --allow-non-nfs.
 
 --nconnect and --rsize variants need --remount: nconnect belongs to the kernel's NFS client,
 which every mount of the same server, version and transport shares, so each variant unmounts

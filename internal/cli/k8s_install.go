@@ -3,11 +3,12 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -86,12 +87,19 @@ func runK8sInstallNode(ctx context.Context, logger *slog.Logger, flags *k8sInsta
 	}
 	hostBin := path.Join(flags.BinDir, "nfstune")
 	hostPolicy := path.Join(flags.ConfigDir, "policy.yaml")
-	for _, f := range []struct {
+	files := []struct {
 		hostPath string
 		data     []byte
 		mode     os.FileMode
-	}{{hostBin, bin, 0o755}, {hostPolicy, polBytes, 0o644}} {
-		changed, err := replaceFile(root.Path(f.hostPath), f.data, f.mode)
+	}{{hostBin, bin, 0o755}, {hostPolicy, polBytes, 0o644}}
+	// Refuse a link on either path before writing anything.
+	for _, f := range files {
+		if _, err := root.Attr(f.hostPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return &ExitError{Code: ExitError2, Err: fmt.Errorf("installing %q: %w", f.hostPath, err)}
+		}
+	}
+	for _, f := range files {
+		changed, err := replaceFile(root, f.hostPath, f.data, f.mode)
 		if err != nil {
 			return err
 		}
@@ -122,32 +130,24 @@ func runK8sInstallNode(ctx context.Context, logger *slog.Logger, flags *k8sInsta
 	return nil
 }
 
-// replaceFile writes data to p through a temporary file and a rename, so that udev never
-// runs a half-written binary. It reports whether anything changed.
-func replaceFile(p string, data []byte, mode os.FileMode) (bool, error) {
-	if cur, err := os.ReadFile(p); err == nil && bytes.Equal(cur, data) {
-		if fi, err := os.Stat(p); err == nil && fi.Mode().Perm() == mode {
-			return false, nil
+// replaceFile writes data to p (below root) through hostfs.ReplaceFile: a temporary file
+// fsync'd before the rename and the directory fsync'd after, so that neither a crash nor
+// udev ever sees a half-written binary or policy, and never through a symbolic link. It
+// reports whether anything changed.
+func replaceFile(root hostfs.Root, p string, data []byte, mode os.FileMode) (bool, error) {
+	attr, err := root.Attr(p)
+	switch {
+	case err == nil:
+		if attr.Perm == mode {
+			if cur, err := hostfs.ReadSmall(root.Path(p)); err == nil && bytes.Equal(cur, data) {
+				return false, nil
+			}
 		}
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(p), ".nfstune-*")
-	if err != nil {
+	case !errors.Is(err, fs.ErrNotExist):
 		return false, fmt.Errorf("writing %q: %w", p, err)
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return false, fmt.Errorf("writing %q: %w", p, err)
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return false, fmt.Errorf("writing %q: %w", p, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return false, fmt.Errorf("writing %q: %w", p, err)
-	}
-	if err := os.Rename(tmp.Name(), p); err != nil {
-		return false, fmt.Errorf("writing %q: %w", p, err)
+	if err := root.ReplaceFile(p, data, mode); err != nil {
+		return false, err
 	}
 	return true, nil
 }

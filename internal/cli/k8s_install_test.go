@@ -82,3 +82,41 @@ func TestK8sInstallNodeRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestK8sInstallNodeRefusesSymlinks: a bin or config directory that is a link on the host
+// would put the program udev runs somewhere else; install-node refuses and writes nothing.
+func TestK8sInstallNodeRefusesSymlinks(t *testing.T) {
+	t.Parallel()
+	pol := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(pol, []byte("apiVersion: nfstune.io/v1alpha1\nkind: Policy\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, linked := range []string{"opt/nfstune/bin", "etc/nfstune"} {
+		host, elsewhere := t.TempDir(), t.TempDir()
+		for _, d := range []string{"opt/nfstune/bin", "etc/nfstune", "etc/udev/rules.d"} {
+			if d == linked {
+				os.MkdirAll(filepath.Dir(filepath.Join(host, d)), 0o755)
+				if err := os.Symlink(elsewhere, filepath.Join(host, d)); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			if err := os.MkdirAll(filepath.Join(host, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, _, err := runK8sCLI(t, "", "k8s", "install-node", "--host", host, "--policy", pol)
+		if err == nil || !strings.Contains(err.Error(), "symbolic link") {
+			t.Errorf("%s linked: err = %v, want a refusal naming the link", linked, err)
+		}
+		if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
+			t.Errorf("%s linked: wrote %v through the link", linked, entries)
+		}
+		if entries, _ := os.ReadDir(filepath.Join(host, "opt/nfstune/bin")); linked != "opt/nfstune/bin" && len(entries) != 0 {
+			t.Errorf("%s linked: installed %v before refusing", linked, entries)
+		}
+		if _, err := os.Stat(filepath.Join(host, "etc/udev/rules.d/99-zz-nfstune-readahead.rules")); err == nil {
+			t.Errorf("%s linked: the udev rule was written anyway", linked)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nfstune/nfstune/internal/hostfs"
+	"github.com/nfstune/nfstune/internal/inventory"
 )
 
 // Item statuses in a Result.
@@ -28,6 +29,9 @@ const (
 type ApplyOptions struct {
 	// Delay is slept before each action; the lab uses it to kill apply half way.
 	Delay time.Duration
+	// PID is the process whose mount and network namespaces the plan was read from (0:
+	// this process); each read-ahead write confirms its device there again.
+	PID int
 	// stopAfter ends Apply after that many actions as if the process had died (tests only).
 	stopAfter int
 }
@@ -122,10 +126,15 @@ func Apply(ctx context.Context, root hostfs.Root, p *Plan, opts ApplyOptions) (*
 		err := unrecorded[i]
 		if err != nil {
 			// Already explained.
+		} else if a.Kind == KindReadAhead {
+			var dev string
+			if dev, err = confirmBDI(root, opts.PID, a.Path); err == nil {
+				it.Value, err = setReadAhead(root, dev, a.New)
+			}
 		} else if a.Kind.Live() {
 			it.Value, err = writeLive(root, a.Path, a.New)
 		} else {
-			err = writeFileAtomic(root, a.Path, []byte(a.New), j.Entries[idx].Mode)
+			err = writeAction(root, a, j.Entries[idx].Mode)
 		}
 		if err != nil {
 			it.Status, it.Error = StatusFailed, explain(err)
@@ -197,7 +206,7 @@ func Revert(root hostfs.Root) (*Result, error) {
 		res.Journal = JournalPath
 		return res, errors.Join(append([]error{ErrPartial}, errs...)...)
 	}
-	if err := removeFile(root, JournalPath); err != nil {
+	if err := root.RemoveFile(JournalPath); err != nil {
 		return res, err
 	}
 	removeTemps(root, JournalPath)
@@ -216,12 +225,29 @@ func revertEntry(root hostfs.Root, e Entry) (status, value string, err error) {
 		}
 		// Something else now lives in the directory: leave it.
 		return StatusUnchanged, "", nil
-	case e.Kind.Live():
-		if e.Kind == KindReadAhead {
-			if _, err := os.Lstat(root.Path(path.Dir(e.Path))); errors.Is(err, fs.ErrNotExist) {
-				return StatusGone, "", nil
-			}
+	case e.Kind == KindReadAhead:
+		if _, err := os.Lstat(root.Path(path.Dir(e.Path))); errors.Is(err, fs.ErrNotExist) {
+			return StatusGone, "", nil
 		}
+		// The superblock apply tuned may be unmounted and its device number reused, by NFS
+		// or by anything else: only a device that is NFS now is written.
+		dev, err := confirmBDIAnywhere(root, e.Path)
+		if errors.Is(err, inventory.ErrNotNFS) {
+			return StatusGone, "", nil
+		}
+		if err != nil {
+			return "", "", err
+		}
+		cur, err := readLive(root, e.Path)
+		if err != nil {
+			return "", "", err
+		}
+		if sameValue(cur, string(e.Original)) {
+			return StatusUnchanged, cur, nil
+		}
+		got, err := setReadAhead(root, dev, string(e.Original))
+		return StatusDone, got, err
+	case e.Kind.Live():
 		cur, err := readLive(root, e.Path)
 		if err != nil {
 			return "", "", err
@@ -241,14 +267,14 @@ func revertEntry(root hostfs.Root, e Entry) (status, value string, err error) {
 		if absent {
 			return StatusUnchanged, "", nil
 		}
-		return StatusDone, "", removeFile(root, e.Path)
+		return StatusDone, "", root.RemoveFile(e.Path)
 	}
 	if !absent && bytes.Equal([]byte(content), e.Original) {
-		if fi, err := os.Stat(root.Path(e.Path)); err == nil && fi.Mode().Perm() == e.Mode {
+		if attr, err := root.Attr(e.Path); err == nil && attr.Perm == e.Mode {
 			return StatusUnchanged, "", nil
 		}
 	}
-	return StatusDone, "", writeFileAtomic(root, e.Path, e.Original, e.Mode)
+	return StatusDone, "", root.ReplaceFile(e.Path, e.Original, e.Mode)
 }
 
 // Pending reports whether a journal exists, i.e. whether there is something to revert.

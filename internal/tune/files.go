@@ -123,66 +123,6 @@ func missingDirs(root hostfs.Root, p string) []string {
 	return dirs
 }
 
-// writeFileAtomic replaces the file at p with content: a temporary file in the same directory
-// is written with mode, fsync'd and renamed over p, and the directory is fsync'd, so that a
-// crash leaves either the old or the new file, never a mix.
-func writeFileAtomic(root hostfs.Root, p string, content []byte, mode fs.FileMode) error {
-	full := root.Path(p)
-	dir := filepath.Dir(full)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("writing %q: %w", p, err)
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(full)+".nfstune-*")
-	if err != nil {
-		return fmt.Errorf("writing %q: %w", p, err)
-	}
-	done := false
-	defer func() {
-		if !done {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err := tmp.Write(content); err != nil {
-		return fmt.Errorf("writing %q: %w", p, err)
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		return fmt.Errorf("writing %q: %w", p, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("writing %q: %w", p, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing %q: %w", p, err)
-	}
-	if err := os.Rename(tmp.Name(), full); err != nil {
-		return fmt.Errorf("writing %q: %w", p, err)
-	}
-	done = true
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("syncing %q: %w", dir, err)
-	}
-	return nil
-}
-
-// removeFile removes the file at p and syncs its directory; a missing file is not an error.
-func removeFile(root hostfs.Root, p string) error {
-	full := root.Path(p)
-	if err := os.Remove(full); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("removing %q: %w", p, err)
-	}
-	return syncDir(filepath.Dir(full))
-}
-
 // removeTemps removes temporary files an interrupted atomic write left next to p.
 func removeTemps(root hostfs.Root, p string) {
 	full := root.Path(p)

@@ -7,7 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
+	"path"
 	"syscall"
 
 	"github.com/nfstune/nfstune/internal/hostfs"
@@ -104,7 +104,7 @@ func (j *Journal) save(root hostfs.Root) error {
 	if len(b)+1 > MaxJournalSize {
 		return fmt.Errorf("saving journal: %d bytes, more than revert reads (%d)", len(b)+1, MaxJournalSize)
 	}
-	if err := writeFileAtomic(root, JournalPath, append(b, '\n'), 0o600); err != nil {
+	if err := root.ReplaceFile(JournalPath, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("saving journal: %w", err)
 	}
 	return nil
@@ -114,6 +114,9 @@ func (j *Journal) save(root hostfs.Root) error {
 // it: after an interrupted or repeated apply the first original is the one to go back to.
 func (j *Journal) record(root hostfs.Root, a Action) error {
 	if !a.Kind.Live() {
+		if err := checkWritable(root, a.Path); err != nil {
+			return err
+		}
 		for _, d := range missingDirs(root, a.Path) {
 			if j.find(d) < 0 {
 				j.Entries = append(j.Entries, Entry{Kind: KindDir, Path: d, Absent: true})
@@ -139,9 +142,11 @@ func (j *Journal) record(root hostfs.Root, a Action) error {
 		e.Mode = 0o644
 		if !absent {
 			e.Original = []byte(content)
-			if fi, err := os.Stat(root.Path(a.Path)); err == nil {
-				e.Mode = fi.Mode().Perm()
+			attr, err := root.Attr(a.Path)
+			if err != nil {
+				return err
 			}
+			e.Mode = attr.Perm
 			if err := checkMode(e.Mode); err != nil {
 				return fmt.Errorf("%s: %w", a.Path, err)
 			}
@@ -156,13 +161,10 @@ var ErrBusy = errors.New("another nfstune apply or revert is running")
 
 // lockJournal takes an exclusive flock(2) on the journal's directory, creating it, so that
 // two applies (or an apply and a revert) never interleave their journal updates. The lock
-// is on the directory so that no lock file outlives a revert.
+// is on the directory so that no lock file outlives a revert. A symbolic link on the way
+// is refused: the journal would be written elsewhere.
 func lockJournal(root hostfs.Root) (unlock func(), err error) {
-	dir := filepath.Dir(root.Path(JournalPath))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("creating journal directory: %w", err)
-	}
-	d, err := os.Open(dir)
+	d, err := root.OpenDir(path.Dir(JournalPath), 0o700)
 	if err != nil {
 		return nil, fmt.Errorf("locking journal: %w", err)
 	}

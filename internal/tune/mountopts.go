@@ -360,6 +360,9 @@ func planMountOptions(root hostfs.Root, p *Plan, inv *inventory.Inventory, desir
 		if ok {
 			p.Actions = append(p.Actions, b)
 		}
+		if err := checkWritable(root, FstabPath); err != nil {
+			return fmt.Errorf("planning fstab edit: %w", err)
+		}
 		p.Actions = append(p.Actions, Action{Kind: KindFstab, Path: FstabPath, Old: fstab, New: content, Reason: "new options for NFS mounts; they take effect at the next mount"})
 	}
 	return nil

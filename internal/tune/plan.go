@@ -192,7 +192,7 @@ func NewPlan(root hostfs.Root, inv *inventory.Inventory, want Want, opts Options
 	}
 	if len(nfsDevs) == 0 {
 		var err error
-		if nfsDevs, err = nfsVolumes(root); err != nil {
+		if nfsDevs, err = inventory.ReadVolumeDevices(root, 0); err != nil {
 			p.note("cannot read /proc/fs/nfsfs/volumes (%v): no live read-ahead change, since no bdi can be confirmed as NFS", err)
 		}
 	}
@@ -224,16 +224,8 @@ func planReadAhead(root hostfs.Root, p *Plan, m *inventory.Mount, d Desired, nfs
 		p.note("read-ahead of %s left alone: observe mode", where)
 		return
 	}
-	if !isAnonDevice(m.Device) {
-		p.note("read-ahead of %s left alone: not an anonymous (major 0) device, so not an NFS superblock", where)
-		return
-	}
-	if m.FSType != "nfs" && m.FSType != "nfs4" {
-		p.note("read-ahead of %s left alone: mountinfo says %q, not nfs or nfs4", where, m.FSType)
-		return
-	}
-	if !nfsDevs[m.Device] {
-		p.note("read-ahead of %s left alone: not listed in /proc/fs/nfsfs/volumes", where)
+	if err := inventory.CheckNFS(m.Device, m, nfsDevs); err != nil {
+		p.note("read-ahead of %s left alone: %v", where, err)
 		return
 	}
 	dir, err := root.BDI(m.Device)
@@ -273,6 +265,9 @@ func isAnonDevice(dev string) bool {
 // fileAction returns the action that makes the file at path hold content, or false when it
 // already does.
 func fileAction(root hostfs.Root, kind Kind, path, content, reason string) (Action, bool, error) {
+	if err := checkWritable(root, path); err != nil {
+		return Action{}, false, err
+	}
 	old, absent, err := readFile(root, path)
 	if err != nil {
 		return Action{}, false, err

@@ -11,20 +11,7 @@ import (
 	"github.com/nfstune/nfstune/internal/policy"
 )
 
-// nfsVolumes reads the DEV column of /proc/fs/nfsfs/volumes: the bdi names of every NFS
-// superblock in the reader's network namespace.
-//
-// Format (fs/nfs/client.c, nfs_volume_list_show): a header line
-// "NV SERVER   PORT DEV          FSID                              FSC", then rows
-// "v%u %s %s %-12s %-33s %s". Columns are split on white space; their widths changed.
-func nfsVolumes(root hostfs.Root) (map[string]bool, error) {
-	b, err := hostfs.ReadSmall(root.Proc("fs", "nfsfs", "volumes"))
-	if err != nil {
-		return nil, err
-	}
-	return parseVolumes(b), nil
-}
-
+// parseVolumes returns the devices of a /proc/fs/nfsfs/volumes file.
 func parseVolumes(b []byte) map[string]bool { return inventory.VolumeDevices(b) }
 
 // udevRule is the content of nfstune's read-ahead rule. udev runs PROGRAM with the bdi name

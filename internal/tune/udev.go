@@ -1,10 +1,8 @@
 package tune
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -101,24 +99,21 @@ func findMount(root hostfs.Root, dev string) *inventory.Mount {
 	return nil
 }
 
-// mountFromVolumes builds what /proc/fs/nfsfs/volumes says about dev: NFS version and the
-// server address, printed in hex (4 bytes for IPv4, 16 for IPv6).
+// mountFromVolumes builds what /proc/fs/nfsfs/volumes says about dev (inventory's parser):
+// NFS version and the server address.
 func mountFromVolumes(b []byte, dev string) *inventory.Mount {
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 4 || f[3] != dev || !strings.HasPrefix(f[0], "v") {
+	vols, _ := inventory.ParseNFSVolumes(bytes.NewReader(b))
+	for _, v := range vols {
+		if v.Device != dev {
 			continue
 		}
-		m := &inventory.Mount{Device: dev, FSType: "nfs", Version: strings.TrimPrefix(f[0], "v")}
+		m := &inventory.Mount{Device: dev, FSType: "nfs", Version: strings.TrimPrefix(v.Version, "v")}
 		if m.Version == "4" {
 			m.FSType = "nfs4"
 		}
-		if raw, err := hex.DecodeString(f[1]); err == nil {
-			if a, ok := netip.AddrFromSlice(raw); ok {
-				m.ServerAddr = a.String()
-				m.Server = m.ServerAddr
-			}
+		if a, err := netip.ParseAddr(v.Addr); err == nil {
+			m.ServerAddr = a.String()
+			m.Server = m.ServerAddr
 		}
 		return m
 	}

@@ -1,0 +1,45 @@
+package agent
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/nfstune/nfstune/internal/hostfs"
+	"github.com/nfstune/nfstune/internal/inventory"
+)
+
+// TestSetReadAheadNoSymlinks: the agent writes through the same guarded writer as apply,
+// so a read_ahead_kb that is a link, or a bdi that links out of /sys, is refused and the
+// file it points to keeps its value.
+func TestSetReadAheadNoSymlinks(t *testing.T) {
+	t.Parallel()
+	outside := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(outside, []byte("128\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root := hostfs.Root(t.TempDir())
+	if err := os.MkdirAll(root.Sys("class", "bdi", "0:52"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, root.Sys("class", "bdi", "0:52", "read_ahead_kb")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Dir(outside), root.Sys("class", "bdi", "0:53")); err != nil {
+		t.Fatal(err)
+	}
+	vols := map[string]bool{"0:52": true, "0:53": true}
+	for _, dev := range []string{"0:52", "0:53"} {
+		err := setReadAhead(root, &inventory.Mount{Device: dev, FSType: "nfs4"}, vols, 4096)
+		if err == nil {
+			t.Errorf("%s: wrote through a link", dev)
+		}
+		if dev == "0:52" && !errors.Is(err, hostfs.ErrSymlink) {
+			t.Errorf("%s: err = %v, want ErrSymlink", dev, err)
+		}
+	}
+	if b, _ := os.ReadFile(outside); string(b) != "128\n" {
+		t.Errorf("file behind the link = %q, want 128", b)
+	}
+}

@@ -1,0 +1,91 @@
+package hostfs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// SetReadAhead writes kb to /sys/class/bdi/<device>/read_ahead_kb in place and returns
+// the value the kernel kept. It is the one writer of read_ahead_kb; callers confirm first
+// that device is an NFS superblock (inventory.ConfirmNFS).
+//
+// The attribute is opened without O_CREAT below /sys with os.OpenRoot, so that a crafted
+// device name or a link cannot leave /sys (the bdi entries themselves are links into
+// /sys/devices/virtual/bdi), and the attribute itself must not be a link. The kernel keeps
+// read-ahead in pages (mm/backing-dev.c read_ahead_kb_store: kb >> (PAGE_SHIFT - 10)), so
+// the value read back may be kb rounded down to a multiple of the page size: 1001 reads
+// back 1000 with 4 KiB pages (Documentation/ABI/stable/sysfs-class-bdi).
+func SetReadAhead(r Root, device string, kb int) (int, error) {
+	if !ValidDevice(device) {
+		return 0, fmt.Errorf("setting read-ahead: invalid device %q: want major:minor", device)
+	}
+	if kb < 0 {
+		return 0, fmt.Errorf("setting read-ahead of %s: negative value %d", device, kb)
+	}
+	shown := "/sys/class/bdi/" + device + "/read_ahead_kb"
+	// O_TRUNC does nothing on sysfs; it keeps a test fixture's plain file exact.
+	f, err := openBDIAttr(r, device, unix.O_WRONLY|unix.O_TRUNC)
+	if err != nil {
+		return 0, fmt.Errorf("setting %q to %d: %w", shown, kb, err)
+	}
+	_, werr := f.Write([]byte(strconv.Itoa(kb) + "\n"))
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		return 0, fmt.Errorf("setting %q to %d: %w", shown, kb, err)
+	}
+	f, err = openBDIAttr(r, device, unix.O_RDONLY)
+	if err != nil {
+		return 0, fmt.Errorf("reading back %q: %w", shown, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 64))
+	if err != nil {
+		return 0, fmt.Errorf("reading back %q: %w", shown, err)
+	}
+	got, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, fmt.Errorf("reading back %q: %w", shown, err)
+	}
+	if !pageRounded(kb, got, os.Getpagesize()/1024) {
+		return got, fmt.Errorf("setting %q to %d: the kernel kept %d", shown, kb, got)
+	}
+	return got, nil
+}
+
+// pageRounded reports whether got is want rounded down to whole pages of pageKB KiB.
+func pageRounded(want, got, pageKB int) bool {
+	if pageKB < 1 {
+		pageKB = 1
+	}
+	return got <= want && want-got < pageKB
+}
+
+// openBDIAttr opens read_ahead_kb of a bdi confined to /sys: the directory is resolved
+// with os.Root (links may be followed only while they stay inside /sys), the attribute is
+// opened with O_NOFOLLOW and never created.
+func openBDIAttr(r Root, device string, flag int) (*os.File, error) {
+	sys, err := os.OpenRoot(r.Sys())
+	if err != nil {
+		return nil, err
+	}
+	defer sys.Close()
+	dir, err := sys.Open("class/bdi/" + device)
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
+	fd, err := unix.Openat(int(dir.Fd()), "read_ahead_kb", flag|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ELOOP) {
+		return nil, fmt.Errorf("read_ahead_kb is a %w", ErrSymlink)
+	}
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: "read_ahead_kb", Err: err}
+	}
+	return os.NewFile(uintptr(fd), r.Sys("class", "bdi", device, "read_ahead_kb")), nil
+}
