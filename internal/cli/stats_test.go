@@ -13,6 +13,7 @@ import (
 
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/metrics"
 )
 
 var statsArgTests = []struct {
@@ -84,7 +85,7 @@ func TestStatsJSON(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("got %d JSON lines, want one per interval (2):\n%s", len(lines), out.String())
 	}
-	var first, second statsReport
+	var first, second metrics.StatsReport
 	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func TestStatsLabStacked(t *testing.T) {
 	if err := runStats(context.Background(), &out, read, 0, 1, []string{"/mnt/lab/stacked"}, OutputJSON); err != nil {
 		t.Fatal(err)
 	}
-	var rep statsReport
+	var rep metrics.StatsReport
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatal(err)
 	}
