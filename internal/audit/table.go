@@ -9,8 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/nfstune/nfstune/internal/display"
 	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/printer"
 )
 
 // WriteTable writes the report for people: one block per mount, mounts with the worst
@@ -44,12 +44,12 @@ func WriteTable(w io.Writer, rep Report) error {
 	})
 
 	bw := bufio.NewWriterSize(w, 64<<10)
-	ew := &errWriter{w: bw}
+	ew := printer.New(bw)
 	counts := map[string]int{}
 	for _, f := range rep.Findings {
 		counts[f.Severity]++
 	}
-	ew.printf("%d NFS mount(s): %d error(s), %d warning(s), %d info\n", len(rep.Mounts), counts[SeverityError], counts[SeverityWarning], counts[SeverityInfo])
+	ew.Printf("%d NFS mount(s): %d error(s), %d warning(s), %d info\n", len(rep.Mounts), counts[SeverityError], counts[SeverityWarning], counts[SeverityInfo])
 	for _, i := range order {
 		m := &rep.Mounts[i]
 		res := rep.Desired[m.Device]
@@ -57,36 +57,36 @@ func WriteTable(w io.Writer, rep Report) error {
 		if strings.Contains(server, ":") {
 			server = "[" + server + "]"
 		}
-		ew.printf("\n%s  %s:%s  (%s)\n", strings.Join(m.MountPoints, ", "), server, m.Export, m.Device)
+		ew.Printf("\n%s  %s:%s  (%s)\n", strings.Join(m.MountPoints, ", "), server, m.Export, m.Device)
 		cols := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-		tw := &errWriter{w: cols}
-		tw.printf("  version\t%s\trsize/wsize\t%s/%s\n", orDash(m.Version), size(m.RSize), size(m.WSize))
-		tw.printf("  nconnect\t%s\tconnections\t%s\n", num(m.NConnect), num(m.Connections))
-		tw.printf("  read-ahead\t%s\tprofile\t%s/%s (%s)\n", readAhead(m), orDash(res.Backend), orDash(res.Workload), orDash(res.Rule))
+		tw := printer.New(cols)
+		tw.Printf("  version\t%s\trsize/wsize\t%s/%s\n", orDash(m.Version), size(m.RSize), size(m.WSize))
+		tw.Printf("  nconnect\t%s\tconnections\t%s\n", num(m.NConnect), num(m.Connections))
+		tw.Printf("  read-ahead\t%s\tprofile\t%s/%s (%s)\n", readAhead(m), orDash(res.Backend), orDash(res.Workload), orDash(res.Rule))
 		if err := cols.Flush(); err != nil {
 			return err
 		}
 		fs := byDev[m.Device]
 		if len(fs) == 0 {
-			ew.printf("  ok\n")
+			ew.Printf("  ok\n")
 		}
 		writeFindings(ew, fs)
 	}
 	if len(host) > 0 {
-		ew.printf("\nhost\n")
+		ew.Printf("\nhost\n")
 		writeFindings(ew, host)
 	}
-	if ew.err != nil {
-		return ew.err
+	if err := ew.Err(); err != nil {
+		return err
 	}
 	return bw.Flush()
 }
 
-func writeFindings(ew *errWriter, fs []Finding) {
+func writeFindings(ew *printer.Writer, fs []Finding) {
 	for _, f := range fs {
-		ew.printf("  %-7s %s %s\n", strings.ToUpper(f.Severity), f.ID, f.Message)
-		ew.printf("          expected: %s; actual: %s\n", f.Expected, f.Actual)
-		ew.printf("          fix: %s\n", f.Fix)
+		ew.Printf("  %-7s %s %s\n", strings.ToUpper(f.Severity), f.ID, f.Message)
+		ew.Printf("          expected: %s; actual: %s\n", f.Expected, f.Actual)
+		ew.Printf("          fix: %s\n", f.Fix)
 	}
 }
 
@@ -121,25 +121,4 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// errWriter keeps the first write error so that the table code stays linear.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(p)
-	e.err = err
-	return n, err
-}
-
-// printf writes with every string argument escaped (display.Text): mount points, exports
-// and messages come from the host and must not forge lines or reach the terminal raw.
-func (e *errWriter) printf(format string, args ...any) {
-	fmt.Fprintf(e, format, display.Args(args)...)
 }

@@ -144,12 +144,9 @@ func runAgent(ctx context.Context, g *globals, streams IOStreams, flags *agentFl
 // loadAgentPolicy loads the policy file (or the built-in profiles) and adapts it for the
 // agent; observe forces observe mode on every mount.
 func loadAgentPolicy(path string, observe bool) (*agent.Policy, error) {
-	pol := policy.Default()
-	if path != "" {
-		var err error
-		if pol, err = policy.Load(path); err != nil {
-			return nil, err
-		}
+	pol, err := policy.Load(path)
+	if err != nil {
+		return nil, err
 	}
 	return &agent.Policy{
 		Resolve: func(m *inventory.Mount) agent.Desired {

@@ -64,14 +64,6 @@ first; "nfstune revert" puts them back. Exit code 1 means some changes failed.`,
 	return c
 }
 
-// loadTunePolicy returns the user's policy, or the built-in one when no file is given.
-func loadTunePolicy(file string) (*policy.Policy, error) {
-	if file == "" {
-		return policy.Default(), nil
-	}
-	return policy.Load(file)
-}
-
 // tuneResolver adapts a policy to what tune needs.
 func tuneResolver(pol *policy.Policy) func(*inventory.Mount) tune.Desired {
 	return func(m *inventory.Mount) tune.Desired {
@@ -139,7 +131,7 @@ func runApply(ctx context.Context, g *globals, streams IOStreams, flags *applyFl
 		return err
 	}
 	root := g.Root()
-	pol, err := loadTunePolicy(flags.config)
+	pol, err := policy.Load(flags.config)
 	if err != nil {
 		return &ExitError{Code: ExitError2, Err: fmt.Errorf("loading policy: %w", err)}
 	}

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -78,9 +77,9 @@ func runAudit(ctx context.Context, g *globals, streams IOStreams, flags *auditFl
 	if flags.pid < 0 {
 		return &ExitError{Code: ExitError2, Err: fmt.Errorf("invalid --pid %d", flags.pid)}
 	}
-	pol, err := loadPolicyFile(flags.config)
+	pol, err := policy.Load(flags.config)
 	if err != nil {
-		return &ExitError{Code: ExitError2, Err: err}
+		return &ExitError{Code: ExitError2, Err: fmt.Errorf("loading policy: %w", err)}
 	}
 	inv, err := inventory.Read(g.Root(), inventory.ReadOptions{PID: flags.pid, SkipOperations: !flags.opStats})
 	if err != nil {
@@ -115,16 +114,4 @@ func runAudit(ctx context.Context, g *globals, streams IOStreams, flags *auditFl
 		return &ExitError{Code: ExitIssues}
 	}
 	return nil
-}
-
-// loadPolicyFile returns the policy in file, or the built-in policy when file is empty.
-func loadPolicyFile(file string) (*policy.Policy, error) {
-	if strings.TrimSpace(file) == "" {
-		return policy.Default(), nil
-	}
-	pol, err := policy.Load(file)
-	if err != nil {
-		return nil, fmt.Errorf("loading policy: %w", err)
-	}
-	return pol, nil
 }

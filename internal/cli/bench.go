@@ -458,26 +458,10 @@ func serviceLimit(service, tier, capacity, access string) (float64, string, erro
 	if err != nil {
 		return 0, "", err
 	}
-	r, err := plan.Show(cat, nil, service, tier, size, plan.Need{Access: plan.Access(access)})
+	o, err := plan.TierAt(cat, service, tier, size, plan.Access(access))
 	if err != nil {
-		return 0, "", err
+		return 0, "", fmt.Errorf("--service %s at %s: %w", service, capacity, err)
 	}
-	switch {
-	case len(r.Options) == 1:
-	case len(r.Options) > 1:
-		var tiers []string
-		for _, o := range r.Options {
-			tiers = append(tiers, o.Tier)
-		}
-		return 0, "", fmt.Errorf("--service %s has tiers %s: name one with --tier", service, strings.Join(tiers, ", "))
-	default:
-		var why []string
-		for _, rej := range r.Rejected {
-			why = append(why, rej.Reasons...)
-		}
-		return 0, "", fmt.Errorf("--service %s at %s: %s", service, capacity, strings.Join(why, "; "))
-	}
-	o := r.Options[0]
 	return o.MiBps, fmt.Sprintf("the service (%s %s at %s: %s MiB/s in nfstune plan's model)",
 		o.Service, o.Tier, capacity, strconv.FormatFloat(o.MiBps, 'f', 1, 64)), nil
 }

@@ -83,9 +83,9 @@ func runOptions(_ context.Context, streams IOStreams, flags *optionsFlags) error
 	if flags.mountpoint != "" && !strings.HasPrefix(flags.mountpoint, "/") {
 		return usage("--mountpoint %q must be an absolute path", flags.mountpoint)
 	}
-	pol, err := loadPolicyFile(flags.config)
+	pol, err := policy.Load(flags.config)
 	if err != nil {
-		return &ExitError{Code: ExitError2, Err: err}
+		return &ExitError{Code: ExitError2, Err: fmt.Errorf("loading policy: %w", err)}
 	}
 	// A mount as the inventory would see it, so that config rules can match it.
 	m := inventory.Mount{Server: flags.server, Export: flags.export, Backend: inventory.DetectBackend(flags.server)}

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -196,139 +194,11 @@ func runPlanShow(streams IOStreams, f *planShowFlags) error {
 }
 
 func writePlan(w io.Writer, format string, r *plan.Result, show bool) error {
-	if format != OutputTable {
+	switch {
+	case format != OutputTable:
 		return writeStructured(w, format, r)
+	case show:
+		return plan.WriteShowTable(w, r)
 	}
-	return writePlanTable(w, r, show)
-}
-
-func writePlanTable(w io.Writer, r *plan.Result, show bool) error {
-	ew := &planWriter{w: w}
-	ew.printf("Need: %s\n", needLine(r.Need, show))
-	if !show {
-		ew.printf("Ranked by %s.\n", r.RankedBy)
-	}
-	if len(r.Options) > 0 {
-		ew.printf("\n")
-		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-		clientsHead := "CLIENTS 1 CONN/NCONNECT"
-		if show {
-			clientsHead = "CLIENTS TO SATURATE 1 CONN/NCONNECT"
-		}
-		fmt.Fprintf(tw, "#\tSERVICE/TIER\tPROVISION\tTHROUGHPUT\tIOPS (BURST)\tPER CLIENT 1 CONN/NCONNECT\t%s\tMONTHLY\tLIMITED BY\n", clientsHead)
-		for i, o := range r.Options {
-			fmt.Fprintf(tw, "%d\t%s/%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", i+1, o.Service, o.Tier, o.Provision,
-				plan.FormatMiBps(o.MiBps), iopsCell(o), perClientCell(o), clientsCell(o), costCell(o, r.Currency),
-				strings.Join(o.LimitedBy, "; "))
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-	}
-	if len(r.Rejected) > 0 {
-		if show {
-			ew.printf("\nCannot be provisioned at this capacity:\n")
-		} else {
-			ew.printf("\nDoes not meet the need:\n")
-		}
-		for _, rej := range r.Rejected {
-			ew.printf("  %s/%s: %s\n", rej.Service, rej.Tier, strings.Join(rej.Reasons, "; "))
-			if rej.ScaleOut != nil {
-				ew.printf("    %s\n", rej.ScaleOut)
-			}
-		}
-	}
-	var notes []string
-	for i, o := range r.Options {
-		for _, n := range o.Notes {
-			notes = append(notes, fmt.Sprintf("  %d %s/%s: %s", i+1, o.Service, o.Tier, n))
-		}
-	}
-	if len(notes) > 0 {
-		ew.printf("\nNotes:\n%s\n", strings.Join(notes, "\n"))
-	}
-	ew.printf("\nSizes: %s.\nPrices: %s.\n", r.Convention, r.PriceNote)
-	return ew.err
-}
-
-func needLine(n plan.NeedSummary, show bool) string {
-	var parts []string
-	if show {
-		parts = append(parts, "capacity "+plan.FormatGiB(n.CapacityGiB))
-	} else {
-		if n.ThroughputMiBps > 0 {
-			parts = append(parts, plan.FormatMiBps(n.ThroughputMiBps))
-		}
-		if n.CapacityGiB > 0 {
-			parts = append(parts, "capacity "+plan.FormatGiB(n.CapacityGiB))
-		}
-		if n.IOPS > 0 {
-			parts = append(parts, plan.Group(float64(n.IOPS))+" IOPS")
-		}
-		if n.Clients > 0 {
-			parts = append(parts, fmt.Sprintf("%d clients", n.Clients))
-		}
-	}
-	parts = append(parts, string(n.Access)+"s")
-	if n.ClientNICMiBps > 0 {
-		parts = append(parts, "client NIC "+plan.FormatMiBps(n.ClientNICMiBps))
-	} else {
-		parts = append(parts, "client NIC not given")
-	}
-	return strings.Join(parts, ", ")
-}
-
-func iopsCell(o plan.Option) string {
-	if o.IOPS == nil {
-		return "not published"
-	}
-	s := plan.Group(*o.IOPS)
-	if o.BurstIOPS != nil && *o.BurstIOPS > *o.IOPS {
-		s += " (" + plan.Group(*o.BurstIOPS) + ")"
-	}
-	return s
-}
-
-func perClientCell(o plan.Option) string {
-	if o.ClientMiBps == 0 {
-		return "-"
-	}
-	return plan.Group(o.ClientMiBps) + "/" + plan.Group(o.ClientNconnectMiBps) + " MiB/s"
-}
-
-func clientsCell(o plan.Option) string {
-	if o.ClientsNeeded == nil {
-		return "-"
-	}
-	s := fmt.Sprintf("%d/%d", *o.ClientsNeeded, *o.ClientsNeededNconnect)
-	if o.MultiConnection != "" {
-		s += " (" + o.MultiConnection + ")"
-	}
-	return s
-}
-
-func costCell(o plan.Option, currency string) string {
-	if o.MonthlyCost == nil {
-		return "-"
-	}
-	return plan.Group(*o.MonthlyCost) + " " + currency
-}
-
-// planWriter keeps the first write error so that a table can be written without a check per line.
-type planWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *planWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(p)
-	e.err = err
-	return n, err
-}
-
-func (e *planWriter) printf(format string, args ...any) {
-	fmt.Fprintf(e, format, args...)
+	return plan.WriteTable(w, r)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nfstune/nfstune/internal/printer"
 	"github.com/nfstune/nfstune/internal/tune"
 )
 
@@ -42,9 +43,9 @@ func runRevert(g *globals, streams IOStreams, flags *revertFlags) error {
 			return werr
 		}
 	} else {
-		w := &tuneWriter{w: streams.Out}
+		w := printer.New(streams.Out)
 		if len(res.Items) == 0 && err == nil {
-			w.printf("Nothing to revert: no journal at %s.\n", tune.JournalPath)
+			w.Printf("Nothing to revert: no journal at %s.\n", tune.JournalPath)
 		}
 		for _, it := range res.Items {
 			what := "restored"
@@ -60,13 +61,13 @@ func runRevert(g *globals, streams IOStreams, flags *revertFlags) error {
 			if it.Status == tune.StatusGone {
 				what = "gone (unmounted since apply)"
 			}
-			w.printf("  [%s] %-11s %s: %s\n", it.Status, it.Action.Kind, it.Action.Path, what)
+			w.Printf("  [%s] %-11s %s: %s\n", it.Status, it.Action.Kind, it.Action.Path, what)
 			if it.Error != "" {
-				w.printf("        error: %s\n", it.Error)
+				w.Printf("        error: %s\n", it.Error)
 			}
 		}
-		if w.err != nil {
-			return w.err
+		if werr := w.Err(); werr != nil {
+			return werr
 		}
 	}
 	switch {

@@ -3,16 +3,15 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"path"
 	"strconv"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/nfstune/nfstune/internal/display"
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/metrics"
 )
@@ -87,106 +86,20 @@ func parseStatsArgs(args []string) (interval time.Duration, count int, mounts []
 	return interval, count, mounts, nil
 }
 
-// statsReport is one interval of -o json.
-type statsReport struct {
-	Time   time.Time            `json:"time"`
-	Mounts []metrics.MountRates `json:"mounts"`
-}
-
+// runStats prints a report per interval: one JSON object per line with -o json, else a table.
 func runStats(ctx context.Context, w io.Writer, read func() (*inventory.Inventory, error), interval time.Duration, count int, mounts []string, format string) error {
-	var prev *inventory.Inventory
-	var prevAt time.Time
-	var tick *time.Ticker
-	if interval > 0 {
-		tick = time.NewTicker(interval)
-		defer tick.Stop()
-	}
-	for n := 0; count == 0 || n < count; n++ {
-		if n > 0 {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-tick.C:
-			}
-		}
-		cur, err := read()
-		if err != nil {
-			return &ExitError{Code: ExitError2, Err: fmt.Errorf("reading NFS statistics: %w", err)}
-		}
-		now := time.Now()
-		rates := filterRates(metrics.Rates(prev, cur, now.Sub(prevAt)), cur, mounts)
-		prev, prevAt = cur, now
-		if n == 0 && len(rates) == 0 {
-			if len(mounts) > 0 {
-				return &ExitError{Code: ExitError2, Err: fmt.Errorf("no NFS mount with statistics at %v", mounts)}
-			}
-			return &ExitError{Code: ExitIssues, Err: fmt.Errorf("no NFS mounts with statistics")}
-		}
+	opts := metrics.StatsOptions{Interval: interval, Count: count, MountPoints: mounts}
+	err := metrics.WatchStats(ctx, read, opts, func(r metrics.StatsReport) error {
 		if format == OutputJSON {
-			if err := json.NewEncoder(w).Encode(statsReport{Time: now.UTC(), Mounts: rates}); err != nil {
-				return err
-			}
-			continue
+			return json.NewEncoder(w).Encode(r)
 		}
-		if err := writeStatsTable(w, rates); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// filterRates keeps the mounts one of whose mount points was asked for; none asked keeps all.
-func filterRates(rates []metrics.MountRates, inv *inventory.Inventory, want []string) []metrics.MountRates {
-	if len(want) == 0 {
-		return rates
-	}
-	wanted := make(map[string]bool, len(want))
-	for _, w := range want {
-		wanted[w] = true
-	}
-	keep := make(map[string]bool)
-	for _, m := range inv.Mounts {
-		for _, mp := range m.MountPoints {
-			if wanted[mp] {
-				keep[m.Device] = true
-			}
-		}
-	}
-	var out []metrics.MountRates
-	for _, r := range rates {
-		if keep[r.Device] {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-func writeStatsTable(w io.Writer, rates []metrics.MountRates) error {
-	for _, r := range rates {
-		if _, err := fmt.Fprintf(w, "\n%s:%s mounted on %s (%s, NFS %s, %d connections, over %.1f s):\n\n", display.Args([]any{
-			r.Server, r.Export, r.MountPoint, r.Device, r.Version, r.Connections, r.Seconds})...); err != nil {
-			return err
-		}
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(tw, "ops/s\tavg backlog\tread MB/s\twrite MB/s\tretrans\t\n")
-		fmt.Fprintf(tw, "%.3f\t%.3f\t%.3f\t%.3f\t%d\t\n", r.OpsPerSec, r.Backlog, r.ReadMBps, r.WriteMBps, r.Retrans)
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-		if len(r.Ops) == 0 {
-			continue
-		}
-		fmt.Fprintln(w)
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(tw, "operation\tops/s\tkB/op\tretrans\tavg RTT (ms)\tavg exe (ms)\tavg queue (ms)\terrors\t\n")
-		for _, o := range r.Ops {
-			fmt.Fprintf(tw, "%s\t%.3f\t%.3f\t%d (%.1f%%)\t%.3f\t%.3f\t%.3f\t%d\t\n",
-				display.Text(o.Operation), o.OpsPerSec, o.KBPerOp, o.Retrans, 100*float64(o.Retrans)/float64(o.Ops),
-				o.AvgRTTMs, o.AvgExeMs, o.AvgQueueMs, o.Errors)
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+		return metrics.WriteStatsTable(w, r.Mounts)
+	})
+	switch {
+	case errors.Is(err, metrics.ErrNoStats):
+		return &ExitError{Code: ExitIssues, Err: err}
+	case err != nil:
+		return &ExitError{Code: ExitError2, Err: err}
 	}
 	return nil
 }

@@ -85,7 +85,7 @@ func TestStatsJSON(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("got %d JSON lines, want one per interval (2):\n%s", len(lines), out.String())
 	}
-	var first, second statsReport
+	var first, second metrics.StatsReport
 	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestStatsLabStacked(t *testing.T) {
 	if err := runStats(context.Background(), &out, read, 0, 1, []string{"/mnt/lab/stacked"}, OutputJSON); err != nil {
 		t.Fatal(err)
 	}
-	var rep statsReport
+	var rep metrics.StatsReport
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestStatsTableEscapes(t *testing.T) {
 	var b bytes.Buffer
 	rates := []metrics.MountRates{{Server: "srv\x1b[2J", Export: "/e", MountPoint: "/mnt/a\nforged line", Device: "0:53",
 		Ops: []metrics.OpRates{{Operation: "READ\r\x07", Ops: 1}}}}
-	if err := writeStatsTable(&b, rates); err != nil {
+	if err := metrics.WriteStatsTable(&b, rates); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()

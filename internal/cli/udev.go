@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nfstune/nfstune/internal/policy"
 	"github.com/nfstune/nfstune/internal/tune"
 )
 
@@ -26,7 +27,7 @@ func newUdevCommand(g *globals, streams IOStreams) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			pol, err := loadTunePolicy(flags.config)
+			pol, err := policy.Load(flags.config)
 			if err != nil {
 				return &ExitError{Code: ExitError2, Err: fmt.Errorf("loading policy: %w", err)}
 			}

@@ -9,6 +9,9 @@
 // group and never summed over mounts; see
 // https://www.kernel.org/doc/html/latest/filesystems/nfs/index.html and
 // net/sunrpc/stats.c:rpc_clnt_show_stats.
+//
+// The same counters give nfsiostat-style rates between two inventories (Rates), which
+// WatchStats reports once per interval and WriteStatsTable prints for nfstune stats.
 package metrics
 
 import (

@@ -220,6 +220,31 @@ func Show(c *Catalog, prices *Prices, service, tier string, capacity Size, n Nee
 	return r, nil
 }
 
+// TierAt is what one tier of a service delivers at a provisioned capacity, the limit a
+// benchmark of that tier can reach. With tier empty the service must have exactly one tier
+// that can be provisioned at capacity; the errors say which tiers can be, or why none can.
+func TierAt(c *Catalog, service, tier string, capacity Size, access Access) (Option, error) {
+	r, err := Show(c, nil, service, tier, capacity, Need{Access: access})
+	if err != nil {
+		return Option{}, err
+	}
+	switch {
+	case len(r.Options) == 1:
+		return r.Options[0], nil
+	case len(r.Options) > 1:
+		var tiers []string
+		for _, o := range r.Options {
+			tiers = append(tiers, o.Tier)
+		}
+		return Option{}, fmt.Errorf("tiers %s can be provisioned: name one with --tier", strings.Join(tiers, ", "))
+	}
+	var why []string
+	for _, rej := range r.Rejected {
+		why = append(why, rej.Reasons...)
+	}
+	return Option{}, errors.New(strings.Join(why, "; "))
+}
+
 func summarize(n Need) NeedSummary {
 	return NeedSummary{
 		ThroughputMiBps: n.Throughput.MiBps(), CapacityGiB: n.Capacity.GiB(), IOPS: n.IOPS,

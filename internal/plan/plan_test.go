@@ -331,3 +331,33 @@ func TestPlanScaleOut(t *testing.T) {
 		}
 	}
 }
+
+// TestTierAt: Azure NetApp Files premium gives 64 MiB/s per TiB, 640 MiB/s at 10 TiB; without
+// a tier the service is ambiguous; an Azure Files share cannot be 20 GiB (100 GiB minimum).
+func TestTierAt(t *testing.T) {
+	t.Parallel()
+	c, err := LoadCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := TierAt(c, "anf", "premium", 10*TiB, Read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Service != "azure-netapp-files" || o.Tier != "premium" || o.MiBps != 640 {
+		t.Errorf("anf premium at 10 TiB = %s %s %v MiB/s, want azure-netapp-files premium 640", o.Service, o.Tier, o.MiBps)
+	}
+	for _, tt := range []struct {
+		service, tier string
+		capacity      Size
+		want          string
+	}{
+		{"anf", "", 10 * TiB, "tiers standard, premium, ultra, flexible can be provisioned: name one with --tier"},
+		{"afs", "provisioned-v1", 20 * GiB, "100"},
+		{"s3", "", TiB, "unknown service"},
+	} {
+		if _, err := TierAt(c, tt.service, tt.tier, tt.capacity, Read); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("TierAt(%s, %q, %v GiB) err = %v, want one containing %q", tt.service, tt.tier, tt.capacity.GiB(), err, tt.want)
+		}
+	}
+}

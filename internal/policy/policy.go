@@ -91,8 +91,12 @@ func Default() *Policy {
 	return &Policy{Workload: WorkloadGeneral, Mode: ModeEnforce, cat: cat}
 }
 
-// Load reads and strictly decodes a config file; see Parse.
+// Load reads and strictly decodes a config file (see Parse); with no file it returns the
+// built-in policy. Every command that takes --config loads it here.
 func Load(file string) (*Policy, error) {
+	if file == "" {
+		return Default(), nil
+	}
 	f, err := os.Open(file)
 	if err != nil {
 		return nil, fmt.Errorf("reading policy: %w", err)

@@ -132,6 +132,22 @@ func TestLoad(t *testing.T) {
 	}
 }
 
+// TestLoadNoFile: no --config is the built-in policy; a blank name is a file name like any
+// other, so a mistyped flag fails instead of tuning with the built-in profiles.
+func TestLoadNoFile(t *testing.T) {
+	t.Parallel()
+	p, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.File != "" || p.Workload != WorkloadGeneral || p.Mode != ModeEnforce || len(p.Rules) != 0 {
+		t.Errorf("Load(\"\") = file %q workload %q mode %q, %d rules; want the built-in policy", p.File, p.Workload, p.Mode, len(p.Rules))
+	}
+	if _, err := Load(" "); err == nil {
+		t.Error(`Load(" ") succeeded, want an error reading the file " "`)
+	}
+}
+
 func boolp(b bool) *bool { return &b }
 
 func TestResolve(t *testing.T) {

@@ -1,0 +1,128 @@
+package metrics
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nfstune/nfstune/internal/inventory"
+)
+
+// snapshots returns a read function that yields each inventory in turn, then the last again.
+func snapshots(invs ...*inventory.Inventory) func() (*inventory.Inventory, error) {
+	return func() (*inventory.Inventory, error) {
+		inv := invs[0]
+		if len(invs) > 1 {
+			invs = invs[1:]
+		}
+		return inv, nil
+	}
+}
+
+// TestWatchStatsIntervals: the first report covers the 120 s since mount, the second the
+// interval between the reads, with the 2403 sends made in it (all four xprt: lines).
+func TestWatchStatsIntervals(t *testing.T) {
+	t.Parallel()
+	var got []StatsReport
+	read := snapshots(loadStats(t, "t0"), loadStats(t, "t1"))
+	opts := StatsOptions{Interval: 10 * time.Millisecond, Count: 2, MountPoints: []string{"/mnt/data"}}
+	err := WatchStats(context.Background(), read, opts, func(r StatsReport) error {
+		got = append(got, r)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || len(got[0].Mounts) != 1 || len(got[1].Mounts) != 1 {
+		t.Fatalf("got %d reports (%+v), want 2 of one mount each", len(got), got)
+	}
+	if first := got[0].Mounts[0]; first.Seconds != 120 || !near(first.OpsPerSec, 32) {
+		t.Errorf("first report = %v s, %v ops/s; want 120 s, 32 ops/s", first.Seconds, first.OpsPerSec)
+	}
+	second := got[1].Mounts[0]
+	if second.Seconds <= 0 || second.Seconds > 5 {
+		t.Errorf("second report interval = %v s", second.Seconds)
+	}
+	if sends := second.OpsPerSec * second.Seconds; sends < 2402.9 || sends > 2403.1 {
+		t.Errorf("sends in interval = %v, want 2403", sends)
+	}
+	if !got[1].Time.After(got[0].Time) || got[0].Time.Location() != time.UTC {
+		t.Errorf("report times %v, %v: want increasing, in UTC", got[0].Time, got[1].Time)
+	}
+}
+
+func TestWatchStatsStops(t *testing.T) {
+	t.Parallel()
+	inv := loadStats(t, "t1")
+	count := func(ctx context.Context, opts StatsOptions) (int, error) {
+		n := 0
+		err := WatchStats(ctx, snapshots(inv), opts, func(StatsReport) error {
+			n++
+			return nil
+		})
+		return n, err
+	}
+	// Without an interval there is one report, whatever the count.
+	if n, err := count(context.Background(), StatsOptions{}); n != 1 || err != nil {
+		t.Errorf("no interval: %d reports, err %v; want 1, nil", n, err)
+	}
+	// Without a count, reports go on until the context ends.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if n, err := count(ctx, StatsOptions{Interval: 5 * time.Millisecond}); n < 2 || err != nil {
+		t.Errorf("until cancelled: %d reports, err %v; want at least 2, nil", n, err)
+	}
+}
+
+func TestWatchStatsErrors(t *testing.T) {
+	t.Parallel()
+	withStats := loadStats(t, "t1")
+	errRead := errors.New("mountinfo gone")
+	errWrite := errors.New("broken pipe")
+	ok := func(StatsReport) error { return nil }
+	for _, tt := range []struct {
+		name   string
+		read   func() (*inventory.Inventory, error)
+		opts   StatsOptions
+		report func(StatsReport) error
+		is     error
+		want   string
+	}{
+		{name: "no NFS mount", read: snapshots(&inventory.Inventory{}), report: ok, is: ErrNoStats, want: "no NFS mounts with statistics"},
+		{name: "unknown mount point", read: snapshots(withStats), opts: StatsOptions{MountPoints: []string{"/nowhere"}}, report: ok, want: "no NFS mount with statistics at [/nowhere]"},
+		{name: "read fails", read: func() (*inventory.Inventory, error) { return nil, errRead }, report: ok, is: errRead, want: "reading NFS statistics: mountinfo gone"},
+		{name: "report fails", read: snapshots(withStats), report: func(StatsReport) error { return errWrite }, is: errWrite, want: "broken pipe"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := WatchStats(context.Background(), tt.read, tt.opts, tt.report)
+			if err == nil || err.Error() != tt.want || (tt.is != nil && !errors.Is(err, tt.is)) {
+				t.Errorf("err = %v, want %q (is %v)", err, tt.want, tt.is)
+			}
+			if tt.is == nil && errors.Is(err, ErrNoStats) {
+				t.Errorf("err = %v is ErrNoStats; a named mount point that is missing is a usage error", err)
+			}
+		})
+	}
+}
+
+func TestWriteStatsTable(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	if err := WriteStatsTable(&out, Rates(nil, loadStats(t, "t0"), 0)); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	for _, want := range []string{
+		"10.0.0.5:/export/data mounted on /mnt/data (0:82, NFS 4.2, 4 connections, over 120.0 s):",
+		"ops/s  avg backlog  read MB/s  write MB/s  retrans",
+		"32.000",
+		"operation   ops/s     kB/op   retrans  avg RTT (ms)  avg exe (ms)  avg queue (ms)  errors",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("table lacks %q:\n%s", want, s)
+		}
+	}
+}
