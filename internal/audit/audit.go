@@ -92,19 +92,19 @@ func (c *mountCtx) finding(id, severity string) Finding {
 // mountChecks are run in this order on every mount; the report is sorted afterwards.
 func mountChecks() []mountCheck {
 	return []mountCheck{
-		checkReadAhead,           // NFS001
-		checkReadAheadBelowRSize, // NFS002
-		checkNConnect,            // NFS010, NFS011, NFS012
-		checkTransferSize,        // NFS020, NFS021
-		checkSoft,                // NFS030
-		checkCaching,             // NFS031
-		checkVersion,             // NFS040
-		checkNConnectKernel,      // NFS041
-		checkReadAheadRules,      // NFS050
-		checkNoEffect,            // NFS070
-		checkLikelyBackend,       // NFS080
-		checkStalled,             // NFS093
-		checkStats,               // NFS090
+		checkReadAhead,      // NFS001
+		checkReadAheadRSize, // NFS002
+		checkNConnect,       // NFS010, NFS011, NFS012
+		checkTransferSize,   // NFS020, NFS021
+		checkSoft,           // NFS030
+		checkCaching,        // NFS031
+		checkVersion,        // NFS040
+		checkNConnectKernel, // NFS041
+		checkReadAheadRules, // NFS050
+		checkNoEffect,       // NFS070
+		checkLikelyBackend,  // NFS080
+		checkStalled,        // NFS093
+		checkStats,          // NFS090
 	}
 }
 

@@ -177,6 +177,11 @@ defaults: {mode: observe}
 	"NFS080": {
 		{name: "bare IP, /account/share over 4.1", mutate: func(inv *inventory.Inventory) { bareIP(m0(inv), 1048576) }, want: 1, severity: SeverityInfo,
 			contains: []string{"as Azure Files does", `- {match: {server: "10.1.0.4", export: "/nfsacct01/*"}, backend: azure-files}`}},
+		{name: "the proposed config line declares the backend", config: `apiVersion: nfstune.io/v1alpha1
+kind: Policy
+rules:
+  - {match: {server: "10.1.0.4", export: "/nfsacct01/*"}, backend: azure-files}
+`, mutate: func(inv *inventory.Inventory) { bareIP(m0(inv), 1048576) }},
 		{name: "not over 4.1", mutate: func(inv *inventory.Inventory) { bareIP(m0(inv), 1048576); m0(inv).Version = "4.2" }},
 		{name: "deeper export", mutate: func(inv *inventory.Inventory) { bareIP(m0(inv), 1048576); m0(inv).Export = "/srv/nfs/share" }},
 		{name: "a server name", mutate: func(inv *inventory.Inventory) { m0(inv).Backend = policy.BackendGeneric }},

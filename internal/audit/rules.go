@@ -15,18 +15,20 @@ import (
 
 // Sources cited by the rules.
 const (
-	srcReadAheadCommit  = "Linux commit c128e575514c \"NFS: Optimise the default readahead size\" (v5.4); nfs-utils commit f86c4c90 (nfsrahead)"
-	srcNConnectCommit   = "Linux commit 28cc5cd8c68f \"NFS: Add a mount option to specify number of TCP connections to use\" (v5.3)"
-	srcClientSharing    = "fs/nfs/client.c nfs_match_client() does not compare nconnect; SUSE KB 000019933; Microsoft Learn, Azure NetApp Files mount options (nconnect)"
-	srcNFSMan           = "nfs(5), nfs-utils utils/mount/nfs.man"
-	srcANFMount         = "Microsoft Learn, Linux NFS mount options best practices for Azure NetApp Files (rsize/wsize)"
-	srcANFCaching       = "Microsoft Learn, Azure NetApp Files mount options (nocto, actimeo); EDA workloads on Azure NetApp Files (2021)"
-	srcUdev             = "udev(7) rules files order; nfs-utils tools/nfsrahead (99-nfs.rules, [nfsrahead] in nfs.conf, default 128)"
-	srcSlots            = "NetApp NFSv3 slot tables; SUSE KB 000019281; EDA workloads on Azure NetApp Files (sysctl appendix)"
-	srcSunrpcSysfs      = "Linux net/sunrpc/sysfs.c (/sys/kernel/sunrpc/xprt-switches/*/xprt-*/xprt_info, xprt_state; 5.14+)"
-	srcMountstats       = "Linux fs/nfs/super.c nfs_show_stats (/proc/self/mountstats)"
-	srcReadAheadOptimum = "buroa/home-ops#5862 (1024 KiB best for 64 KiB sequential reads, rsize 1 MiB); Azure/AKS#5743 (large read-ahead hurt random readers)"
+	srcReadAheadCommit = "Linux commit c128e575514c \"NFS: Optimise the default readahead size\" (v5.4); nfs-utils commit f86c4c90 (nfsrahead)"
+	srcNConnectCommit  = "Linux commit 28cc5cd8c68f \"NFS: Add a mount option to specify number of TCP connections to use\" (v5.3)"
+	srcClientSharing   = "fs/nfs/client.c nfs_match_client() does not compare nconnect; SUSE KB 000019933; Microsoft Learn, Azure NetApp Files mount options (nconnect)"
+	srcNFSMan          = "nfs(5), nfs-utils utils/mount/nfs.man"
+	srcANFMount        = "Microsoft Learn, Linux NFS mount options best practices for Azure NetApp Files (rsize/wsize)"
+	srcANFCaching      = "Microsoft Learn, Azure NetApp Files mount options (nocto, actimeo); EDA workloads on Azure NetApp Files (2021)"
+	srcUdev            = "udev(7) rules files order; nfs-utils tools/nfsrahead (99-nfs.rules, [nfsrahead] in nfs.conf, default 128)"
+	srcSlots           = "NetApp NFSv3 slot tables; SUSE KB 000019281; EDA workloads on Azure NetApp Files (sysctl appendix)"
+	srcSunrpcSysfs     = "Linux net/sunrpc/sysfs.c (/sys/kernel/sunrpc/xprt-switches/*/xprt-*/xprt_info, xprt_state; 5.14+)"
+	srcMountstats      = "Linux fs/nfs/super.c nfs_show_stats (/proc/self/mountstats)"
 )
+
+// srcReadAheadOptimum is the evidence that read-ahead has an optimum, not only a floor.
+const srcReadAheadOptimum = "buroa/home-ops#5862 (1024 KiB best for 64 KiB sequential reads, rsize 1 MiB); Azure/AKS#5743 (large read-ahead hurt random readers)"
 
 // checkReadAhead is NFS001: read_ahead_kb below the profile, or not the exact value a
 // rule asks for. A target derived from rsize meets a value someone chose with an info
@@ -75,9 +77,9 @@ func checkReadAhead(c *mountCtx) []Finding {
 	return nil
 }
 
-// checkReadAheadBelowRSize is NFS002: read-ahead smaller than one READ, whatever the
+// checkReadAheadRSize is NFS002: read-ahead smaller than one READ, whatever the
 // profile says.
-func checkReadAheadBelowRSize(c *mountCtx) []Finding {
+func checkReadAheadRSize(c *mountCtx) []Finding {
 	if c.m.ReadAheadKB == nil || c.m.RSize < 1024 || *c.m.ReadAheadKB >= c.m.RSize/1024 {
 		return nil
 	}
