@@ -30,6 +30,17 @@ type Desired struct {
 	ReadAheadKB int
 	// Mode is enforce (set and restore read-ahead) or observe (report only).
 	Mode policy.Mode
+	// ReadAheadRSizes and ReadAheadExact say how firmly ReadAheadKB holds, as in
+	// policy.Profile: derived from rsize, or exact.
+	ReadAheadRSizes int
+	ReadAheadExact  bool
+}
+
+// change reports whether read-ahead cur on a mount with rsize bytes should be set to
+// d.ReadAheadKB (policy.Profile.ReadAheadChange).
+func (d Desired) change(cur, rsize int, exact bool) bool {
+	p := policy.Profile{ReadAheadKB: d.ReadAheadKB, ReadAheadRSizes: d.ReadAheadRSizes, ReadAheadExact: d.ReadAheadExact}
+	return p.ReadAheadChange(cur, rsize, exact)
 }
 
 // Policy resolves the desired state of mounts and audits an inventory. A Policy is
@@ -313,7 +324,7 @@ func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time)
 		last, seen := prev[mnt.Device]
 		next[mnt.Device] = cur
 		want := pol.Resolve(mnt)
-		if want.ReadAheadKB <= 0 || cur == want.ReadAheadKB || (cur > want.ReadAheadKB && !a.cfg.Exact) {
+		if !want.change(cur, mnt.RSize, a.cfg.Exact) {
 			continue
 		}
 		reason := "new"

@@ -118,7 +118,7 @@ func (h *fakeHost) read(context.Context) (*inventory.Inventory, error) {
 	h.mu.Unlock()
 	inv := &inventory.Inventory{}
 	for _, d := range devs {
-		m := inventory.Mount{Device: d, MountPoints: []string{"/mnt/" + d}, Server: "files.example", Export: "/x", FSType: "nfs4", Version: "4.2"}
+		m := inventory.Mount{Device: d, MountPoints: []string{"/mnt/" + d}, Server: "files.example", Export: "/x", FSType: "nfs4", Version: "4.2", RSize: 262144}
 		if n, err := hostfs.ReadInt(h.root.Sys("class", "bdi", d, "read_ahead_kb")); err == nil {
 			v := int(n)
 			m.ReadAheadKB = &v
@@ -213,6 +213,34 @@ func histCount(t *testing.T, a *Agent) uint64 {
 		t.Fatal(err)
 	}
 	return m.GetHistogram().GetSampleCount()
+}
+
+// With the built-in policy the agent raises a generic mount to 15 x its rsize, leaves a
+// value set on purpose, and raises that too with --exact.
+func TestReconcileBuiltInPolicy(t *testing.T) {
+	t.Parallel()
+	pol := policy.Default()
+	load := func() (*Policy, error) {
+		return &Policy{Resolve: func(m *inventory.Mount) Desired {
+			r := pol.Resolve(m)
+			return Desired{ReadAheadKB: r.ReadAheadKB, Mode: r.Mode, ReadAheadRSizes: r.ReadAheadRSizes, ReadAheadExact: r.ReadAheadExact}
+		}}, nil
+	}
+	for _, exact := range []bool{false, true} {
+		h := newFakeHost(t)
+		h.mount("0:52", true)
+		h.mount("0:53", true)
+		h.setRA("0:53", 2048)
+		a := newTestAgent(t, h, load, exact)
+		a.Reconcile(context.Background(), TriggerMountinfo, time.Now())
+		want53 := 2048
+		if exact {
+			want53 = 3840
+		}
+		if got52, got53 := h.ra("0:52"), h.ra("0:53"); got52 != 3840 || got53 != want53 {
+			t.Errorf("exact %v: read_ahead_kb 0:52 = %d, 0:53 = %d; want 3840 (15 x 256 KiB), %d", exact, got52, got53, want53)
+		}
+	}
 }
 
 func TestReconcileDrift(t *testing.T) {

@@ -93,6 +93,7 @@ func (c *mountCtx) finding(id, severity string) Finding {
 func mountChecks() []mountCheck {
 	return []mountCheck{
 		checkReadAhead,      // NFS001
+		checkReadAheadRSize, // NFS002
 		checkNConnect,       // NFS010, NFS011, NFS012
 		checkTransferSize,   // NFS020, NFS021, NFS022
 		checkSoft,           // NFS030
@@ -101,6 +102,7 @@ func mountChecks() []mountCheck {
 		checkNConnectKernel, // NFS041
 		checkReadAheadRules, // NFS050
 		checkNoEffect,       // NFS070
+		checkLikelyBackend,  // NFS080
 		checkStalled,        // NFS093
 		checkStats,          // NFS090, NFS091
 	}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -113,16 +114,78 @@ rules:
     backend: azure-netapp-files
 `
 
+// exactConfig is a rule as bench sweep writes it: a measured read-ahead, exact.
+const exactConfig = `apiVersion: nfstune.io/v1alpha1
+kind: Policy
+rules:
+  - name: bench sweep seq-read
+    match: {mountpoint: /mnt/share1}
+    readAheadKB: 1024
+    readAheadExact: true
+`
+
+// bareIP makes m a mount of the healthy share by its address alone (as through a private
+// endpoint): the generic backend, with the given rsize.
+func bareIP(m *inventory.Mount, rsize int) {
+	m.Server, m.Backend = m.ServerAddr, policy.BackendGeneric
+	m.RSize, m.Options["rsize"] = rsize, strconv.Itoa(rsize)
+}
+
 var ruleTests = map[string][]ruleCase{
 	"NFS001": {
 		{name: "128 KiB fires", mutate: func(inv *inventory.Inventory) { m0(inv).ReadAheadKB = intp(128) }, want: 1, severity: SeverityWarning,
 			contains: []string{"128 KiB", "echo 15360 > /sys/class/bdi/0:53/read_ahead_kb"}},
 		{name: "above profile is fine", mutate: func(inv *inventory.Inventory) { m0(inv).ReadAheadKB = intp(16384) }},
 		{name: "unreadable is not guessed", mutate: func(inv *inventory.Inventory) { m0(inv).ReadAheadKB = nil }},
-		{name: "generic general has no opinion", mutate: func(inv *inventory.Inventory) {
-			m0(inv).Backend = policy.BackendGeneric
+		{name: "generic at the kernel default: 15 x rsize", mutate: func(inv *inventory.Inventory) {
+			bareIP(m0(inv), 262144)
 			m0(inv).ReadAheadKB = intp(128)
+		}, want: 1, severity: SeverityWarning, contains: []string{"below the 3840 KiB the generic/general profile asks for (15 x rsize 256 KiB)", "echo 3840 >"}},
+		{name: "generic below one rsize", mutate: func(inv *inventory.Inventory) {
+			bareIP(m0(inv), 1048576)
+			m0(inv).ReadAheadKB = intp(512)
+		}, want: 1, severity: SeverityWarning, contains: []string{"echo 15360 >"}},
+		{name: "generic keeps a chosen value", mutate: func(inv *inventory.Inventory) {
+			bareIP(m0(inv), 1048576)
+			m0(inv).ReadAheadKB = intp(1024)
+		}, want: 1, severity: SeverityInfo, contains: []string{"kept as a deliberate choice", "readAheadKB: 1024"}},
+		{name: "generic above the target is fine", mutate: func(inv *inventory.Inventory) {
+			bareIP(m0(inv), 65536)
+			m0(inv).ReadAheadKB = intp(1024)
 		}},
+		{name: "exact rule lowers", config: exactConfig, mutate: func(inv *inventory.Inventory) { m0(inv).ReadAheadKB = intp(15360) },
+			want: 1, severity: SeverityWarning, contains: []string{"sets exactly 1024 KiB", "echo 1024 >"}},
+		{name: "exact rule met", config: exactConfig, mutate: func(inv *inventory.Inventory) { m0(inv).ReadAheadKB = intp(1024) }},
+	},
+	"NFS002": {
+		{name: "128 KiB under rsize 1 MiB", mutate: func(inv *inventory.Inventory) { m0(inv).ReadAheadKB = intp(128) }, want: 1, severity: SeverityWarning,
+			contains: []string{"read-ahead of 128 KiB is below the rsize of 1024 KiB", "echo 15360 > /sys/class/bdi/0:53/read_ahead_kb"}},
+		{name: "profile below rsize names the rule", config: `apiVersion: nfstune.io/v1alpha1
+kind: Policy
+rules:
+  - name: low
+    readAheadKB: 256
+`, mutate: func(inv *inventory.Inventory) { m0(inv).ReadAheadKB = intp(256) }, want: 1, severity: SeverityWarning,
+			contains: []string{"raise readAheadKB 256 of config.yaml rule 1 (low) to at least 1024"}},
+		{name: "observe mode still warns", config: `apiVersion: nfstune.io/v1alpha1
+kind: Policy
+defaults: {mode: observe}
+`, mutate: func(inv *inventory.Inventory) { m0(inv).ReadAheadKB = intp(128) }, want: 1, severity: SeverityWarning},
+		{name: "equal to rsize is fine", mutate: func(inv *inventory.Inventory) { m0(inv).ReadAheadKB = intp(1024) }},
+		{name: "rsize unknown", mutate: func(inv *inventory.Inventory) { m0(inv).ReadAheadKB, m0(inv).RSize = intp(128), 0 }},
+	},
+	"NFS080": {
+		{name: "bare IP, /account/share over 4.1", mutate: func(inv *inventory.Inventory) { bareIP(m0(inv), 1048576) }, want: 1, severity: SeverityInfo,
+			contains: []string{"as Azure Files does", `- {match: {server: "10.1.0.4", export: "/nfsacct01/*"}, backend: azure-files}`}},
+		{name: "the proposed config line declares the backend", config: `apiVersion: nfstune.io/v1alpha1
+kind: Policy
+rules:
+  - {match: {server: "10.1.0.4", export: "/nfsacct01/*"}, backend: azure-files}
+`, mutate: func(inv *inventory.Inventory) { bareIP(m0(inv), 1048576) }},
+		{name: "not over 4.1", mutate: func(inv *inventory.Inventory) { bareIP(m0(inv), 1048576); m0(inv).Version = "4.2" }},
+		{name: "deeper export", mutate: func(inv *inventory.Inventory) { bareIP(m0(inv), 1048576); m0(inv).Export = "/srv/nfs/share" }},
+		{name: "a server name", mutate: func(inv *inventory.Inventory) { m0(inv).Backend = policy.BackendGeneric }},
+		{name: "a config rule applies", config: anfConfig, mutate: func(inv *inventory.Inventory) { bareIP(m0(inv), 1048576) }},
 	},
 	"NFS010": {
 		{name: "no nconnect on azure files", mutate: func(inv *inventory.Inventory) {

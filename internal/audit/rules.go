@@ -3,6 +3,8 @@ package audit
 import (
 	"fmt"
 	"maps"
+	"net/netip"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,20 +27,105 @@ const (
 	srcMountstats      = "Linux fs/nfs/super.c nfs_show_stats (/proc/self/mountstats)"
 )
 
-// checkReadAhead is NFS001: read_ahead_kb below the profile.
+// srcReadAheadOptimum is the evidence that read-ahead has an optimum, not only a floor.
+const srcReadAheadOptimum = "buroa/home-ops#5862 (1024 KiB best for 64 KiB sequential reads, rsize 1 MiB); Azure/AKS#5743 (large read-ahead hurt random readers)"
+
+// checkReadAhead is NFS001: read_ahead_kb below the profile, or not the exact value a
+// rule asks for. A target derived from rsize meets a value someone chose with an info
+// finding only (policy.Profile.ReadAheadChange).
 func checkReadAhead(c *mountCtx) []Finding {
 	want := c.res.ReadAheadKB
-	if want == 0 || c.m.ReadAheadKB == nil || *c.m.ReadAheadKB >= want {
+	if want == 0 || c.m.ReadAheadKB == nil || *c.m.ReadAheadKB == want {
 		return nil
 	}
 	got := *c.m.ReadAheadKB
-	f := c.finding("NFS001", SeverityWarning)
-	f.Message = fmt.Sprintf("read-ahead is %s, below the %s the %s/%s profile asks for", kib(got), kib(want), c.res.Backend, c.res.Workload)
-	f.Expected = fmt.Sprintf("read_ahead_kb >= %d", want)
-	f.Actual = fmt.Sprintf("read_ahead_kb = %d", got)
-	f.Fix = fmt.Sprintf("echo %d > /sys/class/bdi/%s/read_ahead_kb ; nfstune apply makes it persistent", want, c.m.Device)
-	f.Reason = "since Linux 5.4 an NFS mount starts with 128 KiB of read-ahead instead of 15 x rsize; sequential reads lose 30 % or more. Files opened before the change keep the old value."
-	f.Source = srcReadAheadCommit + "; " + c.backend.Source
+	derived := c.res.ReadAheadRSizes > 0
+	asks := fmt.Sprintf("the %s the %s/%s profile asks for", kib(want), c.res.Backend, c.res.Workload)
+	if derived {
+		asks += fmt.Sprintf(" (%d x rsize %s)", c.res.ReadAheadRSizes, kib(c.m.RSize/1024))
+	}
+	set := fmt.Sprintf("echo %d > /sys/class/bdi/%s/read_ahead_kb ; nfstune apply makes it persistent", want, c.m.Device)
+	switch {
+	case c.res.ReadAheadChange(got, c.m.RSize, false) && got > want:
+		f := c.finding("NFS001", SeverityWarning)
+		f.Message = fmt.Sprintf("read-ahead is %s; %s sets exactly %s", kib(got), c.res.Rule, kib(want))
+		f.Expected = fmt.Sprintf("read_ahead_kb = %d", want)
+		f.Actual = fmt.Sprintf("read_ahead_kb = %d", got)
+		f.Fix = set
+		f.Reason = "an exact read-ahead is a measured optimum (nfstune bench sweep): more read-ahead than that fetched data the workload did not use"
+		f.Source = "nfstune bench sweep; " + srcReadAheadCommit
+		return []Finding{f}
+	case c.res.ReadAheadChange(got, c.m.RSize, false):
+		f := c.finding("NFS001", SeverityWarning)
+		f.Message = fmt.Sprintf("read-ahead is %s, below %s", kib(got), asks)
+		f.Expected = fmt.Sprintf("read_ahead_kb >= %d", want)
+		f.Actual = fmt.Sprintf("read_ahead_kb = %d", got)
+		f.Fix = set
+		f.Reason = "since Linux 5.4 an NFS mount starts with 128 KiB of read-ahead instead of 15 x rsize; sequential reads lose 30 % or more. Files opened before the change keep the old value."
+		f.Source = srcReadAheadCommit + "; " + c.backend.Source
+		return []Finding{f}
+	case derived && got < want:
+		f := c.finding("NFS001", SeverityInfo)
+		f.Message = fmt.Sprintf("read-ahead is %s, below %s, but it is neither the kernel default nor less than one rsize: kept as a deliberate choice", kib(got), asks)
+		f.Expected = fmt.Sprintf("read_ahead_kb >= %d, or a chosen value", want)
+		f.Actual = fmt.Sprintf("read_ahead_kb = %d", got)
+		f.Fix = fmt.Sprintf("to keep %d, write readAheadKB: %d in a config rule for this mount (readAheadExact: true to hold it there); to raise it: nfstune apply --exact", got, got)
+		f.Reason = "read-ahead has an optimum, not only a floor: 1024 KiB gave 942 MB/s and 15360 KiB 380 MB/s on one mount (64 KiB reads), so nfstune does not replace a value someone set"
+		f.Source = srcReadAheadOptimum
+		return []Finding{f}
+	}
+	return nil
+}
+
+// checkReadAheadRSize is NFS002: read-ahead smaller than one READ, whatever the
+// profile says.
+func checkReadAheadRSize(c *mountCtx) []Finding {
+	if c.m.ReadAheadKB == nil || c.m.RSize < 1024 || *c.m.ReadAheadKB >= c.m.RSize/1024 {
+		return nil
+	}
+	got, rsizeKB := *c.m.ReadAheadKB, c.m.RSize/1024
+	f := c.finding("NFS002", SeverityWarning)
+	f.Message = fmt.Sprintf("read-ahead of %s is below the rsize of %s: no sequential reader can fill one READ", kib(got), kib(rsizeKB))
+	f.Expected = fmt.Sprintf("read_ahead_kb >= %d (rsize=%d)", rsizeKB, c.m.RSize)
+	f.Actual = fmt.Sprintf("read_ahead_kb = %d, rsize=%d", got, c.m.RSize)
+	switch want := c.res.ReadAheadKB; {
+	case want >= rsizeKB:
+		f.Fix = fmt.Sprintf("echo %d > /sys/class/bdi/%s/read_ahead_kb ; nfstune apply makes it persistent", want, c.m.Device)
+	case want > 0:
+		f.Fix = fmt.Sprintf("raise readAheadKB %d of %s to at least %d, then nfstune apply", want, c.res.Rule, rsizeKB)
+	default:
+		f.Fix = fmt.Sprintf("echo %d > /sys/class/bdi/%s/read_ahead_kb (15 x rsize), or give this mount a readAheadKB in the config and run nfstune apply", 15*rsizeKB, c.m.Device)
+	}
+	f.Reason = "the read-ahead window bounds how far ahead the page cache reads; a window smaller than rsize makes every READ of a sequential reader smaller than the size the client and server agreed on, so each round trip carries less than it could (the kernel only widens it to rsize for a single read(2) larger than the window)"
+	f.Source = srcReadAheadCommit + "; Linux mm/readahead.c (bdi io_pages)"
+	return []Finding{f}
+}
+
+// azureFilesExport is how Azure Files exports a share: /<storage account>/<share>, the
+// account 3 to 24 lowercase letters and digits.
+var azureFilesExport = regexp.MustCompile(`^/[a-z0-9]{3,24}/[^/]+/?$`)
+
+// checkLikelyBackend is NFS080: a server known only by its address whose export and NFS
+// version look like a known service. nfstune never applies a guessed backend; the finding
+// gives the config line that declares it.
+func checkLikelyBackend(c *mountCtx) []Finding {
+	if c.res.Backend != policy.BackendGeneric || c.res.Rule != policy.RuleBuiltIn {
+		return nil
+	}
+	if _, err := netip.ParseAddr(strings.Trim(c.m.Server, "[]")); err != nil {
+		return nil
+	}
+	if c.m.Version != "4.1" || !azureFilesExport.MatchString(c.m.Export) {
+		return nil
+	}
+	account := strings.Split(c.m.Export, "/")[1]
+	f := c.finding("NFS080", SeverityInfo)
+	f.Message = fmt.Sprintf("%s exports %s over NFSv4.1 as Azure Files does (/<account>/<share>, e.g. through a private endpoint); nfstune treats it as a generic server until the config says otherwise", c.m.Server, c.m.Export)
+	f.Expected = "backend declared in the config"
+	f.Actual = "backend generic (the server is a bare IP address)"
+	f.Fix = fmt.Sprintf("if this is Azure Files, add under rules: in the config: - {match: {server: %q, export: %q}, backend: %s}", c.m.Server, "/"+account+"/*", policy.BackendAzureFiles)
+	f.Reason = "a bare IP tells nothing about the service; Azure Files serves NFS only over 4.1 and exports /<storage account>/<share>, so the export is a hint, never proof"
+	f.Source = "kubernetes-sigs/azurefile-csi-driver pkg/azurefile (vers=4,minorversion=1; source <account>.file.core.windows.net:/<account>/<share>); Microsoft Learn, Azure Files NFS private endpoints"
 	return []Finding{f}
 }
 
@@ -399,7 +486,7 @@ func checkReadAheadRules(c *mountCtx) []Finding {
 		return nil
 	}
 	got, from, active, ok := nextMountReadAhead(c.inv, c.m, want)
-	if !ok || got >= want {
+	if !ok || got >= want || !c.res.ReadAheadChange(got, c.m.RSize, false) {
 		return nil
 	}
 	sev := SeverityInfo

@@ -113,7 +113,8 @@ func PolicySnippet(profile, mountPoint string, best []Best, variants []Variant) 
 	fmt.Fprintf(&sb, "  - name: %s\n", strconv.Quote("bench sweep "+profile))
 	fmt.Fprintf(&sb, "    match:\n      mountpoint: %s\n", strconv.Quote(escapeGlob(mountPoint)))
 	if v.ReadAheadKB > 0 {
-		fmt.Fprintf(&sb, "    readAheadKB: %d\n", v.ReadAheadKB)
+		// A measured optimum: exact, so that a larger value is lowered to it too.
+		fmt.Fprintf(&sb, "    readAheadKB: %d\n    readAheadExact: true\n", v.ReadAheadKB)
 	}
 	if v.NConnect > 0 || v.RSize > 0 {
 		sb.WriteString("    mountOptions:\n")

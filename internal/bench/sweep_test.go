@@ -231,6 +231,11 @@ func TestSweepReadAhead(t *testing.T) {
 	if !strings.Contains(res.Policy, "readAheadKB: 4096") || p == nil {
 		t.Errorf("snippet:\n%s", res.Policy)
 	}
+	// The measured value is exact: the mount's larger read-ahead would be lowered to it.
+	r := p.Resolve(&inventory.Mount{MountPoints: []string{mp}, Server: "10.0.0.1", RSize: 1 << 20})
+	if r.ReadAheadKB != 4096 || !r.ReadAheadExact || !r.ReadAheadChange(15360, 1<<20, false) {
+		t.Errorf("snippet resolves to %d KiB, exact %v; want 4096, exact", r.ReadAheadKB, r.ReadAheadExact)
+	}
 }
 
 func TestSweepRestoresReadAheadOnInterrupt(t *testing.T) {

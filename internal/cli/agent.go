@@ -151,7 +151,7 @@ func loadAgentPolicy(path string, observe bool) (*agent.Policy, error) {
 	return &agent.Policy{
 		Resolve: func(m *inventory.Mount) agent.Desired {
 			r := pol.Resolve(m)
-			d := agent.Desired{ReadAheadKB: r.ReadAheadKB, Mode: r.Mode}
+			d := agent.Desired{ReadAheadKB: r.ReadAheadKB, Mode: r.Mode, ReadAheadRSizes: r.ReadAheadRSizes, ReadAheadExact: r.ReadAheadExact}
 			if observe {
 				d.Mode = policy.ModeObserve
 			}

@@ -241,7 +241,7 @@ func runK8sVolume(streams IOStreams, flags *k8sVolumeFlags) error {
 		Export:      flags.Export,
 		Size:        flags.Size,
 		Options:     prof.Mount.List(),
-		ReadAheadKB: prof.ReadAheadKB,
+		ReadAheadKB: prof.ReadAheadFor(0), // a target derived from rsize assumes the profile rsize, else 1 MiB
 	})
 	if err != nil {
 		return &ExitError{Code: ExitError2, Err: fmt.Errorf("rendering volume: %w", err)}

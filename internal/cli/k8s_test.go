@@ -115,7 +115,7 @@ func TestK8sVolume(t *testing.T) {
 			name:       "driver and backend disagree",
 			args:       []string{"k8s", "volume", "--backend", "generic", "--driver", "azurefile-csi", "--dynamic"},
 			wantOut:    []string{"provisioner: file.csi.azure.com"},
-			wantErrOut: []string{"azurefile-csi serves the azure-files backend, not generic"},
+			wantErrOut: []string{"azurefile-csi serves the azure-files backend, not generic", "read_ahead_kb=15360 is not a mount option"},
 		},
 		{name: "static and dynamic", args: []string{"k8s", "volume", "--backend", "generic", "--driver", "nfs-csi", "--static", "--dynamic"}, wantCode: ExitError2},
 		{

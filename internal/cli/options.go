@@ -147,7 +147,11 @@ func writeOptions(w io.Writer, flags *optionsFlags, res policy.Resolved) error {
 
 func writeComment(b *strings.Builder, res policy.Resolved) {
 	fmt.Fprintf(b, "# nfstune %s/%s (%s)\n", res.Backend, res.Workload, res.Rule)
-	if res.ReadAheadKB > 0 {
+	switch {
+	case res.ReadAheadRSizes > 0:
+		fmt.Fprintf(b, "# read_ahead_kb %d x rsize (%d at rsize %d KiB) is not a mount option: nfstune apply sets it with a udev rule\n",
+			res.ReadAheadRSizes, res.ReadAheadKB, res.ReadAheadKB/res.ReadAheadRSizes)
+	case res.ReadAheadKB > 0:
 		fmt.Fprintf(b, "# read_ahead_kb %d is not a mount option: nfstune apply sets it with a udev rule\n", res.ReadAheadKB)
 	}
 }

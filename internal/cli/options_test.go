@@ -41,7 +41,9 @@ rules:
 		{
 			name: "fstab with placeholders",
 			args: []string{"options", "--backend", "generic", "--format", "fstab"},
-			want: "# nfstune generic/general (built-in)\n<server>:<export> <mountpoint> nfs proto=tcp,hard 0 0\n",
+			want: "# nfstune generic/general (built-in)\n" +
+				"# read_ahead_kb 15 x rsize (15360 at rsize 1024 KiB) is not a mount option: nfstune apply sets it with a udev rule\n" +
+				"<server>:<export> <mountpoint> nfs proto=tcp,hard 0 0\n",
 		},
 		{
 			name: "config rule by address",
@@ -65,7 +67,9 @@ rules:
 				"[ NFSMount_Global_Options ]\nNfsvers=3\nProto=tcp\nRsize=1048576\nWsize=1048576\nHard=True\nRetrans=6\nLock=False\nSec=sys\n",
 		},
 		{name: "ipv6 server", args: []string{"options", "--server", "fd00::5", "--export", "/e", "--mountpoint", "/m", "--format", "fstab"},
-			want: "# nfstune generic/general (built-in)\n[fd00::5]:/e /m nfs proto=tcp,hard 0 0\n"},
+			want: "# nfstune generic/general (built-in)\n" +
+				"# read_ahead_kb 15 x rsize (15360 at rsize 1024 KiB) is not a mount option: nfstune apply sets it with a udev rule\n" +
+				"[fd00::5]:/e /m nfs proto=tcp,hard 0 0\n"},
 		{name: "unknown backend", args: []string{"options", "--backend", "netapp"}, code: ExitError2, want: "unknown --backend"},
 		{name: "unknown workload", args: []string{"options", "--workload", "batch"}, code: ExitError2, want: "unknown --workload"},
 		{name: "unknown format", args: []string{"options", "--format", "json"}, code: ExitError2, want: "unknown --format"},

@@ -21,6 +21,9 @@ const (
 	// MaxTimeo is the cap on timeo for TCP in tenths of a second: the kernel limits the
 	// initial timeout to NFS_MAX_TCP_TIMEOUT, 600 s.
 	MaxTimeo = 6000
+	// maxReadAheadRSizes bounds readAheadRSizes: 64 rsizes of 1 MiB is 64 MiB, already
+	// four times what any service documents.
+	maxReadAheadRSizes = 64
 )
 
 // Overrides are profile values that a built-in catalog entry or a config rule sets. A nil
@@ -41,11 +44,23 @@ type Overrides struct {
 	Extra       []string // nil: not set; empty: clear
 	Sysctls     map[string]int64
 	SysctlsMax  map[string]int64
+
+	ReadAheadRSizes *int
+	ReadAheadExact  *bool
 }
 
 // apply layers o over p. Sysctl maps are merged key by key.
 func (o *Overrides) apply(p *Profile) {
-	setInt(&p.ReadAheadKB, o.ReadAheadKB)
+	// A fixed read-ahead and one derived from rsize replace each other.
+	if o.ReadAheadKB != nil {
+		p.ReadAheadKB, p.ReadAheadRSizes = *o.ReadAheadKB, 0
+	}
+	if o.ReadAheadRSizes != nil {
+		p.ReadAheadRSizes, p.ReadAheadKB = *o.ReadAheadRSizes, 0
+	}
+	if o.ReadAheadExact != nil {
+		p.ReadAheadExact = *o.ReadAheadExact
+	}
 	setStr(&p.Mount.Vers, o.Vers)
 	setStr(&p.Mount.Proto, o.Proto)
 	setInt(&p.Mount.NConnect, o.NConnect)
@@ -101,8 +116,8 @@ var (
 	noEffect = []string{"atime", "noatime", "diratime", "nodiratime", "relatime", "norelatime", "strictatime", "nostrictatime"}
 )
 
-// profileFields returns the handlers for the profile value keys (readAheadKB, mountOptions,
-// sysctls, sysctlsMax), decoding into o.
+// profileFields returns the handlers for the profile value keys (readAheadKB,
+// readAheadRSizes, readAheadExact, mountOptions, sysctls, sysctlsMax), decoding into o.
 func (d *decoder) profileFields(o *Overrides) map[string]func(*yaml.Node, string) {
 	return map[string]func(*yaml.Node, string){
 		"readAheadKB": func(v *yaml.Node, key string) {
@@ -112,6 +127,20 @@ func (d *decoder) profileFields(o *Overrides) map[string]func(*yaml.Node, string
 					return
 				}
 				o.ReadAheadKB = &n
+			}
+		},
+		"readAheadRSizes": func(v *yaml.Node, key string) {
+			if n, ok := d.size(v, key); ok {
+				if n < 1 || n > maxReadAheadRSizes {
+					d.errorf(v, key, "%d is out of range (want 1 to %d rsizes)", n, maxReadAheadRSizes)
+					return
+				}
+				o.ReadAheadRSizes = &n
+			}
+		},
+		"readAheadExact": func(v *yaml.Node, key string) {
+			if b, ok := d.boolean(v, key); ok {
+				o.ReadAheadExact = &b
 			}
 		},
 		"mountOptions": func(v *yaml.Node, key string) { d.mountOptions(v, key, o) },

@@ -364,11 +364,54 @@ func (p *Policy) ResolveAs(m *inventory.Mount, forceBackend, forceWorkload strin
 	if rule != nil {
 		rule.Overrides.apply(&prof)
 	}
+	prof.ReadAheadKB = prof.ReadAheadFor(m.RSize)
 	st := p.cat.workloads[prof.Workload].Static
 	if static != nil {
 		st = *static
 	}
 	return Resolved{Profile: prof, Mode: mode, Static: st, Rule: src}
+}
+
+// KernelReadAheadKB is the read-ahead of a new NFS superblock since Linux 5.4
+// (VM_READAHEAD_PAGES, commit c128e575514c).
+const KernelReadAheadKB = 128
+
+// ReadAheadFor returns the read-ahead in KiB the profile wants for a mount whose effective
+// rsize is rsize bytes. A profile with ReadAheadRSizes derives it from rsize; when rsize is
+// unknown (0) it uses the profile's rsize, else 1 MiB (MaxIOSize, what Linux servers and
+// most filers negotiate).
+func (p Profile) ReadAheadFor(rsize int) int {
+	if p.ReadAheadRSizes <= 0 {
+		return p.ReadAheadKB
+	}
+	if rsize <= 0 {
+		rsize = p.Mount.RSize
+	}
+	if rsize <= 0 {
+		rsize = MaxIOSize
+	}
+	return p.ReadAheadRSizes * (rsize / 1024)
+}
+
+// ReadAheadChange reports whether a mount whose read_ahead_kb is cur, with an effective
+// rsize of rsize bytes (0 if unknown), should be set to p.ReadAheadKB. The profile value is
+// a minimum: a larger value stays unless exact (--exact) or p.ReadAheadExact. A value
+// derived from rsize (ReadAheadRSizes) is a minimum only for read-ahead that nobody chose:
+// the kernel default, or less than one rsize. Any other value was set on purpose (an
+// optimum measured below 15 x rsize is common) and stays unless exact. See docs/policy.md.
+func (p Profile) ReadAheadChange(cur, rsize int, exact bool) bool {
+	want := p.ReadAheadKB
+	switch {
+	case want <= 0 || cur == want:
+		return false
+	case exact || p.ReadAheadExact:
+		return true
+	case cur > want:
+		return false
+	case p.ReadAheadRSizes > 0:
+		return cur == KernelReadAheadKB || cur < rsize/1024
+	}
+	return true
 }
 
 // Profile returns the built-in profile for a backend and workload.

@@ -179,10 +179,20 @@ func TestResolve(t *testing.T) {
 		{
 			name:  "unknown backend falls back to generic",
 			pol:   Default(),
-			mount: inventory.Mount{Server: "filer", Export: "/x", Backend: "mystery"},
+			mount: inventory.Mount{Server: "filer", Export: "/x", Backend: "mystery", RSize: 262144},
 			rule:  RuleBuiltIn,
 			mode:  ModeEnforce,
-			want:  Profile{Backend: BackendGeneric, Workload: WorkloadGeneral, Mount: MountOptions{Proto: "tcp", Hard: boolp(true)}},
+			// 15 x the mount's rsize of 256 KiB.
+			want: Profile{Backend: BackendGeneric, Workload: WorkloadGeneral, ReadAheadKB: 3840, ReadAheadRSizes: 15,
+				Mount: MountOptions{Proto: "tcp", Hard: boolp(true)}},
+		},
+		{
+			name:  "generic sequential-read keeps the workload's fixed value",
+			pol:   &Policy{Workload: WorkloadSequentialRead, Mode: ModeEnforce, cat: Default().cat},
+			mount: inventory.Mount{Server: "10.1.2.3", Export: "/x", Backend: BackendGeneric, RSize: 65536},
+			rule:  RuleBuiltIn,
+			mode:  ModeEnforce,
+			want:  Profile{Backend: BackendGeneric, Workload: WorkloadSequentialRead, ReadAheadKB: 15360, Mount: MountOptions{Proto: "tcp", Hard: boolp(true)}},
 		},
 		{
 			name:  "cidr and export rule sets backend, workload and overrides",
@@ -214,7 +224,9 @@ func TestResolve(t *testing.T) {
 			mount: inventory.Mount{Server: "10.0.1.4", ServerAddr: "10.0.1.4", Export: "/sasdata1", Backend: BackendGeneric},
 			rule:  "valid-full.yaml rule 3",
 			mode:  ModeObserve,
-			want: Profile{Backend: BackendGeneric, Workload: WorkloadSmallRandom, Mount: MountOptions{Proto: "tcp", Hard: boolp(true)},
+			// rsize unknown: 15 x 1 MiB.
+			want: Profile{Backend: BackendGeneric, Workload: WorkloadSmallRandom, ReadAheadKB: 15360, ReadAheadRSizes: 15,
+				Mount:      MountOptions{Proto: "tcp", Hard: boolp(true)},
 				SysctlsMax: map[string]int64{"sunrpc.tcp_max_slot_table_entries": 128}},
 		},
 	}
@@ -229,6 +241,104 @@ func TestResolve(t *testing.T) {
 				t.Errorf("profile (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestReadAheadRules: a config rule's readAheadKB replaces the derived target and
+// readAheadRSizes replaces a fixed one; readAheadExact is carried to the profile.
+func TestReadAheadRules(t *testing.T) {
+	t.Parallel()
+	pol, err := Parse("ra.yaml", []byte(`apiVersion: nfstune.io/v1alpha1
+kind: Policy
+rules:
+  - match: {export: /swept}
+    readAheadKB: 1024
+    readAheadExact: true
+  - match: {export: /anf}
+    backend: azure-netapp-files
+    readAheadRSizes: 4
+  - match: {export: /fixed}
+    readAheadKB: 2048
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		export    string
+		wantKB    int
+		wantRS    int
+		wantExact bool
+	}{
+		{"/swept", 1024, 0, true},
+		{"/anf", 4 * 256, 4, false},
+		{"/fixed", 2048, 0, false},
+		{"/other", 15 * 256, 15, false},
+	}
+	for _, tt := range tests {
+		got := pol.Resolve(&inventory.Mount{Server: "10.0.0.1", Export: tt.export, RSize: 262144})
+		if got.ReadAheadKB != tt.wantKB || got.ReadAheadRSizes != tt.wantRS || got.ReadAheadExact != tt.wantExact {
+			t.Errorf("%s: read-ahead %d KiB, rsizes %d, exact %v; want %d, %d, %v", tt.export,
+				got.ReadAheadKB, got.ReadAheadRSizes, got.ReadAheadExact, tt.wantKB, tt.wantRS, tt.wantExact)
+		}
+	}
+	if _, err := Parse("bad.yaml", []byte("apiVersion: nfstune.io/v1alpha1\nkind: Policy\nrules:\n  - readAheadRSizes: 0\n")); err == nil ||
+		!strings.Contains(err.Error(), "readAheadRSizes") {
+		t.Errorf("readAheadRSizes: 0 accepted or badly reported: %v", err)
+	}
+}
+
+func TestReadAheadFor(t *testing.T) {
+	t.Parallel()
+	p := Profile{ReadAheadRSizes: 15}
+	for rsize, want := range map[int]int{1 << 20: 15360, 262144: 3840, 65536: 960, 0: 15360} {
+		if got := p.ReadAheadFor(rsize); got != want {
+			t.Errorf("15 x rsize %d = %d KiB, want %d", rsize, got, want)
+		}
+	}
+	p.Mount.RSize = 65536
+	if got := p.ReadAheadFor(0); got != 960 {
+		t.Errorf("unknown rsize with a profile rsize of 64 KiB: %d KiB, want 960", got)
+	}
+	if got := (Profile{ReadAheadKB: 4096}).ReadAheadFor(65536); got != 4096 {
+		t.Errorf("fixed read-ahead: %d, want 4096", got)
+	}
+}
+
+func TestReadAheadChange(t *testing.T) {
+	t.Parallel()
+	fixed := Profile{ReadAheadKB: 15360}
+	derived := Profile{ReadAheadKB: 15360, ReadAheadRSizes: 15}
+	swept := Profile{ReadAheadKB: 1024, ReadAheadExact: true}
+	const rsize = 1 << 20
+	tests := []struct {
+		name  string
+		p     Profile
+		cur   int
+		exact bool
+		want  bool
+	}{
+		{"no opinion", Profile{}, 128, false, false},
+		{"already there", fixed, 15360, false, false},
+		{"fixed raises any lower value", fixed, 1024, false, true},
+		{"fixed keeps a higher value", fixed, 16384, false, false},
+		{"fixed lowers with --exact", fixed, 16384, true, true},
+		{"derived raises the kernel default", derived, 128, false, true},
+		{"derived raises less than one rsize", derived, 512, false, true},
+		{"derived keeps a chosen value", derived, 1024, false, false},
+		{"derived raises a chosen value with --exact", derived, 1024, true, true},
+		{"derived keeps a higher value", derived, 16384, false, false},
+		{"exact profile lowers", swept, 15360, false, true},
+		{"exact profile raises", swept, 128, false, true},
+		{"exact profile already there", swept, 1024, false, false},
+	}
+	for _, tt := range tests {
+		if got := tt.p.ReadAheadChange(tt.cur, rsize, tt.exact); got != tt.want {
+			t.Errorf("%s: ReadAheadChange(%d) = %v, want %v", tt.name, tt.cur, got, tt.want)
+		}
+	}
+	// rsize unknown: only the kernel default counts as unchosen.
+	if !derived.ReadAheadChange(128, 0, false) || derived.ReadAheadChange(512, 0, false) {
+		t.Error("with rsize unknown, want 128 raised and 512 kept")
 	}
 }
 

@@ -38,8 +38,16 @@ const (
 type Profile struct {
 	Backend  string `json:"backend"`
 	Workload string `json:"workload"`
-	// ReadAheadKB is the bdi read_ahead_kb the mount should have, in KiB.
+	// ReadAheadKB is the bdi read_ahead_kb the mount should have, in KiB. For a profile
+	// with ReadAheadRSizes, Resolve fills it in from the mount's rsize.
 	ReadAheadKB int `json:"read_ahead_kb"`
+	// ReadAheadRSizes derives the read-ahead from the mount: that many times its effective
+	// rsize (15, the kernel's own factor before Linux 5.4). A layer that sets ReadAheadKB
+	// replaces it, and the other way round.
+	ReadAheadRSizes int `json:"read_ahead_rsizes,omitempty"`
+	// ReadAheadExact makes ReadAheadKB the value to set, not a minimum: read-ahead above it
+	// is lowered too (a value measured by bench sweep).
+	ReadAheadExact bool `json:"read_ahead_exact,omitempty"`
 	// Mount are the mount options that matter.
 	Mount MountOptions `json:"mount_options"`
 	// Sysctls are NFS-relevant sysctls by dotted name with their minimum values.

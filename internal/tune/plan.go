@@ -238,7 +238,10 @@ func planReadAhead(root hostfs.Root, p *Plan, m *inventory.Mount, d Desired, nfs
 		p.note("read-ahead of %s left alone: %v", where, err)
 		return
 	}
-	if cur == int64(want) || (cur > int64(want) && !opts.Exact) {
+	if !d.Profile.ReadAheadChange(int(cur), m.RSize, opts.Exact) {
+		if cur < int64(want) {
+			p.note("read-ahead of %s left at %d KiB: below the %d KiB of %d x rsize, but set on purpose (not the kernel default); --exact raises it", where, cur, want, d.Profile.ReadAheadRSizes)
+		}
 		return
 	}
 	reason := fmt.Sprintf("profile %s/%s wants %d KiB", d.Profile.Backend, d.Profile.Workload, want)

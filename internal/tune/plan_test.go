@@ -375,3 +375,48 @@ func TestPlanSysctlsOnlyAllowed(t *testing.T) {
 		}
 	}
 }
+
+// With no config file (the built-in policy) every NFS mount gets 15 x its rsize live, and
+// a value set on purpose stays.
+func TestPlanBuiltInReadAhead(t *testing.T) {
+	t.Parallel()
+	pol := policy.Default()
+	want := Want{Resolve: func(m *inventory.Mount) Desired {
+		r := pol.Resolve(m)
+		return Desired{Profile: r.Profile, Mode: r.Mode, Rule: r.Rule}
+	}}
+	root := fixtureRoot(t)
+	inv := fixtureInventory()
+	p, err := NewPlan(root, inv, want, defaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []brief
+	for _, b := range briefs(p) {
+		if b.Kind == "readahead" {
+			got = append(got, b)
+		}
+	}
+	wantRA := []brief{
+		{"readahead", "/sys/class/bdi/0:53/read_ahead_kb", "128", "15360"},
+		{"readahead", "/sys/class/bdi/0:54/read_ahead_kb", "128", "960"},
+	}
+	if diff := cmp.Diff(wantRA, got); diff != "" {
+		t.Errorf("read-ahead actions (-want +got):\n%s", diff)
+	}
+
+	writeFile(t, root, "sys/devices/virtual/bdi/0:53/read_ahead_kb", "2048\n")
+	inv.Mounts[0].ReadAheadKB = intp(2048)
+	p, err = NewPlan(root, inv, want, defaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range p.Actions {
+		if a.Device == "0:53" {
+			t.Errorf("a read-ahead of 2048 KiB set on purpose is changed: %+v", a)
+		}
+	}
+	if !strings.Contains(strings.Join(p.Notes, "\n"), "0:53 (/mnt/data, /srv/data copy) left at 2048 KiB") {
+		t.Errorf("no note on the kept value: %q", p.Notes)
+	}
+}

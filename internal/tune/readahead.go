@@ -131,6 +131,12 @@ func planNFSConf(root hostfs.Root, p *Plan, inv *inventory.Inventory, want Want,
 	from := map[string]string{}
 	for _, fstype := range []string{"nfs", "nfs4"} {
 		d := want.Resolve(&inventory.Mount{FSType: fstype})
+		if d.Profile.ReadAheadRSizes > 0 {
+			// nfsrahead cannot see rsize: the drop-in can only carry the value of the
+			// current mounts, checked below to be one per file system type.
+			p.note("%s: the default read-ahead is %d x rsize, which nfsrahead cannot compute; the drop-in gets the value the current %s mounts need, if any", fstype, d.Profile.ReadAheadRSizes, fstype)
+			continue
+		}
 		if d.Mode != policy.ModeObserve && d.Profile.ReadAheadKB > 0 {
 			values[fstype] = d.Profile.ReadAheadKB
 			from[fstype] = "the default profile"

@@ -26,7 +26,8 @@ type UdevOptions struct {
 	Wait time.Duration
 	// Poll is the time between two reads of mountinfo. Default 15ms.
 	Poll time.Duration
-	// Exact sets the profile value even when the bdi's value is already larger.
+	// Exact sets the profile value even when the bdi's value is already larger, or (for a
+	// target derived from rsize) was set on purpose.
 	Exact bool
 }
 
@@ -77,11 +78,9 @@ func UdevReadAhead(ctx context.Context, root hostfs.Root, dev string, resolve fu
 	if want <= 0 {
 		return 0, m, fmt.Errorf("%w: the profile of %s has no read-ahead", ErrNoReadAhead, dev)
 	}
-	if !opts.Exact {
-		if dir, err := root.BDI(dev); err == nil {
-			if cur, err := hostfs.ReadInt(dir + "/read_ahead_kb"); err == nil && cur >= int64(want) {
-				return 0, m, fmt.Errorf("%w: %s already has %d KiB, the profile wants %d", ErrNoReadAhead, dev, cur, want)
-			}
+	if dir, err := root.BDI(dev); err == nil {
+		if cur, err := hostfs.ReadInt(dir + "/read_ahead_kb"); err == nil && !d.Profile.ReadAheadChange(int(cur), m.RSize, opts.Exact) {
+			return 0, m, fmt.Errorf("%w: %s already has %d KiB, the profile wants %d", ErrNoReadAhead, dev, cur, want)
 		}
 	}
 	return want, m, nil

@@ -199,3 +199,48 @@ func FuzzParseVolumes(f *testing.F) {
 		mountFromVolumes([]byte(in), "0:1")
 	})
 }
+
+// With no config file, the built-in generic profile gives each new superblock 15 x its
+// rsize (from mountinfo), raises only read-ahead nobody chose, and holds an exact rule.
+func TestUdevReadAheadBuiltIn(t *testing.T) {
+	t.Parallel()
+	resolve := func(pol *policy.Policy) func(*inventory.Mount) Desired {
+		return func(m *inventory.Mount) Desired {
+			r := pol.Resolve(m)
+			return Desired{Profile: r.Profile, Mode: r.Mode, Rule: r.Rule}
+		}
+	}
+	swept, err := policy.Parse("swept.yaml", []byte("apiVersion: nfstune.io/v1alpha1\nkind: Policy\nrules:\n  - match: {export: /export/data}\n    readAheadKB: 1024\n    readAheadExact: true\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		pol     *policy.Policy
+		dev, ra string
+		want    int
+	}{
+		{"rsize 1 MiB at the kernel default", policy.Default(), "0:53", "128", 15360},
+		{"rsize 64 KiB at the kernel default", policy.Default(), "0:54", "128", 960},
+		{"below one rsize", policy.Default(), "0:53", "512", 15360},
+		{"set on purpose", policy.Default(), "0:53", "2048", 0},
+		{"exact rule lowers", swept, "0:53", "15360", 1024},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			root := fixtureRoot(t)
+			writeFile(t, root, "sys/devices/virtual/bdi/"+tt.dev+"/read_ahead_kb", tt.ra+"\n")
+			got, _, err := UdevReadAhead(context.Background(), root, tt.dev, resolve(tt.pol), UdevOptions{})
+			if tt.want == 0 {
+				if !errors.Is(err, ErrNoReadAhead) {
+					t.Errorf("got %d, %v; want ErrNoReadAhead", got, err)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Errorf("got %d, %v; want %d", got, err, tt.want)
+			}
+		})
+	}
+}

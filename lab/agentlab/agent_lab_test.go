@@ -185,12 +185,12 @@ func readAhead(dev string) int {
 	return int(n)
 }
 
-// waitTuned polls read_ahead_kb until it is wantKB and returns when it saw it.
-func waitTuned(dev string, limit time.Duration) (time.Time, bool) {
+// waitTuned polls read_ahead_kb until it is want and returns when it saw it.
+func waitTuned(dev string, want int, limit time.Duration) (time.Time, bool) {
 	deadline := time.Now().Add(limit)
 	for {
 		now := time.Now()
-		if readAhead(dev) == wantKB {
+		if readAhead(dev) == want {
 			return now, true
 		}
 		if now.After(deadline) {
@@ -250,10 +250,10 @@ type reaction struct {
 }
 
 // observeReaction waits for the next mount table change, finds dir's superblock in
-// mountinfo and polls its read_ahead_kb until it holds wantKB. It runs while the mount
+// mountinfo and polls its read_ahead_kb until it holds want(dev). It runs while the mount
 // command is still exiting, so that the time the mount helper takes to finish is not
 // counted as the agent's.
-func observeReaction(changes <-chan time.Time, dir string, limit time.Duration) reaction {
+func observeReaction(changes <-chan time.Time, dir string, want func(dev string) int, limit time.Duration) reaction {
 	var r reaction
 	select {
 	case r.changed = <-changes:
@@ -277,13 +277,17 @@ func observeReaction(changes <-chan time.Time, dir string, limit time.Duration) 
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	set, ok := waitTuned(r.dev, time.Until(deadline))
+	kb := want(r.dev)
+	set, ok := waitTuned(r.dev, kb, time.Until(deadline))
 	if !ok {
-		r.err = fmt.Errorf("read_ahead_kb = %d after %v, want %d", readAhead(r.dev), limit, wantKB)
+		r.err = fmt.Errorf("read_ahead_kb = %d after %v, want %d", readAhead(r.dev), limit, kb)
 	}
 	r.set = set
 	return r
 }
+
+// profileKB is the sequential-read profile's read-ahead, whatever the superblock.
+func profileKB(string) int { return wantKB }
 
 func percentile(d []time.Duration, p float64) time.Duration {
 	s := slices.Clone(d)
@@ -304,7 +308,7 @@ func TestReaction50(t *testing.T) {
 		dir := filepath.Join(mntBase, fmt.Sprintf("ra%02d", i))
 		drain(changes)
 		observed := make(chan reaction, 1)
-		go func() { observed <- observeReaction(changes, dir, 5*time.Second) }()
+		go func() { observed <- observeReaction(changes, dir, profileKB, 5*time.Second) }()
 		// nosharecache: every mount is its own superblock, as distinct exports would be.
 		mount(t, dir, "vers=4.2,nosharecache")
 		r := <-observed
@@ -353,7 +357,7 @@ func TestChurn200(t *testing.T) {
 	dir := filepath.Join(mntBase, "churn")
 	// One warm-up cycle so that lazily created runtime goroutines exist before the baseline.
 	mount(t, dir, "vers=4.2")
-	waitTuned(deviceOf(t, dir), 5*time.Second)
+	waitTuned(deviceOf(t, dir), wantKB, 5*time.Second)
 	umount(t, dir)
 	time.Sleep(200 * time.Millisecond)
 	g0, fd0 := la.metric(t, "go_goroutines"), la.metric(t, "process_open_fds")
@@ -369,7 +373,7 @@ func TestChurn200(t *testing.T) {
 		}
 		mount(t, dir, opts)
 		dev := deviceOf(t, dir)
-		if _, ok := waitTuned(dev, 5*time.Second); !ok {
+		if _, ok := waitTuned(dev, wantKB, 5*time.Second); !ok {
 			untuned++
 			t.Errorf("cycle %d (%s, %s): read_ahead_kb = %d, want %d", i, opts, dev, readAhead(dev), wantKB)
 		}
@@ -401,13 +405,13 @@ func TestDriftRepaired(t *testing.T) {
 	mount(t, dir, "vers=4.2")
 	defer umount(t, dir)
 	dev := deviceOf(t, dir)
-	if _, ok := waitTuned(dev, 5*time.Second); !ok {
+	if _, ok := waitTuned(dev, wantKB, 5*time.Second); !ok {
 		t.Fatalf("read_ahead_kb = %d, want %d", readAhead(dev), wantKB)
 	}
 	if err := os.WriteFile("/sys/class/bdi/"+dev+"/read_ahead_kb", []byte("128\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := waitTuned(dev, 5*time.Second); !ok {
+	if _, ok := waitTuned(dev, wantKB, 5*time.Second); !ok {
 		t.Fatalf("read_ahead_kb = %d 5 s after the drift, want %d", readAhead(dev), wantKB)
 	}
 	if n := la.metric(t, "nfstune_agent_drifts_total"); n < 1 {
