@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -9,6 +10,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,12 +24,13 @@ import (
 // answer, on a host whose exposition is far larger than what the kernel buffers for a
 // connection. A scrape must hold its slot until its body is written, so the heap holds at
 // most the gathered metrics of the scrapes in flight (not one whole body per client), the
-// scrapes past MaxScrapesInFlight get 503, and the write deadline frees the slots. Not
-// parallel: it measures the process's heap.
+// scrapes past MaxScrapesInFlight get 503, and the write deadline frees the slots, each
+// cut-off scrape logging one error. Not parallel: it measures the process's heap.
 func TestSlowReadersBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("reads a 200-mount synthetic tree")
 	}
+	var logs syncBuffer
 	root := hostfs.Root(t.TempDir())
 	if err := inventory.GenerateTree(string(root), 200); err != nil {
 		t.Fatal(err)
@@ -37,7 +41,7 @@ func TestSlowReadersBounded(t *testing.T) {
 			return inventory.Read(root, inventory.ReadOptions{PID: 1})
 		},
 		Load:   builtinPolicy(policy.ModeObserve),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -110,4 +114,24 @@ func TestSlowReadersBounded(t *testing.T) {
 	if code, _ := scrape(); code != http.StatusOK {
 		t.Errorf("scrape after the write deadline: %d, want 200", code)
 	}
+	if n := strings.Count(logs.String(), "error encoding and sending"); n == 0 || n > MaxScrapesInFlight {
+		t.Errorf("%d write errors logged for %d cut-off scrapes, want one each:\n%s", n, MaxScrapesInFlight, logs.String())
+	}
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
