@@ -26,7 +26,16 @@ port=$((20000 + RANDOM % 20000))
 "$bin" --root "$tmp/root" agent --pid 1 --listen "127.0.0.1:$port" --log-level error &
 pid=$!
 until curl -sf "127.0.0.1:$port/readyz" >/dev/null; do sleep 0.2; done
-bytes=$(curl -sf "127.0.0.1:$port/metrics" | wc -c)
+# Scrape until one carries the mounts: on a loaded machine the inventory read may overrun
+# its 800 ms, and then the scrape has only the agent's own metrics. Later scrapes export at
+# least this snapshot.
+for ((try = 0; ; try++)); do
+	curl -sf -o "$tmp/metrics" "127.0.0.1:$port/metrics" || true
+	grep -q '^nfstune_mount_read_ahead_bytes' "$tmp/metrics" 2>/dev/null && break
+	((try < 10)) || { echo "no scrape with the mounts in 10 tries" >&2; exit 1; }
+done
+bytes=$(wc -c < "$tmp/metrics")
+rm "$tmp/metrics"
 kib() { awk -v k="$1" '$1 == k":" {print $2}' "/proc/$pid/status"; }
 before=$(kib VmRSS)
 
