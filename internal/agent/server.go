@@ -22,6 +22,17 @@ import (
 // Prometheus scrape the node passes the node address with --listen.
 const DefaultListen = "127.0.0.1:9477"
 
+// MaxScrapesInFlight is how many /metrics requests are served at once; more get 503 at
+// once. Each holds one gathered copy of the metrics while its body is written (overlapping
+// scrapes share one), so this, with WriteTimeout, bounds the memory scrapes can hold
+// whatever the clients do. Two lets a pair of Prometheus servers scrape the same agent.
+const MaxScrapesInFlight = 2
+
+// WriteTimeout bounds the writing of one response, /metrics included: a client that stops
+// reading is cut off after it and frees its scrape slot. Encoding a large host on a busy
+// CPU takes seconds, so it is well above a scrape's usual duration.
+const WriteTimeout = 30 * time.Second
+
 // HandlerOptions configure the HTTP handler.
 type HandlerOptions struct {
 	// MaxSeries caps the per-mount series of one scrape; 0 means no cap.
@@ -58,13 +69,16 @@ func (a *Agent) Handler(opts HandlerOptions) (http.Handler, error) {
 	}
 
 	mux := http.NewServeMux()
-	scrapeHandler := promhttp.HandlerFor(reg, promhttp.HandlerOpts{
-		ErrorLog:            slog.NewLogLogger(a.cfg.Logger.Handler(), slog.LevelError),
-		ErrorHandling:       promhttp.ContinueOnError,
-		MaxRequestsInFlight: 4,
-		// Encoding a large host on a busy CPU takes seconds; only the inventory read is
-		// held to ScrapeTimeout.
-		Timeout: 30 * time.Second,
+	var scrapeHandler http.Handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorLog:      slog.NewLogLogger(a.cfg.Logger.Handler(), slog.LevelError),
+		ErrorHandling: promhttp.ContinueOnError,
+		// The response is streamed to the client: a scrape holds its slot, and with it the
+		// gathered metrics, until its body is written or Serve's WriteTimeout cuts the
+		// connection. That bounds what scrapes and clients that never read can pin, which
+		// promhttp's Timeout option would not: it buffers the whole body and frees the slot
+		// before writing it. Scrapes that overlap share one gather.
+		MaxRequestsInFlight: MaxScrapesInFlight,
+		CoalesceGather:      true,
 	})
 	if opts.ReleaseMemory {
 		inner := scrapeHandler
@@ -73,7 +87,7 @@ func (a *Agent) Handler(opts HandlerOptions) (http.Handler, error) {
 			debug.FreeOSMemory()
 		})
 	}
-	mux.Handle("GET /metrics", scrapeHandler)
+	mux.Handle("GET /metrics", firstWriteError(scrapeHandler))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if err := a.Healthy(time.Now()); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
@@ -90,6 +104,32 @@ func (a *Agent) Handler(opts HandlerOptions) (http.Handler, error) {
 	})
 	return mux, nil
 }
+
+// firstWriteError hands h a ResponseWriter that drops every write after the first one that
+// fails: promhttp logs each metric family it cannot send, and a client that stopped reading
+// would otherwise cost one log line per family once WriteTimeout passes.
+func firstWriteError(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(&stickyWriter{ResponseWriter: w}, r)
+	})
+}
+
+type stickyWriter struct {
+	http.ResponseWriter
+	failed bool
+}
+
+func (w *stickyWriter) Write(p []byte) (int, error) {
+	if w.failed {
+		return len(p), nil
+	}
+	n, err := w.ResponseWriter.Write(p)
+	w.failed = err != nil
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *stickyWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // boundedSource runs src in its own goroutine and gives up when ctx ends, so a read that
 // hangs (it should not: it touches only /proc and /sys) or crawls on a saturated CPU cannot
@@ -140,13 +180,7 @@ func boundedSource(src metrics.Source) metrics.Source {
 
 // Serve serves h on ln until ctx ends, then shuts down, giving open requests 5 s.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger) error {
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 5 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       60 * time.Second,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
+	srv := newServer(h, logger)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	logger.Info("serving", "addr", ln.Addr().String())
@@ -161,4 +195,16 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Lo
 		return fmt.Errorf("shutting down HTTP server: %w", err)
 	}
 	return nil
+}
+
+// newServer is the agent's HTTP server: every phase of a connection has a deadline, so a
+// client that sends slowly, reads slowly or not at all is cut off.
+func newServer(h http.Handler, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		WriteTimeout:      WriteTimeout,
+		IdleTimeout:       60 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
 }

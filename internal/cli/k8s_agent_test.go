@@ -56,7 +56,7 @@ func agentPod(t *testing.T, mode string) (corev1.Container, string) {
 	v.Agent.PolicyMode = mode
 	// generic/general has no read-ahead opinion; sequential-read wants 15360 KiB.
 	v.Policy = render.DefaultPolicy + "defaults:\n  workload: sequential-read\n"
-	objs, err := render.Render(v, "test")
+	objs, err := render.Render(v, "v0.0.0-test")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,10 +46,13 @@ func TestK8sRenderFlags(t *testing.T) {
 		},
 		{
 			name:  "values from stdin, flags override",
-			stdin: "mode: installer\nnamespace: from-file\n",
+			stdin: "mode: installer\nnamespace: from-file\nimage:\n  tag: v9\n",
 			args:  []string{"k8s", "render", "--config", "-", "--namespace", "from-flag", "-o", "json"},
 			want:  []string{`"kind": "List"`, `"name": "nfstune-installer"`, `"namespace": "from-flag"`},
 		},
+		// Tests run an untagged build, version "dev": no image is released for it.
+		{name: "untagged build without an image", args: []string{"k8s", "render"}, wantCode: ExitError2},
+		{name: "system namespace", args: []string{"k8s", "render", "--image", "r/n:v9", "--namespace", "kube-system"}, wantCode: ExitError2},
 		{name: "bad digest", args: []string{"k8s", "render", "--image-digest", "sha256:xyz"}, wantCode: ExitError2},
 		{name: "bad mode", args: []string{"k8s", "render", "--mode", "operator"}, wantCode: ExitError2},
 		{name: "bad output", args: []string{"k8s", "render", "-o", "table"}, wantCode: ExitError2},
@@ -212,7 +215,7 @@ func TestK8sManifestArgsParse(t *testing.T) {
 		for _, policyMode := range []string{render.PolicyObserve, render.PolicyEnforce} {
 			v := render.DefaultValues()
 			v.Mode, v.Agent.PolicyMode = mode, policyMode
-			objs, err := render.Render(v, "test")
+			objs, err := render.Render(v, "v0.0.0-test")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -160,8 +160,11 @@ func (s *apiServer) do(t *testing.T, method, path string, body []byte) (int, []b
 func collection(o Object) string {
 	kind := o.GetObjectKind().GroupVersionKind().Kind
 	plural := strings.ToLower(kind) + "s"
-	if kind == "StorageClass" {
+	switch kind {
+	case "StorageClass":
 		plural = "storageclasses"
+	case "NetworkPolicy":
+		plural = "networkpolicies"
 	}
 	prefix := "/api/v1"
 	switch kind {
@@ -169,6 +172,8 @@ func collection(o Object) string {
 		prefix = "/apis/apps/v1"
 	case "StorageClass":
 		prefix = "/apis/storage.k8s.io/v1"
+	case "NetworkPolicy":
+		prefix = "/apis/networking.k8s.io/v1"
 	}
 	if ns := o.GetNamespace(); ns != "" {
 		return prefix + "/namespaces/" + ns + "/" + plural

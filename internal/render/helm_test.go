@@ -101,7 +101,8 @@ func TestHelmChartDefaults(t *testing.T) {
 
 // TestHelmChartRejects checks that the chart refuses what Validate refuses.
 func TestHelmChartRejects(t *testing.T) {
-	for _, set := range []string{"mode=operator", "agent.policyMode=fix", "image.digest=sha256:short", "hostNetwork=true"} {
+	for _, set := range []string{"mode=operator", "agent.policyMode=fix", "image.digest=sha256:short", "hostNetwork=true",
+		"namespace=kube-system", "namespace=default"} {
 		_, err := helm(t, "template", "nfstune", chartDir, "--set", set)
 		if err == nil {
 			t.Errorf("helm template --set %s succeeded", set)

@@ -1,11 +1,14 @@
 package render
 
 import (
+	"fmt"
 	"path"
+	"regexp"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -55,15 +58,27 @@ const (
 	validateName  = "nfstune-validate"
 )
 
-// Render returns the objects for v in apply order (Helm's): Namespace, ResourceQuota,
-// ServiceAccount, ConfigMap, Service, then the DaemonSets. version is the default image tag.
+// releaseRE matches the versions of released images: v1.2.3, v1.2.3-rc.1. An untagged
+// build is "dev", and git describe names a commit past a tag v1.2.3-4-gabcdef0.
+var releaseRE = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.]+)?$`)
+
+// Render returns the objects for v in apply order (Helm's): Namespace, NetworkPolicy,
+// ResourceQuota, ServiceAccount, ConfigMap, Service, then the DaemonSets. version is the
+// default image tag; a version no release image has is refused unless v names the image
+// by tag or digest.
 func Render(v Values, version string) ([]Object, error) {
 	if err := v.Validate(); err != nil {
 		return nil, err
 	}
+	if v.Image.Tag == "" && v.Image.Digest == "" && !releaseRE.MatchString(version) {
+		return nil, fmt.Errorf("image: no image is released for nfstune version %q; set image.tag or image.digest", version)
+	}
 	var objs []Object
 	if v.CreateNamespace {
 		objs = append(objs, namespace(v))
+	}
+	if v.NetworkPolicy.Enabled {
+		objs = append(objs, networkPolicy(v))
 	}
 	if v.CriticalPodsQuota && isCritical(v.PriorityClassName) {
 		objs = append(objs, criticalPodsQuota(v))
@@ -135,6 +150,27 @@ func criticalPodsQuota(v Values) *corev1.ResourceQuota {
 				Operator:  corev1.ScopeSelectorOpIn,
 				Values:    []string{v.PriorityClassName},
 			}}},
+		},
+	}
+}
+
+// networkPolicy isolates every nfstune pod: the agent serves only its metrics port, and no
+// nfstune container opens a connection (it reads /proc and /sys, calls no API, resolves
+// no name).
+func networkPolicy(v Values) *networkingv1.NetworkPolicy {
+	return &networkingv1.NetworkPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
+		ObjectMeta: meta(v, Name, "agent"),
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": Name}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{
+				Ports: []networkingv1.NetworkPolicyPort{{
+					Protocol: new(corev1.ProtocolTCP),
+					Port:     new(intstr.FromInt32(MetricsPort)),
+				}},
+				From: v.NetworkPolicy.From,
+			}},
 		},
 	}
 }
@@ -318,19 +354,33 @@ func metricsService(v Values) *corev1.Service {
 	}
 }
 
+// PauseUID is the user the pause containers run as: nobody, since they touch no file.
+const PauseUID = 65534
+
 // pauseContainer keeps a DaemonSet pod alive after its init containers did the work,
-// using the nfstune binary itself so that no second image is needed.
+// using the nfstune binary itself so that no second image is needed. It mounts nothing
+// and writes nothing, so it runs as nobody.
 func pauseContainer(v Values, version string) corev1.Container {
+	sc := containerSecurity()
+	sc.RunAsUser, sc.RunAsGroup, sc.RunAsNonRoot = new(int64(PauseUID)), new(int64(PauseUID)), new(true)
 	return corev1.Container{
 		Name:            "pause",
 		Image:           v.ImageRef(version),
 		ImagePullPolicy: v.Image.PullPolicy,
 		Args:            []string{"k8s", "pause"},
 		Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1m"), corev1.ResourceMemory: resource.MustParse("8Mi")},
-			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
+			Requests: corev1.ResourceList{
+				corev1.ResourceCPU:              resource.MustParse("1m"),
+				corev1.ResourceMemory:           resource.MustParse("8Mi"),
+				corev1.ResourceEphemeralStorage: resource.MustParse("1Mi"),
+			},
+			Limits: corev1.ResourceList{
+				corev1.ResourceCPU:              resource.MustParse("10m"),
+				corev1.ResourceMemory:           resource.MustParse("16Mi"),
+				corev1.ResourceEphemeralStorage: resource.MustParse("16Mi"),
+			},
 		},
-		SecurityContext: containerSecurity(),
+		SecurityContext: sc,
 	}
 }
 

@@ -13,7 +13,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 )
 
@@ -94,6 +98,8 @@ func decodeStrict(doc []byte) (Object, error) {
 		o = &corev1.PersistentVolumeClaim{}
 	case "apps/v1/DaemonSet":
 		o = &appsv1.DaemonSet{}
+	case "networking.k8s.io/v1/NetworkPolicy":
+		o = &networkingv1.NetworkPolicy{}
 	case "storage.k8s.io/v1/StorageClass":
 		o = &storagev1.StorageClass{}
 	default:
@@ -148,9 +154,9 @@ func kinds(objs []Object) []string {
 func TestRenderDecodesStrictly(t *testing.T) {
 	t.Parallel()
 	wantKinds := map[string][]string{
-		"agent-default":     {"Namespace/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "Service/nfstune-metrics", "DaemonSet/nfstune-agent"},
-		"agent-enforce-cas": {"Namespace/nfstune-system", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "DaemonSet/nfstune-agent"},
-		"installer":         {"Namespace/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "DaemonSet/nfstune-installer", "DaemonSet/nfstune-validate"},
+		"agent-default":     {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "Service/nfstune-metrics", "DaemonSet/nfstune-agent"},
+		"agent-enforce-cas": {"Namespace/nfstune-system", "NetworkPolicy/nfstune", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "DaemonSet/nfstune-agent"},
+		"installer":         {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "DaemonSet/nfstune-installer", "DaemonSet/nfstune-validate"},
 	}
 	for _, name := range renderCases {
 		t.Run(name, func(t *testing.T) {
@@ -213,7 +219,7 @@ func TestRenderNamespacePodSecurity(t *testing.T) {
 func TestRenderImagePinnedByDigest(t *testing.T) {
 	t.Parallel()
 	objs := decodeAll(t, renderFile(t, "agent-enforce-cas", FormatYAML))
-	ds := objs[3].(*appsv1.DaemonSet)
+	ds := objs[4].(*appsv1.DaemonSet)
 	want := "registry.example.com/platform/nfstune@sha256:0f3e9d6c2a1b4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7"
 	if got := ds.Spec.Template.Spec.Containers[0].Image; got != want {
 		t.Errorf("image = %q, want %q", got, want)
@@ -285,7 +291,7 @@ func FuzzLoadValues(f *testing.F) {
 			return
 		}
 		// Whatever validates must render.
-		if _, err := Render(v, "v0"); err != nil {
+		if _, err := Render(v, "v0.0.0"); err != nil {
 			t.Fatalf("valid values failed to render: %v", err)
 		}
 	})
@@ -304,5 +310,130 @@ func TestChartValuesAreDefaults(t *testing.T) {
 	}
 	if diff := cmp.Diff(toMap(t, DefaultValues()), toMap(t, chart)); diff != "" {
 		t.Errorf("chart values.yaml differ from DefaultValues (-go +chart):\n%s", diff)
+	}
+}
+
+// TestRenderRefusesSystemNamespace: the Namespace object would relabel a namespace
+// Kubernetes owns as Pod Security privileged.
+func TestRenderRefusesSystemNamespace(t *testing.T) {
+	t.Parallel()
+	for _, ns := range []string{"kube-system", "kube-public", "kube-node-lease", "default"} {
+		v := DefaultValues()
+		v.Namespace = ns
+		_, err := Render(v, "v0.0.0")
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("namespace %q: created by Kubernetes", ns)) {
+			t.Errorf("namespace %s with createNamespace: err = %v, want a refusal", ns, err)
+		}
+		// Managed elsewhere: nfstune deploys into it and emits no Namespace object.
+		v.CreateNamespace = false
+		objs, err := Render(v, "v0.0.0")
+		if err != nil {
+			t.Fatalf("namespace %s without createNamespace: %v", ns, err)
+		}
+		for _, o := range objs {
+			if _, ok := o.(*corev1.Namespace); ok {
+				t.Errorf("namespace %s without createNamespace: a Namespace object is rendered", ns)
+			}
+		}
+	}
+	v := DefaultValues()
+	v.Namespace = "kubeflow-tools" // only the kube- prefix is reserved
+	if _, err := Render(v, "v0.0.0"); err != nil {
+		t.Errorf("namespace kubeflow-tools: %v", err)
+	}
+}
+
+// TestRenderRefusesUnreleasedVersion: an untagged or git-describe build has no image of
+// its own version, and a default tag naming one would not pull or pull a stale image.
+func TestRenderRefusesUnreleasedVersion(t *testing.T) {
+	t.Parallel()
+	for version, ok := range map[string]bool{
+		"dev": false, "v0.1.0-3-gabcdef0": false, "v0.1.0-3-gabcdef0-dirty": false, "cf16076": false,
+		"v0.1.0": true, "v1.2.3-rc.1": true,
+	} {
+		_, err := Render(DefaultValues(), version)
+		if (err == nil) != ok {
+			t.Errorf("version %s without image tag or digest: err = %v, want ok %v", version, err, ok)
+		}
+	}
+	v := DefaultValues()
+	v.Image.Tag = "edge"
+	if _, err := Render(v, "dev"); err != nil {
+		t.Errorf("dev build with image.tag: %v", err)
+	}
+}
+
+// TestRenderNetworkPolicy: on by default, every nfstune pod gets no egress and ingress
+// only to the metrics port, from pods of every namespace.
+func TestRenderNetworkPolicy(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{ModeAgent, ModeInstaller} {
+		v := DefaultValues()
+		v.Mode = mode
+		objs, err := Render(v, "v0.0.0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var np *networkingv1.NetworkPolicy
+		for _, o := range objs {
+			if p, ok := o.(*networkingv1.NetworkPolicy); ok {
+				np = p
+			}
+		}
+		if np == nil {
+			t.Fatalf("%s: no NetworkPolicy", mode)
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range objs {
+			if ds, ok := o.(*appsv1.DaemonSet); ok && !sel.Matches(k8slabels.Set(ds.Spec.Template.Labels)) {
+				t.Errorf("%s: NetworkPolicy does not select DaemonSet %s's pods", mode, ds.Name)
+			}
+		}
+		want := networkingv1.NetworkPolicySpec{
+			PodSelector: np.Spec.PodSelector,
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{
+				Ports: []networkingv1.NetworkPolicyPort{{Protocol: new(corev1.ProtocolTCP), Port: new(intstr.FromInt32(MetricsPort))}},
+				From:  []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{}}},
+			}},
+		}
+		if diff := cmp.Diff(toMap(t, want), toMap(t, np.Spec)); diff != "" {
+			t.Errorf("%s: NetworkPolicy spec (-want +got):\n%s", mode, diff)
+		}
+	}
+	v := DefaultValues()
+	v.NetworkPolicy.Enabled = false
+	objs, err := Render(v, "v0.0.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if _, ok := o.(*networkingv1.NetworkPolicy); ok {
+			t.Error("networkPolicy.enabled=false still renders a NetworkPolicy")
+		}
+	}
+}
+
+// TestRenderEphemeralStorage: every container states how much node disk it may use.
+func TestRenderEphemeralStorage(t *testing.T) {
+	t.Parallel()
+	for _, name := range renderCases {
+		for _, o := range decodeAll(t, renderFile(t, name, FormatYAML)) {
+			ds, ok := o.(*appsv1.DaemonSet)
+			if !ok {
+				continue
+			}
+			pod := ds.Spec.Template.Spec
+			for _, c := range append(append([]corev1.Container{}, pod.InitContainers...), pod.Containers...) {
+				req, lim := c.Resources.Requests[corev1.ResourceEphemeralStorage], c.Resources.Limits[corev1.ResourceEphemeralStorage]
+				if req.IsZero() || lim.IsZero() || req.Cmp(lim) > 0 {
+					t.Errorf("%s %s/%s: ephemeral-storage request %s, limit %s; want both, request <= limit",
+						name, ds.Name, c.Name, req.String(), lim.String())
+				}
+			}
+		}
 	}
 }

@@ -16,7 +16,8 @@ type hostPathRule struct {
 }
 
 // checkPod returns every way pod exceeds the agent's security contract: not privileged, no
-// host namespaces, root without capabilities, no privilege escalation, read-only root
+// host namespaces, root without capabilities only in containers that mount a host path
+// (any other runs as a non-root user), no privilege escalation, read-only root
 // filesystem, RuntimeDefault seccomp, and host paths limited to allowed (by host path),
 // mounted where allowed says and writable only where it says.
 func checkPod(pod corev1.PodSpec, allowed map[string]hostPathRule) []error {
@@ -65,8 +66,16 @@ func checkPod(pod corev1.PodSpec, allowed map[string]hostPathRule) []error {
 		if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
 			bad("container %s: root filesystem is writable", c.Name)
 		}
-		if sc.RunAsUser == nil || *sc.RunAsUser != 0 {
+		mountsHost := false
+		for _, m := range c.VolumeMounts {
+			_, ok := hostVolumes[m.Name]
+			mountsHost = mountsHost || ok
+		}
+		switch {
+		case mountsHost && (sc.RunAsUser == nil || *sc.RunAsUser != 0):
 			bad("container %s: runAsUser is not 0 (the bdi attributes are root-owned 0644)", c.Name)
+		case !mountsHost && (sc.RunAsUser == nil || *sc.RunAsUser == 0 || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot):
+			bad("container %s: mounts no host path but may run as root", c.Name)
 		}
 		if sc.Capabilities == nil || len(sc.Capabilities.Add) > 0 ||
 			len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" {
@@ -184,6 +193,11 @@ func TestSecurityContractCatches(t *testing.T) {
 		}, "seccomp"},
 		{"hostPort", func(p *corev1.PodSpec) { p.Containers[0].Ports[0].HostPort = 9477 }, "hostPort"},
 		{"token", func(p *corev1.PodSpec) { p.AutomountServiceAccountToken = nil }, "token"},
+		{"root without host paths", func(p *corev1.PodSpec) {
+			pause := pauseContainer(DefaultValues(), "v0")
+			pause.SecurityContext.RunAsUser = new(int64(0))
+			p.Containers = append(p.Containers, pause)
+		}, "container pause: mounts no host path but may run as root"},
 	}
 	for _, m := range mutations {
 		t.Run(m.name, func(t *testing.T) {

@@ -14,7 +14,9 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
@@ -49,7 +51,8 @@ const MetricsPort = 9477
 // `helm template -f`.
 type Values struct {
 	// Namespace holds every object; it is created with the Pod Security level the
-	// DaemonSet needs.
+	// DaemonSet needs. A namespace Kubernetes creates itself (default, kube-*) is refused
+	// while CreateNamespace is on: rendering it would relabel it privileged.
 	Namespace string `json:"namespace"`
 	// CreateNamespace renders the Namespace object. Leave it on unless the namespace is
 	// managed elsewhere, and then label it pod-security.kubernetes.io/enforce=privileged.
@@ -63,6 +66,8 @@ type Values struct {
 	// Policy is the nfstune policy file (YAML) placed in the ConfigMap as policy.yaml.
 	Policy  string  `json:"policy"`
 	Metrics Metrics `json:"metrics"`
+	// NetworkPolicy limits the traffic of nfstune's pods.
+	NetworkPolicy NetworkPolicy `json:"networkPolicy"`
 	// Resources are the agent container's requests and limits.
 	Resources corev1.ResourceRequirements `json:"resources"`
 	// PriorityClassName keeps the agent scheduled on full nodes.
@@ -119,6 +124,17 @@ type Metrics struct {
 	PodAnnotations bool `json:"podAnnotations"`
 }
 
+// NetworkPolicy configures a NetworkPolicy over every nfstune pod: no egress at all (the
+// pods call nothing, not even DNS), and ingress only to the metrics port, only from From.
+// It takes effect where the cluster's network plugin enforces NetworkPolicy.
+type NetworkPolicy struct {
+	Enabled bool `json:"enabled"`
+	// From are the peers that may scrape the agents, as in a NetworkPolicy ingress rule:
+	// the default admits pods of every namespace and nothing outside the pod network; an
+	// empty list admits every source.
+	From []networkingv1.NetworkPolicyPeer `json:"from"`
+}
+
 // DefaultPolicy is the policy file of DefaultValues: the built-in profiles, no rules.
 const DefaultPolicy = "apiVersion: nfstune.io/v1alpha1\nkind: Policy\n"
 
@@ -138,14 +154,22 @@ func DefaultValues() Values {
 		},
 		Policy:  DefaultPolicy,
 		Metrics: Metrics{Service: true, PodAnnotations: true},
+		NetworkPolicy: NetworkPolicy{
+			Enabled: true,
+			From:    []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{}}},
+		},
 		Resources: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{
-				corev1.ResourceCPU:    resource.MustParse("10m"),
-				corev1.ResourceMemory: resource.MustParse("32Mi"),
+				corev1.ResourceCPU:              resource.MustParse("10m"),
+				corev1.ResourceMemory:           resource.MustParse("32Mi"),
+				corev1.ResourceEphemeralStorage: resource.MustParse("16Mi"),
 			},
+			// The container writes only its log: kubelet keeps at most 5 files of 10 MiB
+			// by default (containerLogMaxFiles, containerLogMaxSize).
 			Limits: corev1.ResourceList{
-				corev1.ResourceCPU:    resource.MustParse("100m"),
-				corev1.ResourceMemory: resource.MustParse("64Mi"),
+				corev1.ResourceCPU:              resource.MustParse("100m"),
+				corev1.ResourceMemory:           resource.MustParse("64Mi"),
+				corev1.ResourceEphemeralStorage: resource.MustParse("64Mi"),
 			},
 		},
 		PriorityClassName: "system-node-critical",
@@ -222,6 +246,10 @@ func (v Values) Validate() error {
 	for _, msg := range validation.IsDNS1123Label(v.Namespace) {
 		add("namespace %q: %s", v.Namespace, msg)
 	}
+	if v.CreateNamespace && IsSystemNamespace(v.Namespace) {
+		add("namespace %q: created by Kubernetes, and createNamespace would relabel it Pod Security privileged; "+
+			"choose another namespace, or set createNamespace to false and label it yourself", v.Namespace)
+	}
 	if v.Mode != ModeAgent && v.Mode != ModeInstaller {
 		add("mode %q: want %q or %q", v.Mode, ModeAgent, ModeInstaller)
 	}
@@ -269,6 +297,12 @@ func (v Values) Validate() error {
 		add("policy: %w", err)
 	}
 	return errors.Join(errs...)
+}
+
+// IsSystemNamespace reports whether Kubernetes creates and owns namespace: default and the
+// kube- prefix, which the API reserves for the system.
+func IsSystemNamespace(namespace string) bool {
+	return namespace == "default" || strings.HasPrefix(namespace, "kube-")
 }
 
 // ImageRef is the image reference the pods run: repository@digest when pinned, else

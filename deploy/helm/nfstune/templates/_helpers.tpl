@@ -92,6 +92,7 @@ updateStrategy:
     type: Directory
 {{- end }}
 
+{{/* Keeps the pod alive after its init containers; it touches no file, so runs as nobody. */}}
 {{- define "nfstune.pause" -}}
 - name: pause
   image: {{ include "nfstune.image" . }}
@@ -101,15 +102,30 @@ updateStrategy:
     requests:
       cpu: 1m
       memory: 8Mi
+      ephemeral-storage: 1Mi
     limits:
       cpu: 10m
       memory: 16Mi
+      ephemeral-storage: 16Mi
   securityContext:
-    {{- include "nfstune.securityContext" . | nindent 4 }}
+    allowPrivilegeEscalation: false
+    capabilities:
+      drop:
+        - ALL
+    privileged: false
+    readOnlyRootFilesystem: true
+    runAsGroup: 65534
+    runAsNonRoot: true
+    runAsUser: 65534
+    seccompProfile:
+      type: RuntimeDefault
 {{- end }}
 
 {{/* Checks the values the templates cannot render around. */}}
 {{- define "nfstune.validate" -}}
+{{- if and .Values.createNamespace (or (eq .Values.namespace "default") (hasPrefix "kube-" .Values.namespace)) }}
+{{- fail (printf "namespace %q: created by Kubernetes, and createNamespace would relabel it Pod Security privileged; choose another namespace, or set createNamespace to false and label it yourself" .Values.namespace) }}
+{{- end }}
 {{- if not (has .Values.mode (list "agent" "installer")) }}
 {{- fail (printf "mode %q: want \"agent\" or \"installer\"" .Values.mode) }}
 {{- end }}
