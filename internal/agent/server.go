@@ -69,7 +69,7 @@ func (a *Agent) Handler(opts HandlerOptions) (http.Handler, error) {
 	}
 
 	mux := http.NewServeMux()
-	var scrapeHandler http.Handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+	scrapeHandler := promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog:      slog.NewLogLogger(a.cfg.Logger.Handler(), slog.LevelError),
 		ErrorHandling: promhttp.ContinueOnError,
 		// The response is streamed to the client: a scrape holds its slot, and with it the
