@@ -185,12 +185,7 @@ func switchOf(name string) string {
 // with a connected transport is left to that transport's own queues, so an idle
 // connection closed next to busy ones is not taken for a stall.
 func suspects(ts []Transport) map[string]bool {
-	connected := map[string]bool{}
-	for _, t := range ts {
-		if t.Has("CONNECTED") {
-			connected[switchOf(t.Name)] = true
-		}
-	}
+	connected := connectedSwitches(ts)
 	out := map[string]bool{}
 	for _, t := range ts {
 		switch {
@@ -198,6 +193,17 @@ func suspects(ts []Transport) map[string]bool {
 			t.Has("CONNECTING") && !t.Has("CONNECTED"),
 			!connected[switchOf(t.Name)] && t.SwitchQueueLen != nil && *t.SwitchQueueLen > 0:
 			out[t.Name] = true
+		}
+	}
+	return out
+}
+
+// connectedSwitches returns the switches with a connected transport.
+func connectedSwitches(ts []Transport) map[string]bool {
+	out := map[string]bool{}
+	for _, t := range ts {
+		if t.Has("CONNECTED") {
+			out[switchOf(t.Name)] = true
 		}
 	}
 	return out
@@ -215,6 +221,7 @@ func Stalls(before, after []Transport, window time.Duration) []StalledServer {
 		prev[t.Name] = t
 	}
 	wasSuspect, isSuspect := suspects(before), suspects(after)
+	connected := connectedSwitches(after)
 	byAddr := map[string]*StalledServer{}
 	switchCounted := map[string]bool{}
 	for _, t := range after {
@@ -232,7 +239,7 @@ func Stalls(before, after []Transport, window time.Duration) []StalledServer {
 		}
 		s.Transports = append(s.Transports, t.Name)
 		s.Waiting += t.Waiting()
-		if sw := switchOf(t.Name); !t.Has("CONNECTED") && t.Waiting() == 0 && t.SwitchQueueLen != nil && !switchCounted[sw] {
+		if sw := switchOf(t.Name); !connected[sw] && t.SwitchQueueLen != nil && !switchCounted[sw] {
 			switchCounted[sw] = true
 			s.Waiting += *t.SwitchQueueLen
 		}
@@ -246,9 +253,9 @@ func Stalls(before, after []Transport, window time.Duration) []StalledServer {
 }
 
 // DefaultStallWindow is how long SampleStalls watches queued requests for progress by
-// default (nfstune audit --stall-window). A healthy server answers every request well
-// within it, even across an ocean; one that made no progress over it is reported as not
-// answering (NFS093).
+// default (nfstune audit --stall-window): about a hundred round trips across regions. A
+// server whose transports made no progress at all over it is reported as not answering
+// (NFS093).
 const DefaultStallWindow = time.Second
 
 // TransportSample is the sunrpc transports as read at one moment.

@@ -137,6 +137,8 @@ func TestStallsRefused(t *testing.T) {
 		closed("switch-5/xprt-9-tcp", "10.0.0.3", 1, "BOUND"),   // closed next to a connected one
 		closed("switch-6/xprt-10-tcp", "10.0.0.4", 1, "CLOSED"), // connects before the second look
 		closed("switch-7/xprt-11-tcp", "10.0.0.5", 0, "BOUND"),  // a task arrives later
+		conn("switch-8/xprt-12-tcp", "10.0.0.6", 3, 1, 100),     // stuck, connected: its own queue
+		closed("switch-8/xprt-13-tcp", "10.0.0.6", 3, "CONNECTING", "BOUND"),
 	}
 	after := []Transport{
 		closed("switch-3/xprt-3-tcp", "10.0.0.1", 2, "BOUND"),
@@ -146,10 +148,14 @@ func TestStallsRefused(t *testing.T) {
 		closed("switch-5/xprt-9-tcp", "10.0.0.3", 1, "BOUND"),
 		conn("switch-6/xprt-10-tcp", "10.0.0.4", 1, 0, 150),
 		closed("switch-7/xprt-11-tcp", "10.0.0.5", 1, "BOUND"),
+		conn("switch-8/xprt-12-tcp", "10.0.0.6", 3, 1, 100),
+		closed("switch-8/xprt-13-tcp", "10.0.0.6", 3, "CONNECTING", "BOUND"),
 	}
 	got := Stalls(before, after, time.Second)
 	want := []StalledServer{
 		{Addr: "10.0.0.1", Transports: []string{"switch-3/xprt-3-tcp", "switch-3/xprt-4-tcp"}, Waiting: 2, Window: time.Second},
+		// A switch with a connected transport counts that transport's queue, not queue_len.
+		{Addr: "10.0.0.6", Transports: []string{"switch-8/xprt-12-tcp", "switch-8/xprt-13-tcp"}, Waiting: 1, Window: time.Second},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
