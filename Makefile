@@ -15,7 +15,7 @@ SHELL_SCRIPTS := $(wildcard lab/*.sh lab/guest/*.sh bench/*/*.sh) lab/guest/labc
 # The tagged tests (lab, helm, apiserver) are vetted and linted with the rest.
 TAGS     := lab,helm,apiserver
 
-.PHONY: all build verify test vet scrape-test check lab-setup lab-test lab-record lab-shell demo clean helm-lint helm-test image apiserver-test
+.PHONY: all build verify test vet scrape-test check lab-setup lab-test lab-matrix lab-record lab-shell demo clean helm-lint helm-test image apiserver-test
 
 all: build
 
@@ -47,10 +47,11 @@ scrape-test:
 	cd bench/scrape && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 # check runs verify first, then every test: unit tests, the scrape comparison's module, the
-# chart against nfstune k8s render, then the real-kernel lab tests. The tests start only once
-# verify has passed, with make -j too.
+# chart against nfstune k8s render, then the real-kernel lab tests: all of them on 6.1, a
+# smoke suite on the other kernel lines. The tests start only once verify has passed, with
+# make -j too.
 check: verify
-	$(MAKE) test scrape-test helm-lint helm-test apiserver-test lab-test
+	$(MAKE) test scrape-test helm-lint helm-test apiserver-test lab-test lab-matrix
 
 # image builds the agent's OCI image from the static binary without a container daemon:
 # bin/image/oci (OCI layout), bin/image/nfstune-$(VERSION).tar and bin/image/digest.
@@ -81,8 +82,15 @@ lab-setup:
 lab-test: lab-setup
 	GO=$(GO) bash lab/test.sh
 
+# lab-matrix runs the lab's smoke suite on the 5.10, 6.12 and 7.2 kernels, one boot each
+# (LAB_KERNELS="5.10" to pick); lab-setup fetches and caches each kernel on first use.
+LAB_KERNELS ?=
+lab-matrix: lab-setup
+	GO=$(GO) bash lab/matrix.sh $(LAB_KERNELS)
+
 # lab-record writes the guest's /proc, /sys and /etc files that nfstune reads into
-# internal/inventory/testdata/lab-<kernel>/ (and -server-gone/).
+# internal/inventory/testdata/lab-<kernel>/ (and -server-gone/); NFSTUNE_LAB_KERNEL=5.10 (6.12,
+# 7.2) records from that kernel line.
 lab-record: lab-setup
 	bash lab/record.sh
 

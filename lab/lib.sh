@@ -7,11 +7,17 @@ LAB_ROOT="$LAB_CACHE/root"             # the guest's self-contained root filesys
 LAB_STAMP="$LAB_CACHE/root.stamp"      # written last: what the root was built from
 LAB_VENV="$LAB_CACHE/venv"             # virtme-ng, installed with pip into a venv
 LAB_VNG="$LAB_VENV/bin/vng"
+LAB_KERNELS="$LAB_CACHE/kernels"       # other kernel lines, one directory each (lab_kernel_dir)
 
 # Pinned versions: change them and the next lab-setup rebuilds what depends on them.
 LAB_VIRTME_NG_VERSION=1.42
 LAB_SUITE=bookworm
 LAB_GUEST_PACKAGES=linux-image-amd64,nfs-kernel-server,nfs-common,fio,udev,iproute2,kmod,procps,util-linux,e2fsprogs,iputils-ping
+
+# The guest kernel: a Debian kernel line, 6.1 (bookworm, the root's own kernel) by default.
+# The others come from their suite's linux-image-amd64 and boot with the same bookworm root.
+LAB_KERNEL_LINE=${NFSTUNE_LAB_KERNEL:-6.1}
+LAB_KERNEL_LINES="5.10 6.1 6.12 7.2"
 
 # Guest size: 2 GiB and 2 vCPUs (the host has 2 cores; TCG uses one host thread per vCPU).
 LAB_MEMORY=${NFSTUNE_LAB_MEMORY:-2G}
@@ -39,10 +45,38 @@ lab_mirror() {
 	printf '%s\n' "${m:-http://deb.debian.org/debian}"
 }
 
-# lab_kernel prints the guest kernel image inside the cached root.
+# lab_kernel_suite prints the Debian suite that serves a kernel line, and fails for a line
+# the lab does not know.
+lab_kernel_suite() {
+	case $1 in
+	5.10) echo bullseye ;;
+	6.1) echo bookworm ;;
+	6.12) echo trixie ;;
+	7.2) echo forky ;;
+	*) lab_die "NFSTUNE_LAB_KERNEL=$1: not one of $LAB_KERNEL_LINES" ;;
+	esac
+}
+
+# lab_kernel_dir prints where lab-setup unpacks a kernel line other than 6.1: root/ holds the
+# packages' files, release the kernel release (uname -r), stamp what they were fetched from.
+lab_kernel_dir() { printf '%s/%s\n' "$LAB_KERNELS" "$1"; }
+
+# lab_kernel prints the guest kernel image of $LAB_KERNEL_LINE: the cached root's own for 6.1,
+# the unpacked package's for the others (boot/vmlinuz-RELEASE, or from 7.2 on
+# usr/lib/modules/RELEASE/vmlinuz). Their modules are linked into the root's /lib/modules by
+# lab-setup, where the guest's modprobe finds them.
 lab_kernel() {
-	local k
-	k=$(printf '%s\n' "$LAB_ROOT"/boot/vmlinuz-* | sort -V | tail -n1)
-	[[ -e $k ]] || lab_die "no kernel in $LAB_ROOT/boot: run make lab-setup"
+	local k dir
+	lab_kernel_suite "$LAB_KERNEL_LINE" >/dev/null
+	if [[ $LAB_KERNEL_LINE == 6.1 ]]; then
+		# Only /boot: the root's /lib/modules also holds the other lines' modules (and 7.2's
+		# image).
+		dir=$LAB_ROOT
+		k=$(ls -1 "$dir"/boot/vmlinuz-* 2>/dev/null | sort -V | tail -n1 || true)
+	else
+		dir=$(lab_kernel_dir "$LAB_KERNEL_LINE")/root
+		k=$(ls -1 "$dir"/boot/vmlinuz-* "$dir"/usr/lib/modules/*/vmlinuz 2>/dev/null | sort -V | tail -n1 || true)
+	fi
+	[[ -n $k ]] || lab_die "no $LAB_KERNEL_LINE kernel in $dir: run make lab-setup NFSTUNE_LAB_KERNEL=$LAB_KERNEL_LINE"
 	printf '%s\n' "$k"
 }

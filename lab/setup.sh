@@ -47,7 +47,7 @@ stamp_text() {
 
 step_guest_root() {
 	if [[ -d $LAB_ROOT ]] && [[ $(cat "$LAB_STAMP" 2>/dev/null) == "$(stamp_text)" ]]; then
-		lab_log "guest root present ($LAB_ROOT, $(basename "$(lab_kernel)"))"
+		lab_log "guest root present ($LAB_ROOT, $(basename "$(LAB_KERNEL_LINE=6.1 lab_kernel)"))"
 		return
 	fi
 	local tmp="$LAB_CACHE/root.tmp.$$"
@@ -68,9 +68,97 @@ step_guest_root() {
 	rm -rf "$LAB_ROOT"
 	mv "$tmp" "$LAB_ROOT"
 	stamp_text >"$LAB_STAMP"
-	lab_log "guest root ready: $(du -sh "$LAB_ROOT" | cut -f1), $(basename "$(lab_kernel)")"
+	lab_log "guest root ready: $(du -sh "$LAB_ROOT" | cut -f1), $(basename "$(LAB_KERNEL_LINE=6.1 lab_kernel)")"
 }
 
+# kernel_apt runs apt-get or apt-cache ($1) with a private configuration in DIR ($2): its own
+# sources list, package lists and cache, so the host's apt is neither read nor changed.
+kernel_apt() {
+	local tool=$1 dir=$2
+	shift 2
+	"$tool" -q -o Dir::Etc::SourceList="$dir/sources.list" -o Dir::Etc::SourceParts=/dev/null \
+		-o Dir::State::Lists="$dir/lists" -o Dir::Cache="$dir/cache" -o APT::Sandbox::User=root \
+		-o Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false \
+		-o Acquire::IndexTargets::deb::DEP-11-icons::DefaultEnabled=false "$@"
+}
+
+# modules_dir prints ROOT's modules directory for ABI: lib/modules/ABI, or usr/lib/modules/ABI
+# in packages built for a merged /usr.
+modules_dir() {
+	local d
+	for d in "$1/lib/modules/$2" "$1/usr/lib/modules/$2"; do
+		[[ -d $d ]] && { printf '%s\n' "$d"; return 0; }
+	done
+	return 1
+}
+
+kernel_stamp_text() {
+	printf 'line=%s\nsuite=%s\nmirror=%s\n' "$LAB_KERNEL_LINE" "$(lab_kernel_suite "$LAB_KERNEL_LINE")" "$(lab_mirror)"
+}
+
+# step_kernel fetches a kernel line other than the root's 6.1 from its Debian suite: the
+# package linux-image-amd64 depends on (linux-image-ABI, e.g. linux-image-5.10.0-32-amd64)
+# and its linux-*-ABI dependencies (7.2 splits the image into binary, modules and base), all
+# unpacked with dpkg -x into kernels/LINE/root, with modules.dep made by depmod. Then it links
+# the modules into the guest root's /lib/modules/ABI (hard links: the root is rebuilt
+# without them when its stamp changes, and this step links them again).
+step_kernel() {
+	[[ $LAB_KERNEL_LINE == 6.1 ]] && return
+	local dir suite mirror
+	dir=$(lab_kernel_dir "$LAB_KERNEL_LINE")
+	suite=$(lab_kernel_suite "$LAB_KERNEL_LINE")
+	mirror=$(lab_mirror)
+	if [[ -d $dir/root && $(cat "$dir/stamp" 2>/dev/null) == "$(kernel_stamp_text)" ]]; then
+		lab_log "kernel $LAB_KERNEL_LINE present ($(cat "$dir/release"))"
+	else
+		local tmp="$dir.tmp.$$"
+		rm -rf "$dir".tmp.* "$dir"
+		mkdir -p "$tmp/apt/lists/partial" "$tmp/apt/cache/archives/partial" "$tmp/debs"
+		printf 'deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] %s %s main\n' \
+			"$mirror" "$suite" >"$tmp/apt/sources.list"
+		lab_log "fetching the $LAB_KERNEL_LINE kernel from $suite ($mirror)"
+		kernel_apt apt-get "$tmp/apt" update >"$tmp/apt.log" 2>&1 ||
+			{ cat "$tmp/apt.log" >&2; lab_die "apt-get update for $suite failed"; }
+		local abi
+		abi=$(kernel_apt apt-cache "$tmp/apt" depends linux-image-amd64 |
+			sed -n 's/^ *Depends: linux-image-\(.*\)$/\1/p' | head -n1)
+		[[ -n $abi ]] || lab_die "$suite: linux-image-amd64 depends on no linux-image-ABI package"
+		[[ $abi == "$LAB_KERNEL_LINE".* ]] ||
+			lab_die "$suite now serves kernel $abi, not $LAB_KERNEL_LINE: update LAB_KERNEL_LINES and lab_kernel_suite in lab/lib.sh"
+		local pkgs
+		mapfile -t pkgs < <(printf 'linux-image-%s\n' "$abi"
+			kernel_apt apt-cache "$tmp/apt" depends "linux-image-$abi" |
+				sed -n "s/^ *Depends: \(linux-[a-z]*-$abi\)\$/\1/p")
+		lab_log "downloading ${pkgs[*]}"
+		(cd "$tmp/debs" && kernel_apt apt-get "$tmp/apt" download "${pkgs[@]}" >>"$tmp/apt.log" 2>&1) ||
+			{ cat "$tmp/apt.log" >&2; lab_die "apt-get download failed"; }
+		local deb
+		for deb in "$tmp"/debs/*.deb; do
+			dpkg -x "$deb" "$tmp/root"
+		done
+		local moddir
+		moddir=$(modules_dir "$tmp/root" "$abi") || lab_die "the $abi packages hold no modules"
+		depmod -a -b "${moddir%/lib/modules/*}" "$abi" || lab_die "depmod failed for $abi"
+		(cd "$tmp/debs" && ls) >"$tmp/packages"
+		echo "$abi" >"$tmp/release"
+		rm -rf "$tmp/apt" "$tmp/debs"
+		mv "$tmp" "$dir"
+		kernel_stamp_text >"$dir/stamp"
+		lab_log "kernel $LAB_KERNEL_LINE ready: $abi, $(du -sh "$dir" | cut -f1)"
+	fi
+	local abi src
+	abi=$(cat "$dir/release")
+	[[ -n $abi ]] || lab_die "$dir/release is empty: remove $dir and run lab-setup again"
+	src=$(modules_dir "$dir/root" "$abi") || lab_die "no modules for $abi in $dir/root"
+	if [[ ! -f $LAB_ROOT/lib/modules/$abi/modules.dep ]]; then
+		lab_log "linking the $abi modules into $LAB_ROOT/lib/modules"
+		rm -rf "$LAB_ROOT/lib/modules/$abi" "$LAB_ROOT/lib/modules/$abi.tmp"
+		cp -al "$src" "$LAB_ROOT/lib/modules/$abi.tmp"
+		mv "$LAB_ROOT/lib/modules/$abi.tmp" "$LAB_ROOT/lib/modules/$abi"
+	fi
+}
+
+lab_kernel_suite "$LAB_KERNEL_LINE" >/dev/null
 mkdir -p "$LAB_CACHE"
 # One set-up at a time: several lab runs may start together on a fresh machine.
 exec 9>"$LAB_CACHE/.setup.lock"
@@ -78,3 +166,4 @@ flock 9
 step_host_packages
 step_virtme_ng
 step_guest_root
+step_kernel

@@ -13,8 +13,9 @@
 # mount, command) with the last 40 console lines.
 #
 # Env: NFSTUNE_LAB_CACHE (guest root cache), NFSTUNE_LAB_TIMEOUT (seconds, default 900),
-# NFSTUNE_LAB_MEMORY (2G), NFSTUNE_LAB_CPUS (2), NFSTUNE_LAB_KVM=1 to try KVM (hangs on
-# the project's machines; TCG is the default).
+# NFSTUNE_LAB_MEMORY (2G), NFSTUNE_LAB_CPUS (2), NFSTUNE_LAB_KERNEL (5.10, 6.1, 6.12 or 7.2;
+# default 6.1), NFSTUNE_LAB_KVM=1 to try KVM (hangs on the project's machines; TCG is the
+# default).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -66,7 +67,7 @@ if ((shell)); then
 	exit 0
 fi
 
-lab_log "booting $(basename "$kernel") (TCG, ${LAB_CPUS} vCPUs, ${LAB_MEMORY}); console: $console"
+lab_log "booting $LAB_KERNEL_LINE: ${kernel#"$LAB_CACHE"/} (TCG, ${LAB_CPUS} vCPUs, ${LAB_MEMORY}); console: $console"
 start=$(date +%s)
 # qemu reopens its stdout and stderr (/proc/self/fd/N) with O_TRUNC: give it a pipe, not a
 # file. timeout runs in its own process group: stop it (and qemu) if this script is

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"sort"
 	"strconv"
@@ -61,13 +63,20 @@ func (t Transport) Waiting() int {
 	return n
 }
 
+// noSunrpcSysfs is the warning for a kernel without /sys/kernel/sunrpc (before 5.14): what
+// the transports' state would have shown cannot be seen, so it is said, not assumed healthy.
+const noSunrpcSysfs = "no /sys/kernel/sunrpc/xprt-switches (Linux 5.14 and later): transport state is not visible, so a server that stops answering is not reported (NFS093); audit --op-stats still reports unanswered requests from mountstats (NFS091)"
+
 // readTransports reads every transport under /sys/kernel/sunrpc/xprt-switches. A kernel
-// without that directory (before 5.14) gives none and no warning.
+// without that directory (before 5.14) gives none and the noSunrpcSysfs warning.
 func readTransports(root hostfs.Root) ([]Transport, []string) {
 	base := root.Sys("kernel", "sunrpc", "xprt-switches")
 	switches, err := os.ReadDir(base)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, []string{noSunrpcSysfs}
+	}
 	if err != nil {
-		return nil, nil
+		return nil, []string{fmt.Sprintf("reading sunrpc transports: %v", err)}
 	}
 	var out []Transport
 	var warnings []string

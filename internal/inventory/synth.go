@@ -111,6 +111,10 @@ func GenerateTree(dir string, n int) error {
 	if err := os.Symlink("1", filepath.Join(dir, "proc", "self")); err != nil {
 		return fmt.Errorf("generating tree: %w", err)
 	}
+	// The sunrpc sysfs directory of a 5.14+ kernel, with no transports in it.
+	if err := os.MkdirAll(filepath.Join(dir, "sys", "kernel", "sunrpc", "xprt-switches"), 0o755); err != nil {
+		return fmt.Errorf("generating tree: %w", err)
+	}
 	return nil
 }
 

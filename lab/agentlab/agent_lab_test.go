@@ -397,6 +397,22 @@ func TestChurn200(t *testing.T) {
 	}
 }
 
+// TestNewMountsTuned mounts one new superblock of each NFS version with the agent running
+// and expects each to get the profile's read-ahead: the smallest check of the agent on a
+// kernel (make lab-matrix runs it on every kernel line).
+func TestNewMountsTuned(t *testing.T) {
+	startAgent(t, 30*time.Second)
+	for _, vers := range []string{"3", "4.1", "4.2"} {
+		dir := filepath.Join(mntBase, "new-v"+vers)
+		mount(t, dir, "vers="+vers+",nosharecache")
+		defer umount(t, dir)
+		dev := deviceOf(t, dir)
+		if _, ok := waitTuned(dev, wantKB, 10*time.Second); !ok {
+			t.Errorf("NFS %s mount %s (%s): read_ahead_kb = %d 10 s after the mount, want %d", vers, dir, dev, readAhead(dev), wantKB)
+		}
+	}
+}
+
 // TestDriftRepaired lowers a tuned mount's read-ahead behind the agent's back and expects
 // the next resync to restore it and count the drift.
 func TestDriftRepaired(t *testing.T) {

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Run the lab's smoke suite on each kernel line in turn, one boot per kernel (lab/README.md):
+#   lab/matrix.sh [LINE...]       default: every line but 6.1, which make lab-test covers
+# The suite: the audit of the scenario, apply and its exact revert, the kernel-version gates,
+# the agent tuning new mounts, and the audit with the server gone. Every kernel runs even
+# when one fails; the exit status is the first failure's, and a summary names each kernel's
+# result and wall time.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+
+smoke='^(TestAuditListsEveryMount|TestApplyReadAheadUdevRevert|TestKernelGates|TestAuditWithServerGone|TestNewMountsTuned)$'
+lines=("$@")
+if ((${#lines[@]} == 0)); then
+	for line in $LAB_KERNEL_LINES; do
+		[[ $line == 6.1 ]] || lines+=("$line")
+	done
+fi
+
+rc=0
+summary=()
+for line in "${lines[@]}"; do
+	lab_kernel_suite "$line" >/dev/null
+	start=$(date +%s)
+	s=0
+	NFSTUNE_LAB_KERNEL=$line bash "$here/setup.sh" &&
+		NFSTUNE_LAB_KERNEL=$line bash "$here/test.sh" -run "$smoke" || s=$?
+	summary+=("$line: $( ((s)) && echo "FAILED (exit $s)" || echo ok) in $(($(date +%s) - start)) s")
+	((rc)) || rc=$s
+done
+lab_log "smoke suite per kernel:"
+printf 'lab:   %s\n' "${summary[@]}" >&2
+exit "$rc"
