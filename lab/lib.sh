@@ -61,6 +61,15 @@ lab_kernel_suite() {
 # packages' files, release the kernel release (uname -r), stamp what they were fetched from.
 lab_kernel_dir() { printf '%s/%s\n' "$LAB_KERNELS" "$1"; }
 
+# lab_newest prints the last, in version order, of the paths given that exist (a glob that
+# matched nothing stays as it was written, and is left out).
+lab_newest() {
+	local f
+	for f in "$@"; do
+		[[ -e $f ]] && printf '%s\n' "$f"
+	done | sort -V | tail -n1
+}
+
 # lab_kernel prints the guest kernel image of $LAB_KERNEL_LINE: the cached root's own for 6.1,
 # the unpacked package's for the others (boot/vmlinuz-RELEASE, or from 7.2 on
 # usr/lib/modules/RELEASE/vmlinuz). Their modules are linked into the root's /lib/modules by
@@ -72,10 +81,10 @@ lab_kernel() {
 		# Only /boot: the root's /lib/modules also holds the other lines' modules (and 7.2's
 		# image).
 		dir=$LAB_ROOT
-		k=$(ls -1 "$dir"/boot/vmlinuz-* 2>/dev/null | sort -V | tail -n1 || true)
+		k=$(lab_newest "$dir"/boot/vmlinuz-*)
 	else
 		dir=$(lab_kernel_dir "$LAB_KERNEL_LINE")/root
-		k=$(ls -1 "$dir"/boot/vmlinuz-* "$dir"/usr/lib/modules/*/vmlinuz 2>/dev/null | sort -V | tail -n1 || true)
+		k=$(lab_newest "$dir"/boot/vmlinuz-* "$dir"/usr/lib/modules/*/vmlinuz)
 	fi
 	[[ -n $k ]] || lab_die "no $LAB_KERNEL_LINE kernel in $dir: run make lab-setup NFSTUNE_LAB_KERNEL=$LAB_KERNEL_LINE"
 	printf '%s\n' "$k"
