@@ -15,7 +15,9 @@ SHELL_SCRIPTS := $(wildcard lab/*.sh lab/guest/*.sh bench/*/*.sh) lab/guest/labc
 # The tagged tests (lab, helm, apiserver) are vetted and linted with the rest.
 TAGS     := lab,helm,apiserver
 
-.PHONY: all build verify test vet scrape-test check lab-setup lab-test lab-record lab-shell demo clean helm-lint helm-test image apiserver-test
+PROMTOOL ?= promtool
+
+.PHONY: all build verify test vet scrape-test rules-test check lab-setup lab-test lab-record lab-shell demo clean helm-lint helm-test image apiserver-test
 
 all: build
 
@@ -46,11 +48,19 @@ test:
 scrape-test:
 	cd bench/scrape && $(GO) vet ./... && $(GO) test -count=1 ./...
 
+# rules-test checks the Prometheus rules the chart installs and runs their unit tests
+# (deploy/prometheus/tests) with promtool, from Debian's prometheus package (.ci/run
+# installs it). deploy's Go test checks the metric names they use against the agent's output.
+rules-test:
+	@command -v $(PROMTOOL) >/dev/null || { echo "promtool missing: apt-get install prometheus"; exit 1; }
+	$(PROMTOOL) check rules deploy/helm/nfstune/files/nfstune-rules.yaml
+	$(PROMTOOL) test rules deploy/prometheus/tests/*.test.yaml
+
 # check runs verify first, then every test: unit tests, the scrape comparison's module, the
-# chart against nfstune k8s render, then the real-kernel lab tests. The tests start only once
+# Prometheus rules, the chart against nfstune k8s render, then the real-kernel lab tests. The tests start only once
 # verify has passed, with make -j too.
 check: verify
-	$(MAKE) test scrape-test helm-lint helm-test apiserver-test lab-test
+	$(MAKE) test scrape-test rules-test helm-lint helm-test apiserver-test lab-test
 
 # image builds the agent's OCI image from the static binary without a container daemon:
 # bin/image/oci (OCI layout), bin/image/nfstune-$(VERSION).tar and bin/image/digest.

@@ -17,8 +17,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/nfstune/nfstune/internal/audit"
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/metrics"
 	"github.com/nfstune/nfstune/internal/policy"
 )
 
@@ -48,6 +50,27 @@ func builtinPolicy(mode policy.Mode) LoadFunc {
 	}
 }
 
+// auditedPolicy is builtinPolicy with the audit the agent runs at every scrape, so that
+// the golden output has the findings series.
+func auditedPolicy(mode policy.Mode) LoadFunc {
+	return func() (*Policy, error) {
+		p, err := builtinPolicy(mode)()
+		if err != nil {
+			return nil, err
+		}
+		pol := policy.Default()
+		pol.Workload = policy.WorkloadSequentialRead
+		p.Audit = func(inv *inventory.Inventory) []metrics.Finding {
+			var out []metrics.Finding
+			for _, f := range audit.Run(inv, pol).Findings {
+				out = append(out, metrics.Finding{Device: f.Device, Rule: f.ID, Severity: f.Severity})
+			}
+			return out
+		}
+		return p, nil
+	}
+}
+
 // TestMetricsGolden serves /metrics for the fixture root through inventory.Read and the
 // built-in policy and compares it with testdata/metrics.golden (go test -update rewrites
 // it); promtool checks the whole exposition when it is installed.
@@ -59,7 +82,7 @@ func TestMetricsGolden(t *testing.T) {
 		Read: func(context.Context) (*inventory.Inventory, error) {
 			return inventory.Read(root, inventory.ReadOptions{PID: 1})
 		},
-		Load:   builtinPolicy(policy.ModeEnforce),
+		Load:   auditedPolicy(policy.ModeEnforce),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
