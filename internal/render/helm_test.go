@@ -102,7 +102,7 @@ func TestHelmChartDefaults(t *testing.T) {
 // TestHelmChartRejects checks that the chart refuses what Validate refuses.
 func TestHelmChartRejects(t *testing.T) {
 	for _, set := range []string{"mode=operator", "agent.policyMode=fix", "image.digest=sha256:short", "hostNetwork=true",
-		"namespace=kube-system", "namespace=default"} {
+		"namespace=kube-system", "namespace=default", "metrics.interval=soon"} {
 		_, err := helm(t, "template", "nfstune", chartDir, "--set", set)
 		if err == nil {
 			t.Errorf("helm template --set %s succeeded", set)
@@ -112,6 +112,16 @@ func TestHelmChartRejects(t *testing.T) {
 		k = strings.ReplaceAll(k, ".", "/") // the schema names /agent/policyMode
 		if msg := string(err.(*exec.ExitError).Stderr); !strings.Contains(msg, k) {
 			t.Errorf("--set %s: error does not name the key: %s", set, msg)
+		}
+	}
+	// The checks across keys fail with Validate's messages.
+	for set, want := range map[string]string{
+		"metrics.podMonitor.enabled=true,metrics.serviceMonitor.enabled=true": "enable one",
+		"metrics.serviceMonitor.enabled=true,metrics.service=false":           "needs metrics.service",
+	} {
+		_, err := helm(t, "template", "nfstune", chartDir, "--set", set)
+		if err == nil || !strings.Contains(string(err.(*exec.ExitError).Stderr), want) {
+			t.Errorf("helm template --set %s: %v, want an error with %q", set, err, want)
 		}
 	}
 }
