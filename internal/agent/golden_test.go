@@ -50,16 +50,30 @@ func builtinPolicy(mode policy.Mode) LoadFunc {
 	}
 }
 
-// auditedPolicy is builtinPolicy with the audit the agent runs at every scrape, so that
-// the golden output has the findings series.
+// goldenPolicy names the service behind 10.0.0.5:/export/data: Azure NetApp Files Premium
+// at 4,000 GiB, 250 MiB/s in nfstune plan's model.
+const goldenPolicy = `apiVersion: nfstune.io/v1alpha1
+kind: Policy
+defaults:
+  workload: sequential-read
+rules:
+  - match: {server: 10.0.0.5, export: /export/data}
+    service: {name: anf, tier: premium, capacity: 4000GiB}
+`
+
+// auditedPolicy is builtinPolicy with what the agent adds at every scrape: the audit's
+// findings and the service limits of goldenPolicy, so the golden output has both.
 func auditedPolicy(mode policy.Mode) LoadFunc {
 	return func() (*Policy, error) {
 		p, err := builtinPolicy(mode)()
 		if err != nil {
 			return nil, err
 		}
-		pol := policy.Default()
-		pol.Workload = policy.WorkloadSequentialRead
+		pol, err := policy.Parse("policy.yaml", []byte(goldenPolicy))
+		if err != nil {
+			return nil, err
+		}
+		p.Limits = func(inv *inventory.Inventory) []metrics.ServiceLimit { return ServiceLimits(inv, pol.Resolve) }
 		p.Audit = func(inv *inventory.Inventory) []metrics.Finding {
 			var out []metrics.Finding
 			for _, f := range audit.Run(inv, pol).Findings {
