@@ -15,7 +15,9 @@ SHELL_SCRIPTS := $(wildcard lab/*.sh lab/guest/*.sh bench/*/*.sh) lab/guest/labc
 # The tagged tests (lab, helm, apiserver) are vetted and linted with the rest.
 TAGS     := lab,helm,apiserver
 
-.PHONY: all build verify test vet scrape-test check lab-setup lab-test lab-matrix lab-record lab-shell demo clean helm-lint helm-test image apiserver-test
+PROMTOOL ?= promtool
+
+.PHONY: all build verify test vet scrape-test rules-test check lab-setup lab-test lab-matrix lab-record lab-shell demo clean helm-lint helm-test image apiserver-test
 
 all: build
 
@@ -46,12 +48,20 @@ test:
 scrape-test:
 	cd bench/scrape && $(GO) vet ./... && $(GO) test -count=1 ./...
 
+# rules-test checks the Prometheus rules the chart installs and runs their unit tests
+# (deploy/prometheus/tests) with promtool, from Debian's prometheus package (.ci/run
+# installs it). deploy's Go test checks the metric names they use against the agent's output.
+rules-test:
+	@command -v $(PROMTOOL) >/dev/null || { echo "promtool missing: apt-get install prometheus"; exit 1; }
+	$(PROMTOOL) check rules deploy/helm/nfstune/files/nfstune-rules.yaml
+	$(PROMTOOL) test rules deploy/prometheus/tests/*.test.yaml
+
 # check runs verify first, then every test: unit tests, the scrape comparison's module, the
-# chart against nfstune k8s render, then the real-kernel lab tests: all of them on 6.1, a
-# smoke suite on the other kernel lines. The tests start only once verify has passed, with
-# make -j too.
+# Prometheus rules, the chart against nfstune k8s render, then the real-kernel lab tests: all
+# of them on 6.1, a smoke suite on the other kernel lines. The tests start only once verify
+# has passed, with make -j too.
 check: verify
-	$(MAKE) test scrape-test helm-lint helm-test apiserver-test lab-test lab-matrix
+	$(MAKE) test scrape-test rules-test helm-lint helm-test apiserver-test lab-test lab-matrix
 
 # image builds the agent's OCI image from the static binary without a container daemon:
 # bin/image/oci (OCI layout), bin/image/nfstune-$(VERSION).tar and bin/image/digest.
@@ -65,6 +75,7 @@ $(HELM):
 helm-lint: $(HELM)
 	$(HELM) lint --strict deploy/helm/nfstune
 	$(HELM) lint --strict deploy/helm/nfstune --set mode=installer
+	$(HELM) lint --strict deploy/helm/nfstune --set prometheusRule.enabled=true,metrics.podMonitor.enabled=true
 	$(HELM) template nfstune deploy/helm/nfstune >/dev/null
 
 # helm-test renders the chart with helm template and compares it, object by object, with

@@ -50,6 +50,8 @@ type Policy struct {
 	Resolve func(*inventory.Mount) Desired
 	// Audit returns the findings for an inventory; nil means no audit.
 	Audit func(*inventory.Inventory) []metrics.Finding
+	// Limits returns the service limits to export (ServiceLimits); nil means none.
+	Limits func(*inventory.Inventory) []metrics.ServiceLimit
 }
 
 // ReadFunc reads the host's NFS inventory. It must read only /proc and /sys.
@@ -412,6 +414,9 @@ func (a *Agent) Snapshot(ctx context.Context) (metrics.Snapshot, error) {
 	s := metrics.Snapshot{Inventory: inv}
 	if pol != nil && pol.Audit != nil {
 		s.Findings = pol.Audit(inv)
+	}
+	if pol != nil && pol.Limits != nil {
+		s.Limits = pol.Limits(inv)
 	}
 	return s, nil
 }

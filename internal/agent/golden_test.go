@@ -17,8 +17,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/nfstune/nfstune/internal/audit"
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/metrics"
 	"github.com/nfstune/nfstune/internal/policy"
 )
 
@@ -48,6 +50,41 @@ func builtinPolicy(mode policy.Mode) LoadFunc {
 	}
 }
 
+// goldenPolicy names the service behind 10.0.0.5:/export/data: Azure NetApp Files Premium
+// at 4,000 GiB, 250 MiB/s in nfstune plan's model.
+const goldenPolicy = `apiVersion: nfstune.io/v1alpha1
+kind: Policy
+defaults:
+  workload: sequential-read
+rules:
+  - match: {server: 10.0.0.5, export: /export/data}
+    service: {name: anf, tier: premium, capacity: 4000GiB}
+`
+
+// auditedPolicy is builtinPolicy with what the agent adds at every scrape: the audit's
+// findings and the service limits of goldenPolicy, so the golden output has both.
+func auditedPolicy(mode policy.Mode) LoadFunc {
+	return func() (*Policy, error) {
+		p, err := builtinPolicy(mode)()
+		if err != nil {
+			return nil, err
+		}
+		pol, err := policy.Parse("policy.yaml", []byte(goldenPolicy))
+		if err != nil {
+			return nil, err
+		}
+		p.Limits = func(inv *inventory.Inventory) []metrics.ServiceLimit { return ServiceLimits(inv, pol.Resolve) }
+		p.Audit = func(inv *inventory.Inventory) []metrics.Finding {
+			var out []metrics.Finding
+			for _, f := range audit.Run(inv, pol).Findings {
+				out = append(out, metrics.Finding{Device: f.Device, Rule: f.ID, Severity: f.Severity})
+			}
+			return out
+		}
+		return p, nil
+	}
+}
+
 // TestMetricsGolden serves /metrics for the fixture root through inventory.Read and the
 // built-in policy and compares it with testdata/metrics.golden (go test -update rewrites
 // it); promtool checks the whole exposition when it is installed.
@@ -59,7 +96,7 @@ func TestMetricsGolden(t *testing.T) {
 		Read: func(context.Context) (*inventory.Inventory, error) {
 			return inventory.Read(root, inventory.ReadOptions{PID: 1})
 		},
-		Load:   builtinPolicy(policy.ModeEnforce),
+		Load:   auditedPolicy(policy.ModeEnforce),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {

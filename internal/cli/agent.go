@@ -165,6 +165,9 @@ func loadAgentPolicy(path string, observe bool) (*agent.Policy, error) {
 			}
 			return out
 		},
+		Limits: func(inv *inventory.Inventory) []metrics.ServiceLimit {
+			return agent.ServiceLimits(inv, pol.Resolve)
+		},
 	}, nil
 }
 

@@ -44,10 +44,22 @@ type Finding struct {
 	Severity string
 }
 
+// ServiceLimit is the throughput limit of the provisioned service behind a server's export,
+// as the policy names it and the planner's model gives it, for one direction.
+type ServiceLimit struct {
+	Server, Export string
+	Service, Tier  string
+	// Access is "read" or "write".
+	Access         string
+	BytesPerSecond float64
+}
+
 // Snapshot is what one scrape exports.
 type Snapshot struct {
 	Inventory *inventory.Inventory
 	Findings  []Finding
+	// Limits are exported once per label set, however many mounts reach the export.
+	Limits []ServiceLimit
 }
 
 // Source returns the state to export. It must read only /proc and /sys (never a mount
@@ -85,6 +97,8 @@ type Collector struct {
 	groupConnects, groupConnections, groupMounts       *prometheus.Desc
 
 	scrapeDuration, scrapeSuccess, seriesDropped, mountsDropped *prometheus.Desc
+
+	serviceLimit *prometheus.Desc
 
 	// capHits counts scrapes in which the series cap left mounts out.
 	capHits prometheus.Counter
@@ -153,6 +167,9 @@ func NewCollector(src Source, logger *slog.Logger, opts Options) *Collector {
 		scrapeSuccess:  s("success", "1 when the last scrape read the NFS state, else 0."),
 		seriesDropped:  s("series_dropped", "Series left out of the last scrape by the series cap."),
 		mountsDropped:  s("mounts_dropped", "Mounts left out of the last scrape by the series cap."),
+		serviceLimit: prometheus.NewDesc(prometheus.BuildFQName(Namespace, "service", "limit_bytes_per_second"),
+			"Throughput limit of the provisioned service behind server:export (the policy's service, tier and capacity in nfstune plan's model), per access direction.",
+			[]string{"server", "export", "service", "tier", "access"}, nil),
 		capHits: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: Namespace, Subsystem: "scrape", Name: "series_cap_hits_total",
 			Help: "Scrapes in which the series cap left mounts out.",
@@ -167,6 +184,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.scrapeSuccess
 	ch <- c.seriesDropped
 	ch <- c.mountsDropped
+	ch <- c.serviceLimit
 	c.capHits.Describe(ch)
 	for _, d := range []*prometheus.Desc{
 		c.info, c.age, c.readAhead, c.connections, c.nconnect, c.readBytes, c.writeBytes,
@@ -198,6 +216,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	if snap.Inventory != nil {
 		droppedSeries, droppedMounts = c.collectInventory(ch, snap)
 	}
+	c.collectLimits(ch, snap.Limits)
 	if droppedMounts > 0 {
 		c.capHits.Inc()
 	}
@@ -245,6 +264,20 @@ func (c *Collector) collectInventory(ch chan<- prometheus.Metric, snap Snapshot)
 		}
 	}
 	return droppedSeries, droppedMounts
+}
+
+// collectLimits sends one series per distinct service limit. Their number is bounded by the
+// policy's rules, not by the mounts, so the series cap does not apply.
+func (c *Collector) collectLimits(ch chan<- prometheus.Metric, limits []ServiceLimit) {
+	seen := make(map[ServiceLimit]bool, len(limits))
+	for _, l := range limits {
+		if seen[l] {
+			continue
+		}
+		seen[l] = true
+		ch <- prometheus.MustNewConstMetric(c.serviceLimit, prometheus.GaugeValue, l.BytesPerSecond,
+			l.Server, l.Export, l.Service, l.Tier, l.Access)
+	}
 }
 
 // exportOrder returns the indexes of mounts in the order the exposition lists them: by

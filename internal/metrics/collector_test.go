@@ -284,3 +284,29 @@ nfstune_mount_age_seconds{backend="generic",device="0:65",export="/disk",mountpo
 		}
 	}
 }
+
+// TestCollectorServiceLimits checks that a limit reached by several mounts is one series,
+// and that the series cap, which bounds per-mount series, leaves limits alone.
+func TestCollectorServiceLimits(t *testing.T) {
+	t.Parallel()
+	snap := twoMounts(t)
+	read := ServiceLimit{Server: "files.example", Export: "/export/data", Service: "azure-netapp-files", Tier: "premium", Access: "read", BytesPerSecond: 250 << 20}
+	write := read
+	write.Access = "write"
+	snap.Limits = []ServiceLimit{read, write, read}
+	want := `# HELP nfstune_service_limit_bytes_per_second Throughput limit of the provisioned service behind server:export (the policy's service, tier and capacity in nfstune plan's model), per access direction.
+# TYPE nfstune_service_limit_bytes_per_second gauge
+nfstune_service_limit_bytes_per_second{access="read",export="/export/data",server="files.example",service="azure-netapp-files",tier="premium"} 2.62144e+08
+nfstune_service_limit_bytes_per_second{access="write",export="/export/data",server="files.example",service="azure-netapp-files",tier="premium"} 2.62144e+08
+`
+	for _, maxSeries := range []int{0, 1} {
+		c := newTestCollector(snap, nil, Options{MaxSeries: maxSeries})
+		if err := testutil.CollectAndCompare(c, strings.NewReader(want), "nfstune_service_limit_bytes_per_second"); err != nil {
+			t.Errorf("max series %d: %v", maxSeries, err)
+		}
+	}
+	c := newTestCollector(twoMounts(t), nil, Options{})
+	if n := testutil.CollectAndCount(c, "nfstune_service_limit_bytes_per_second"); n != 0 {
+		t.Errorf("%d limit series without limits, want 0", n)
+	}
+}

@@ -54,6 +54,8 @@ type Rule struct {
 	Workload string // empty: the policy's default workload
 	Static   *bool  // nil: the workload decides (static-tools is static)
 	Mode     Mode   // empty: the policy's default mode
+	// Service is the provisioned service behind the mounts, when the config names it.
+	Service *Service
 	// Overrides replace values of the built-in profile.
 	Overrides Overrides
 }
@@ -79,6 +81,8 @@ type Resolved struct {
 	Static bool `json:"static"`
 	// Rule is "built-in" or which config rule applied, e.g. "config.yaml rule 2".
 	Rule string `json:"rule"`
+	// Service is the rule's provisioned service and its throughput limits, if it names one.
+	Service *Service `json:"service,omitempty"`
 }
 
 // Default returns the built-in policy: profiles by backend, workload "general", mode enforce.
@@ -210,6 +214,7 @@ func (d *decoder) rule(n *yaml.Node, index int) Rule {
 		}
 	}
 	handlers["mode"] = func(v *yaml.Node, key string) { r.Mode, _ = d.mode(v, key) }
+	handlers["service"] = func(v *yaml.Node, key string) { r.Service = d.service(v, key) }
 	d.fields(n, prefix, handlers)
 	return r
 }
@@ -326,6 +331,7 @@ func (p *Policy) ResolveAs(m *inventory.Mount, forceBackend, forceWorkload strin
 	}
 	workload, mode := p.Workload, p.Mode
 	var static *bool
+	var service *Service
 	var rule *Rule
 	for i := range p.Rules {
 		if p.Rules[i].Match.matches(m) {
@@ -349,6 +355,7 @@ func (p *Policy) ResolveAs(m *inventory.Mount, forceBackend, forceWorkload strin
 			mode = rule.Mode
 		}
 		static = rule.Static
+		service = rule.Service
 	}
 	if forceBackend != "" {
 		backend = forceBackend
@@ -369,7 +376,7 @@ func (p *Policy) ResolveAs(m *inventory.Mount, forceBackend, forceWorkload strin
 	if static != nil {
 		st = *static
 	}
-	return Resolved{Profile: prof, Mode: mode, Static: st, Rule: src}
+	return Resolved{Profile: prof, Mode: mode, Static: st, Rule: src, Service: service}
 }
 
 // KernelReadAheadKB is the read-ahead of a new NFS superblock since Linux 5.4

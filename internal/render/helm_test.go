@@ -99,10 +99,48 @@ func TestHelmChartDefaults(t *testing.T) {
 	}
 }
 
+// TestHelmChartServiceMonitor compares the ServiceMonitor, which no testdata values file
+// enables, with labels and both relabeling lists set.
+func TestHelmChartServiceMonitor(t *testing.T) {
+	set := "image.tag=v9.9.9,metrics.serviceMonitor.enabled=true,metrics.labels.release=kps,metrics.scrapeTimeout=5s"
+	out, err := helm(t, "template", "nfstune", chartDir, "--set", set,
+		"--set-json", `metrics.relabelings=[{"action":"labeldrop","regex":"pod"}]`,
+		"--set-json", `metrics.metricRelabelings=[{"action":"drop","sourceLabels":["__name__"],"regex":"go_.*"}]`)
+	if err != nil {
+		t.Fatalf("helm template: %v: %s", err, err.(*exec.ExitError).Stderr)
+	}
+	v := DefaultValues()
+	v.Image.Tag = "v9.9.9"
+	v.Metrics.ServiceMonitor.Enabled = true
+	v.Metrics.Labels = map[string]string{"release": "kps"}
+	v.Metrics.ScrapeTimeout = "5s"
+	v.Metrics.Relabelings = []map[string]any{{"action": "labeldrop", "regex": "pod"}}
+	v.Metrics.MetricRelabelings = []map[string]any{{"action": "drop", "sourceLabels": []any{"__name__"}, "regex": "go_.*"}}
+	objs, err := Render(v, "unused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, FormatYAML, objs); err != nil {
+		t.Fatal(err)
+	}
+	fromGo, fromHelm := decodeAll(t, buf.Bytes()), decodeAll(t, out)
+	if diff := cmp.Diff(kinds(fromGo), kinds(fromHelm)); diff != "" {
+		t.Fatalf("objects differ (-render +helm):\n%s", diff)
+	}
+	last := len(fromGo) - 1
+	if k := key(fromGo[last]); k != "ServiceMonitor/nfstune/nfstune-metrics" {
+		t.Fatalf("last object %s, want the ServiceMonitor", k)
+	}
+	if diff := cmp.Diff(toMap(t, fromGo[last]), toMap(t, fromHelm[last])); diff != "" {
+		t.Errorf("ServiceMonitor differs (-render +helm):\n%s", diff)
+	}
+}
+
 // TestHelmChartRejects checks that the chart refuses what Validate refuses.
 func TestHelmChartRejects(t *testing.T) {
 	for _, set := range []string{"mode=operator", "agent.policyMode=fix", "image.digest=sha256:short", "hostNetwork=true",
-		"namespace=kube-system", "namespace=default"} {
+		"namespace=kube-system", "namespace=default", "metrics.interval=soon"} {
 		_, err := helm(t, "template", "nfstune", chartDir, "--set", set)
 		if err == nil {
 			t.Errorf("helm template --set %s succeeded", set)
@@ -112,6 +150,16 @@ func TestHelmChartRejects(t *testing.T) {
 		k = strings.ReplaceAll(k, ".", "/") // the schema names /agent/policyMode
 		if msg := string(err.(*exec.ExitError).Stderr); !strings.Contains(msg, k) {
 			t.Errorf("--set %s: error does not name the key: %s", set, msg)
+		}
+	}
+	// The checks across keys fail with Validate's messages.
+	for set, want := range map[string]string{
+		"metrics.podMonitor.enabled=true,metrics.serviceMonitor.enabled=true": "enable one",
+		"metrics.serviceMonitor.enabled=true,metrics.service=false":           "needs metrics.service",
+	} {
+		_, err := helm(t, "template", "nfstune", chartDir, "--set", set)
+		if err == nil || !strings.Contains(string(err.(*exec.ExitError).Stderr), want) {
+			t.Errorf("helm template --set %s: %v, want an error with %q", set, err, want)
 		}
 	}
 }

@@ -63,7 +63,8 @@ const (
 var releaseRE = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.]+)?$`)
 
 // Render returns the objects for v in apply order (Helm's): Namespace, NetworkPolicy,
-// ResourceQuota, ServiceAccount, ConfigMap, Service, then the DaemonSets. version is the
+// ResourceQuota, ServiceAccount, ConfigMap, Service, then the DaemonSets, and in agent mode
+// the Prometheus Operator's PodMonitor, PrometheusRule and ServiceMonitor when enabled. version is the
 // default image tag; a version no release image has is refused unless v names the image
 // by tag or digest.
 func Render(v Values, version string) ([]Object, error) {
@@ -91,6 +92,20 @@ func Render(v Values, version string) ([]Object, error) {
 			objs = append(objs, metricsService(v))
 		}
 		objs = append(objs, agentDaemonSet(v, version))
+		// The Prometheus Operator's kinds last, as Helm installs kinds it does not know.
+		if v.Metrics.PodMonitor.Enabled {
+			objs = append(objs, podMonitor(v))
+		}
+		if v.PrometheusRule.Enabled {
+			r, err := prometheusRule(v)
+			if err != nil {
+				return nil, err
+			}
+			objs = append(objs, r)
+		}
+		if v.Metrics.ServiceMonitor.Enabled {
+			objs = append(objs, serviceMonitor(v))
+		}
 	case ModeInstaller:
 		objs = append(objs, installerDaemonSet(v, version))
 		if v.Installer.Validate {

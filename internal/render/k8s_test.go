@@ -16,6 +16,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
@@ -24,7 +25,7 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/*.golden.yaml")
 
 // renderCases are the values files with golden manifests; the chart test renders the same.
-var renderCases = []string{"agent-default", "agent-enforce-cas", "installer"}
+var renderCases = []string{"agent-default", "agent-enforce-cas", "agent-monitoring", "installer"}
 
 func renderFile(t *testing.T, name, format string) []byte {
 	t.Helper()
@@ -102,6 +103,14 @@ func decodeStrict(doc []byte) (Object, error) {
 		o = &networkingv1.NetworkPolicy{}
 	case "storage.k8s.io/v1/StorageClass":
 		o = &storagev1.StorageClass{}
+	case "monitoring.coreos.com/v1/PodMonitor", "monitoring.coreos.com/v1/ServiceMonitor", "monitoring.coreos.com/v1/PrometheusRule":
+		// Custom resources have no Go types: decoded as they are (TestMonitoringObjects
+		// checks their content).
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
+			return nil, fmt.Errorf("%s: %w", tm.Kind, err)
+		}
+		return u, nil
 	default:
 		return nil, fmt.Errorf("unexpected object %s %s", tm.APIVersion, tm.Kind)
 	}
@@ -155,6 +164,7 @@ func TestRenderDecodesStrictly(t *testing.T) {
 	t.Parallel()
 	wantKinds := map[string][]string{
 		"agent-default":     {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "Service/nfstune-metrics", "DaemonSet/nfstune-agent"},
+		"agent-monitoring":  {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "Service/nfstune-metrics", "DaemonSet/nfstune-agent", "PodMonitor/nfstune-agent", "PrometheusRule/nfstune"},
 		"agent-enforce-cas": {"Namespace/nfstune-system", "NetworkPolicy/nfstune", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "DaemonSet/nfstune-agent"},
 		"installer":         {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "DaemonSet/nfstune-installer", "DaemonSet/nfstune-validate"},
 	}

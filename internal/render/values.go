@@ -1,6 +1,6 @@
 // Package render builds what nfstune hands to other systems: Kubernetes objects for the
-// node agent, the node installer and NFS volumes, all as typed k8s.io/api structs in a
-// stable order. The same Values drive `nfstune k8s render` and the Helm chart in
+// node agent, the node installer and NFS volumes, as typed k8s.io/api structs in a stable
+// order, and the Prometheus Operator's monitors and rules as unstructured objects. The same Values drive `nfstune k8s render` and the Helm chart in
 // deploy/helm/nfstune, whose values.yaml has the same keys.
 package render
 
@@ -66,6 +66,8 @@ type Values struct {
 	// Policy is the nfstune policy file (YAML) placed in the ConfigMap as policy.yaml.
 	Policy  string  `json:"policy"`
 	Metrics Metrics `json:"metrics"`
+	// PrometheusRule renders the agent's alerting rules for the Prometheus Operator.
+	PrometheusRule PrometheusRule `json:"prometheusRule"`
 	// NetworkPolicy limits the traffic of nfstune's pods.
 	NetworkPolicy NetworkPolicy `json:"networkPolicy"`
 	// Resources are the agent container's requests and limits.
@@ -122,6 +124,34 @@ type Metrics struct {
 	Service bool `json:"service"`
 	// PodAnnotations adds prometheus.io/scrape, port and path annotations.
 	PodAnnotations bool `json:"podAnnotations"`
+	// PodMonitor and ServiceMonitor render the Prometheus Operator's scrape configuration:
+	// the pods directly, or through the Service (which then must be on). One at most.
+	PodMonitor     Toggle `json:"podMonitor"`
+	ServiceMonitor Toggle `json:"serviceMonitor"`
+	// Interval and ScrapeTimeout are the monitors' scrape interval and timeout, Prometheus
+	// durations.
+	Interval      string `json:"interval"`
+	ScrapeTimeout string `json:"scrapeTimeout"`
+	// Labels are added to the monitors, for the Prometheus's podMonitorSelector or
+	// serviceMonitorSelector (kube-prometheus-stack selects release: <its release name>).
+	Labels map[string]string `json:"labels"`
+	// Relabelings follow the monitors' own, which copies the node name into a node label;
+	// MetricRelabelings apply to the scraped series. Both are Prometheus Operator
+	// RelabelConfig objects.
+	Relabelings       []map[string]any `json:"relabelings"`
+	MetricRelabelings []map[string]any `json:"metricRelabelings"`
+}
+
+// Toggle is a value that only switches an object on.
+type Toggle struct {
+	Enabled bool `json:"enabled"`
+}
+
+// PrometheusRule configures the PrometheusRule object that carries deploy.PrometheusRules.
+type PrometheusRule struct {
+	Enabled bool `json:"enabled"`
+	// Labels are added to the object, for the Prometheus's ruleSelector.
+	Labels map[string]string `json:"labels"`
 }
 
 // NetworkPolicy configures a NetworkPolicy over every nfstune pod: no egress at all (the
@@ -152,8 +182,12 @@ func DefaultValues() Values {
 			ConfigDir: "/etc/nfstune",
 			Validate:  true,
 		},
-		Policy:  DefaultPolicy,
-		Metrics: Metrics{Service: true, PodAnnotations: true},
+		Policy: DefaultPolicy,
+		Metrics: Metrics{
+			Service: true, PodAnnotations: true, Interval: "30s", ScrapeTimeout: "10s",
+			Labels: map[string]string{}, Relabelings: []map[string]any{}, MetricRelabelings: []map[string]any{},
+		},
+		PrometheusRule: PrometheusRule{Labels: map[string]string{}},
 		NetworkPolicy: NetworkPolicy{
 			Enabled: true,
 			From:    []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{}}},
@@ -234,9 +268,11 @@ func coalesce(base, over map[string]any) map[string]any {
 }
 
 var (
-	digestRE   = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-	durationRE = regexp.MustCompile(`^([0-9]+(ns|us|ms|s|m|h))+$`)
-	percentRE  = regexp.MustCompile(`^[0-9]+%$`)
+	digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	// promDurationRE is a Prometheus duration, as the monitors' interval takes.
+	promDurationRE = regexp.MustCompile(`^([0-9]+(ms|s|m|h|d|w|y))+$`)
+	durationRE     = regexp.MustCompile(`^([0-9]+(ns|us|ms|s|m|h))+$`)
+	percentRE      = regexp.MustCompile(`^[0-9]+%$`)
 )
 
 // Validate returns every problem with v, joined.
@@ -281,6 +317,17 @@ func (v Values) Validate() error {
 	for name, dir := range map[string]string{"installer.binDir": v.Installer.BinDir, "installer.configDir": v.Installer.ConfigDir} {
 		if !strings.HasPrefix(dir, "/") || strings.Contains(dir, "..") || dir == "/" {
 			add("%s %q: want an absolute host directory other than /", name, dir)
+		}
+	}
+	if v.Metrics.PodMonitor.Enabled && v.Metrics.ServiceMonitor.Enabled {
+		add("metrics.podMonitor and metrics.serviceMonitor: enable one, or Prometheus scrapes every agent twice")
+	}
+	if v.Metrics.ServiceMonitor.Enabled && !v.Metrics.Service {
+		add("metrics.serviceMonitor: needs metrics.service, the Service it scrapes through")
+	}
+	for name, d := range map[string]string{"metrics.interval": v.Metrics.Interval, "metrics.scrapeTimeout": v.Metrics.ScrapeTimeout} {
+		if !promDurationRE.MatchString(d) {
+			add("%s %q: want a Prometheus duration such as 30s", name, d)
 		}
 	}
 	if mu := v.MaxUnavailable; mu.Type == intstr.Int && mu.IntVal <= 0 ||

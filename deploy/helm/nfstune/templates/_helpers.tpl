@@ -132,7 +132,34 @@ updateStrategy:
 {{- if not (has .Values.agent.policyMode (list "observe" "enforce")) }}
 {{- fail (printf "agent.policyMode %q: want \"observe\" or \"enforce\"" .Values.agent.policyMode) }}
 {{- end }}
+{{- if and .Values.metrics.podMonitor.enabled .Values.metrics.serviceMonitor.enabled }}
+{{- fail "metrics.podMonitor and metrics.serviceMonitor: enable one, or Prometheus scrapes every agent twice" }}
+{{- end }}
+{{- if and .Values.metrics.serviceMonitor.enabled (not .Values.metrics.service) }}
+{{- fail "metrics.serviceMonitor: needs metrics.service, the Service it scrapes through" }}
+{{- end }}
 {{- if and .Values.image.digest (not (regexMatch "^sha256:[0-9a-f]{64}$" .Values.image.digest)) }}
 {{- fail (printf "image.digest %q: want sha256:<64 hex digits>" .Values.image.digest) }}
 {{- end }}
+{{- end }}
+
+{{/* The PodMonitor's and ServiceMonitor's endpoint: a node label on every series, then
+     the user's relabelings. */}}
+{{- define "nfstune.scrapeEndpoint" -}}
+- port: metrics
+  path: /metrics
+  interval: {{ .Values.metrics.interval }}
+  scrapeTimeout: {{ .Values.metrics.scrapeTimeout }}
+  relabelings:
+    - action: replace
+      sourceLabels:
+        - __meta_kubernetes_pod_node_name
+      targetLabel: node
+    {{- with .Values.metrics.relabelings }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+  {{- with .Values.metrics.metricRelabelings }}
+  metricRelabelings:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
 {{- end }}

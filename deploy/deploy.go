@@ -1,0 +1,12 @@
+// Package deploy holds files nfstune hands to other systems that the binary also carries:
+// the Prometheus rules, which the Helm chart reads from its files/ directory and
+// `nfstune k8s render` from here, so both install the same rules.
+package deploy
+
+import _ "embed" // the rules file
+
+// PrometheusRules is the Prometheus rule file (groups: ...) of the chart's PrometheusRule,
+// tested by `make rules-test`.
+//
+//go:embed helm/nfstune/files/nfstune-rules.yaml
+var PrometheusRules []byte
