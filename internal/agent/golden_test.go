@@ -19,6 +19,7 @@ import (
 
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/metrics"
 	"github.com/nfstune/nfstune/internal/policy"
 )
 
@@ -49,10 +50,26 @@ func builtinPolicy(mode policy.Mode) LoadFunc {
 }
 
 // TestMetricsGolden serves /metrics for the fixture root through inventory.Read and the
-// built-in policy and compares it with testdata/metrics.golden (go test -update rewrites
-// it); promtool checks the whole exposition when it is installed.
+// built-in policy, in each metrics tier, and compares it with testdata/metrics.golden (full)
+// and testdata/metrics-default.golden (go test -update rewrites them); promtool checks the
+// whole exposition when it is installed.
 func TestMetricsGolden(t *testing.T) {
 	t.Parallel()
+	for _, tt := range []struct {
+		tier   metrics.Tier
+		golden string
+	}{
+		{metrics.TierFull, "testdata/metrics.golden"},
+		{metrics.TierDefault, "testdata/metrics-default.golden"},
+	} {
+		t.Run(string(tt.tier), func(t *testing.T) {
+			t.Parallel()
+			testMetricsGolden(t, tt.tier, tt.golden)
+		})
+	}
+}
+
+func testMetricsGolden(t *testing.T, tier metrics.Tier, golden string) {
 	root := copyTree(t, "testdata/root")
 	a, err := New(Config{
 		Root: root, PID: 1,
@@ -69,7 +86,7 @@ func TestMetricsGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Reconcile(context.Background(), TriggerStart, time.Now())
-	h, err := a.Handler(HandlerOptions{})
+	h, err := a.Handler(HandlerOptions{Tier: tier})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +98,6 @@ func TestMetricsGolden(t *testing.T) {
 	full := rec.Body.Bytes()
 	got := stable(full)
 
-	golden := "testdata/metrics.golden"
 	if *update {
 		if err := os.WriteFile(golden, got, 0o644); err != nil {
 			t.Fatal(err)
@@ -165,7 +181,7 @@ func TestMetricsLabStacked(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Reconcile(context.Background(), TriggerStart, time.Now())
-	h, err := a.Handler(HandlerOptions{})
+	h, err := a.Handler(HandlerOptions{Tier: metrics.TierFull})
 	if err != nil {
 		t.Fatal(err)
 	}

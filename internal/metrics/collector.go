@@ -72,6 +72,7 @@ var groupLabels = []string{"client_group", "server_addr", "version", "proto"}
 type Collector struct {
 	source    Source
 	logger    *slog.Logger
+	tier      Tier
 	maxSeries int
 	timeout   time.Duration
 
@@ -90,8 +91,43 @@ type Collector struct {
 	capHits prometheus.Counter
 }
 
+// Tier selects how much of each mount a Collector exports.
+type Tier string
+
+const (
+	// TierDefault is a bounded set per mount, at most 40 series with the audit's findings
+	// (see DefaultOperations): what dashboards and alerts need on hosts with many mounts.
+	TierDefault Tier = "default"
+	// TierFull is every counter of every NFS operation in use.
+	TierFull Tier = "full"
+)
+
+// ParseTier returns the tier named s.
+func ParseTier(s string) (Tier, error) {
+	switch t := Tier(s); t {
+	case TierDefault, TierFull:
+		return t, nil
+	}
+	return "", fmt.Errorf("unknown metrics tier %q (want %s or %s)", s, TierDefault, TierFull)
+}
+
+// DefaultOperations are the NFS operations the default tier exports one by one; it sums
+// every other operation into operation="other". The five exist in NFSv3 and NFSv4 and
+// carry most of the traffic of a data mount.
+var DefaultOperations = []string{"ACCESS", "GETATTR", "LOOKUP", "READ", "WRITE"}
+
+// The operation label values the default tier adds: the sum of operations outside
+// DefaultOperations, and the sum of all operations for the counters it exports per
+// mount only (retransmissions and major timeouts).
+const (
+	OtherOperations = "other"
+	AllOperations   = "all"
+)
+
 // Options configure a Collector.
 type Options struct {
+	// Tier is the set of per-mount series to export; empty means TierDefault.
+	Tier Tier
 	// MaxSeries caps the per-mount and per-group series one scrape exports; mounts beyond
 	// the cap are left out whole and counted. 0 means no cap.
 	MaxSeries int
@@ -103,6 +139,9 @@ type Options struct {
 func NewCollector(src Source, logger *slog.Logger, opts Options) *Collector {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 5 * time.Second
+	}
+	if opts.Tier == "" {
+		opts.Tier = TierDefault
 	}
 	m := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(prometheus.BuildFQName(Namespace, "mount", name), help,
@@ -117,6 +156,7 @@ func NewCollector(src Source, logger *slog.Logger, opts Options) *Collector {
 	return &Collector{
 		source:    src,
 		logger:    logger,
+		tier:      opts.Tier,
 		maxSeries: opts.MaxSeries,
 		timeout:   opts.Timeout,
 
@@ -321,7 +361,10 @@ func (c *Collector) mountMetrics(out []prometheus.Metric, m *inventory.Mount, fi
 		add(c.readAhead, prometheus.GaugeValue, float64(*m.ReadAheadKB)*1024, base)
 	}
 	add(c.connections, prometheus.GaugeValue, float64(m.Connections), base)
-	add(c.nconnect, prometheus.GaugeValue, float64(m.NConnect), base)
+	full := c.tier == TierFull
+	if full {
+		add(c.nconnect, prometheus.GaugeValue, float64(m.NConnect), base)
+	}
 
 	rules := make(map[[2]string]int)
 	for _, f := range findings {
@@ -350,7 +393,9 @@ func (c *Collector) mountMetrics(out []prometheus.Metric, m *inventory.Mount, fi
 	if st == nil {
 		return out
 	}
-	add(c.age, prometheus.GaugeValue, st.Age.Seconds(), base)
+	if full {
+		add(c.age, prometheus.GaugeValue, st.Age.Seconds(), base)
+	}
 	// Sources in the order of their names, as the exposition lists them.
 	direct, normal, server := with(sourceLabel, "direct"), with(sourceLabel, "normal"), with(sourceLabel, "server")
 	add(c.readBytes, prometheus.CounterValue, float64(st.Bytes.DirectRead), direct)
@@ -359,6 +404,9 @@ func (c *Collector) mountMetrics(out []prometheus.Metric, m *inventory.Mount, fi
 	add(c.writeBytes, prometheus.CounterValue, float64(st.Bytes.DirectWrite), direct)
 	add(c.writeBytes, prometheus.CounterValue, float64(st.Bytes.Write), normal)
 	add(c.writeBytes, prometheus.CounterValue, float64(st.Bytes.WriteTotal), server)
+	if !full {
+		return c.defaultOperations(out, st, with)
+	}
 
 	ops := make([]int, 0, len(st.Operations))
 	for i, op := range st.Operations {
@@ -385,6 +433,56 @@ func (c *Collector) mountMetrics(out []prometheus.Metric, m *inventory.Mount, fi
 		add(c.rttSeconds, prometheus.CounterValue, msToSeconds(op.CumulativeTotalResponseMilliseconds), l)
 		add(c.exeSeconds, prometheus.CounterValue, msToSeconds(op.CumulativeTotalRequestMilliseconds), l)
 		add(c.queueSec, prometheus.CounterValue, msToSeconds(op.CumulativeQueueMilliseconds), l)
+	}
+	return out
+}
+
+// defaultOperations appends the default tier's operation series: requests, errors, RTT
+// and execution time for each of DefaultOperations and for the sum of the others, each
+// left out while it has seen no request, as the full tier does; and retransmissions and
+// major timeouts summed over all operations. Summed over the operation label, every
+// counter gives the mount's total in both tiers.
+func (c *Collector) defaultOperations(out []prometheus.Metric, st *inventory.Stats, with func([]string, ...string) []*dto.LabelPair) []prometheus.Metric {
+	type sums struct{ requests, transmissions, errors, rttMS, exeMS uint64 }
+	// buckets are DefaultOperations, then the other operations.
+	names := append(slices.Clip(DefaultOperations), OtherOperations)
+	buckets := make([]sums, len(names))
+	var all sums
+	var majorTimeouts uint64
+	for i := range st.Operations {
+		op := &st.Operations[i]
+		k := slices.Index(DefaultOperations, op.Operation)
+		if k < 0 {
+			k = len(DefaultOperations)
+		}
+		for _, s := range []*sums{&buckets[k], &all} {
+			s.requests += op.Requests
+			s.transmissions += op.Transmissions
+			s.errors += op.Errors
+			s.rttMS += op.CumulativeTotalResponseMilliseconds
+			s.exeMS += op.CumulativeTotalRequestMilliseconds
+		}
+		majorTimeouts += op.MajorTimeouts
+	}
+	retrans := uint64(0)
+	if all.transmissions > all.requests {
+		retrans = all.transmissions - all.requests
+	}
+	ls := with(operationLabel, AllOperations)
+	out = append(out, &sample{desc: c.retrans, labels: ls, typ: prometheus.CounterValue, value: float64(retrans)})
+	out = append(out, &sample{desc: c.majorTimeouts, labels: ls, typ: prometheus.CounterValue, value: float64(majorTimeouts)})
+	// names is in the order the exposition lists label values: upper case before lower.
+	for k, b := range buckets {
+		if b.requests == 0 && b.transmissions == 0 {
+			continue
+		}
+		l := with(operationLabel, names[k])
+		out = append(out,
+			&sample{desc: c.ops, labels: l, typ: prometheus.CounterValue, value: float64(b.requests)},
+			&sample{desc: c.opErrors, labels: l, typ: prometheus.CounterValue, value: float64(b.errors)},
+			&sample{desc: c.rttSeconds, labels: l, typ: prometheus.CounterValue, value: msToSeconds(b.rttMS)},
+			&sample{desc: c.exeSeconds, labels: l, typ: prometheus.CounterValue, value: msToSeconds(b.exeMS)},
+		)
 	}
 	return out
 }

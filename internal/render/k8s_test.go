@@ -236,7 +236,7 @@ func TestLoadValuesInvalid(t *testing.T) {
 		{"invalid-values", []string{
 			`namespace "NFS_Tune"`, `mode "sidecar"`, `image.digest "sha256:short"`,
 			`agent.policyMode "fix"`, `agent.resync "soon"`, `installer.binDir "relative/bin"`,
-			`maxUnavailable "0"`, "policy: policy:",
+			`maxUnavailable "0"`, "policy: policy:", `metrics.tier "all"`,
 		}},
 	}
 	for _, tt := range tests {

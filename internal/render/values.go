@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nfstune/nfstune/internal/metrics"
 	"github.com/nfstune/nfstune/internal/policy"
 )
 
@@ -122,6 +123,8 @@ type Metrics struct {
 	Service bool `json:"service"`
 	// PodAnnotations adds prometheus.io/scrape, port and path annotations.
 	PodAnnotations bool `json:"podAnnotations"`
+	// Tier is the agent's --metrics: default (at most 40 series per mount) or full.
+	Tier string `json:"tier"`
 }
 
 // NetworkPolicy configures a NetworkPolicy over every nfstune pod: no egress at all (the
@@ -153,7 +156,7 @@ func DefaultValues() Values {
 			Validate:  true,
 		},
 		Policy:  DefaultPolicy,
-		Metrics: Metrics{Service: true, PodAnnotations: true},
+		Metrics: Metrics{Service: true, PodAnnotations: true, Tier: string(metrics.TierDefault)},
 		NetworkPolicy: NetworkPolicy{
 			Enabled: true,
 			From:    []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{}}},
@@ -277,6 +280,9 @@ func (v Values) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		add("agent.logLevel %q: want debug, info, warn or error", v.Agent.LogLevel)
+	}
+	if _, err := metrics.ParseTier(v.Metrics.Tier); err != nil {
+		add("metrics.tier %q: want %s or %s", v.Metrics.Tier, metrics.TierDefault, metrics.TierFull)
 	}
 	for name, dir := range map[string]string{"installer.binDir": v.Installer.BinDir, "installer.configDir": v.Installer.ConfigDir} {
 		if !strings.HasPrefix(dir, "/") || strings.Contains(dir, "..") || dir == "/" {
