@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"maps"
 	"regexp"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
-	"github.com/nfstune/nfstune/internal/metrics"
 	"github.com/nfstune/nfstune/internal/policy"
 )
 
@@ -117,6 +117,9 @@ type Installer struct {
 	Validate bool `json:"validate"`
 }
 
+// metricsTiers are the agent's --metrics values, the default first (package metrics: Tier).
+var metricsTiers = []string{"default", "full"}
+
 // Metrics configures scraping of the agent.
 type Metrics struct {
 	// Service renders a headless Service over the agent pods' metrics port.
@@ -156,7 +159,7 @@ func DefaultValues() Values {
 			Validate:  true,
 		},
 		Policy:  DefaultPolicy,
-		Metrics: Metrics{Service: true, PodAnnotations: true, Tier: string(metrics.TierDefault)},
+		Metrics: Metrics{Service: true, PodAnnotations: true, Tier: metricsTiers[0]},
 		NetworkPolicy: NetworkPolicy{
 			Enabled: true,
 			From:    []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{}}},
@@ -281,8 +284,8 @@ func (v Values) Validate() error {
 	default:
 		add("agent.logLevel %q: want debug, info, warn or error", v.Agent.LogLevel)
 	}
-	if _, err := metrics.ParseTier(v.Metrics.Tier); err != nil {
-		add("metrics.tier %q: want %s or %s", v.Metrics.Tier, metrics.TierDefault, metrics.TierFull)
+	if !slices.Contains(metricsTiers, v.Metrics.Tier) {
+		add("metrics.tier %q: want %s", v.Metrics.Tier, strings.Join(metricsTiers, " or "))
 	}
 	for name, dir := range map[string]string{"installer.binDir": v.Installer.BinDir, "installer.configDir": v.Installer.ConfigDir} {
 		if !strings.HasPrefix(dir, "/") || strings.Contains(dir, "..") || dir == "/" {
