@@ -28,6 +28,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/kubelet"
 )
 
 // Namespace prefixes every nfstune metric.
@@ -60,6 +61,7 @@ var mountLabels = []string{"device", "mountpoint", "server", "export", "version"
 // The labels some mount series add to mountLabels.
 var (
 	infoLabels     = []string{"fstype", "client_group", "mountpoints"}
+	podLabels      = []string{"pod_uid", "volume", "pv", "driver"}
 	findingLabels  = []string{"rule", "severity"}
 	sourceLabel    = []string{"source"}
 	operationLabel = []string{"operation"}
@@ -76,7 +78,7 @@ type Collector struct {
 	maxSeries int
 	timeout   time.Duration
 
-	info, age, readAhead, connections, nconnect            *prometheus.Desc
+	info, podInfo, age, readAhead, connections, nconnect   *prometheus.Desc
 	readBytes, writeBytes                                  *prometheus.Desc
 	ops, retrans, majorTimeouts, opErrors                  *prometheus.Desc
 	sentBytes, recvBytes, rttSeconds, exeSeconds, queueSec *prometheus.Desc
@@ -161,6 +163,7 @@ func NewCollector(src Source, logger *slog.Logger, opts Options) *Collector {
 		timeout:   opts.Timeout,
 
 		info:        m("info", "NFS superblock known to nfstune (value 1), with its filesystem type, mount point count and kernel client group.", infoLabels...),
+		podInfo:     m("pod_info", "Pod using the superblock (value 1), one per pod, from kubelet's mount paths: pod UID, and the volume, PersistentVolume and driver where the paths name them.", podLabels...),
 		age:         m("age_seconds", "Time since the superblock was mounted (mountstats age:)."),
 		readAhead:   m("read_ahead_bytes", "Current read-ahead of the superblock's backing device (/sys/class/bdi/<device>/read_ahead_kb times 1024)."),
 		connections: m("connections", "Effective transports of the mount's client group: the xprt: lines in mountstats."),
@@ -209,7 +212,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.mountsDropped
 	c.capHits.Describe(ch)
 	for _, d := range []*prometheus.Desc{
-		c.info, c.age, c.readAhead, c.connections, c.nconnect, c.readBytes, c.writeBytes,
+		c.info, c.podInfo, c.age, c.readAhead, c.connections, c.nconnect, c.readBytes, c.writeBytes,
 		c.ops, c.retrans, c.majorTimeouts, c.opErrors, c.sentBytes, c.recvBytes,
 		c.rttSeconds, c.exeSeconds, c.queueSec, c.findings, c.compliant,
 		c.groupSends, c.groupRecvs, c.groupBadXIDs, c.groupBacklog, c.groupConnects,
@@ -357,6 +360,9 @@ func (c *Collector) mountMetrics(out []prometheus.Metric, m *inventory.Mount, fi
 	}
 
 	add(c.info, prometheus.GaugeValue, 1, with(infoLabels, m.FSType, m.ClientGroup, fmt.Sprint(len(m.MountPoints))))
+	for _, p := range kubelet.PodVolumes(m.MountPoints) {
+		add(c.podInfo, prometheus.GaugeValue, 1, with(podLabels, p.PodUID, p.Volume, p.PV, p.Driver))
+	}
 	if m.ReadAheadKB != nil {
 		add(c.readAhead, prometheus.GaugeValue, float64(*m.ReadAheadKB)*1024, base)
 	}
