@@ -86,3 +86,28 @@ func podInfoSeries(t *testing.T, reg *prometheus.Registry) int {
 	}
 	return 0
 }
+
+// TestPodInfoLabKubelet reads a tree recorded from the lab kernel with NFS mounted the way
+// kubelet mounts it (lab/record-kubelet.sh; its README lists the mounts): a staged CSI
+// superblock bind-mounted into two pods, one with a subPath; an in-tree NFS volume; and a
+// CSI volume mounted directly by two pods, which the kernel gave one superblock.
+func TestPodInfoLabKubelet(t *testing.T) {
+	t.Parallel()
+	inv, err := inventory.Read(hostfs.Root("testdata/lab-6.1.0-50-amd64-kubelet"), inventory.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const k = "/mnt/var/lib/kubelet"
+	want := `# HELP nfstune_mount_pod_info Pod using the superblock (value 1), one per pod, from kubelet's mount paths: pod UID, and the volume, PersistentVolume and driver where the paths name them.
+# TYPE nfstune_mount_pod_info gauge
+nfstune_mount_pod_info{backend="generic",device="0:63",driver="kubernetes.io/nfs",export="/srv/disk",mountpoint="` + k + `/pods/6f1b3a52-8c4d-4e0a-9b7e-2d5c1f0a3e71/volumes/kubernetes.io~nfs/disk",pod_uid="6f1b3a52-8c4d-4e0a-9b7e-2d5c1f0a3e71",pv="",server="127.0.0.1",version="3",volume="disk"} 1
+nfstune_mount_pod_info{backend="generic",device="0:64",driver="file.csi.azure.com",export="/tmp",mountpoint="` + k + `/plugins/kubernetes.io/csi/file.csi.azure.com/0ba58900608f79910953a6e3f85c757fbba1d7f6d079951a39bb9003d2c6e505/globalmount",pod_uid="6f1b3a52-8c4d-4e0a-9b7e-2d5c1f0a3e71",pv="pv-tmp",server="127.0.0.1",version="4.1",volume=""} 1
+nfstune_mount_pod_info{backend="generic",device="0:64",driver="file.csi.azure.com",export="/tmp",mountpoint="` + k + `/plugins/kubernetes.io/csi/file.csi.azure.com/0ba58900608f79910953a6e3f85c757fbba1d7f6d079951a39bb9003d2c6e505/globalmount",pod_uid="a04c9e1d-5b27-4f38-8e6a-7c2b9d1e4f05",pv="pv-tmp",server="127.0.0.1",version="4.1",volume="tmp"} 1
+nfstune_mount_pod_info{backend="generic",device="0:66",driver="",export="/disk",mountpoint="` + k + `/pods/9d3c1e5f7a2b4c6d8e0f1a3b5c7d9e1f/volumes/kubernetes.io~csi/pvc-5e0c7a1d/mount",pod_uid="9d3c1e5f7a2b4c6d8e0f1a3b5c7d9e1f",pv="pvc-5e0c7a1d",server="127.0.0.2",version="4.2",volume=""} 1
+nfstune_mount_pod_info{backend="generic",device="0:66",driver="",export="/disk",mountpoint="` + k + `/pods/9d3c1e5f7a2b4c6d8e0f1a3b5c7d9e1f/volumes/kubernetes.io~csi/pvc-5e0c7a1d/mount",pod_uid="c3d2e1f0-a9b8-4c7d-8e6f-5a4b3c2d1e0f",pv="pvc-5e0c7a1d",server="127.0.0.2",version="4.2",volume=""} 1
+`
+	c := newTestCollector(Snapshot{Inventory: inv}, nil, Options{})
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "nfstune_mount_pod_info"); err != nil {
+		t.Error(err)
+	}
+}
