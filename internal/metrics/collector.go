@@ -4,9 +4,11 @@
 // register or unregister anything.
 //
 // Per-superblock series carry the bounded labels device, mountpoint (the first one), server,
-// export, version and backend. Transport (xprt) counters belong to a kernel NFS client that
-// every mount of the same server and version shares, so they are exported once per client
-// group and never summed over mounts; see
+// export, version and backend; Options.Tier chooses how many (a bounded set, or every
+// counter of every NFS operation in use), and nfstune_mount_pod_info names the pods using
+// a superblock from kubelet's mount paths (package kubelet). Transport (xprt) counters
+// belong to a kernel NFS client that every mount of the same server and version shares, so
+// they are exported once per client group and never summed over mounts; see
 // https://www.kernel.org/doc/html/latest/filesystems/nfs/index.html and
 // net/sunrpc/stats.c:rpc_clnt_show_stats.
 //
@@ -97,8 +99,9 @@ type Collector struct {
 type Tier string
 
 const (
-	// TierDefault is a bounded set per mount, at most 40 series with the audit's findings
-	// (see DefaultOperations): what dashboards and alerts need on hosts with many mounts.
+	// TierDefault is a bounded set per mount (see DefaultOperations): at most 36 series,
+	// plus one per failing audit rule and one per pod using the superblock. It is what
+	// dashboards and alerts need on hosts with many mounts.
 	TierDefault Tier = "default"
 	// TierFull is every counter of every NFS operation in use.
 	TierFull Tier = "full"
