@@ -4,7 +4,8 @@
 # Usage: bench/scrape/footprint.sh [N=100] [SECONDS=120]; NFSTUNE=path uses a built binary.
 # The synthetic tree has about 46 operations in use per mount (41,000 series for 100 mounts),
 # far more than real mounts. OPS=typical zeroes the per-op rows other than the dozen a
-# typical file-serving mount uses, as a real host's mountstats shows them.
+# typical file-serving mount uses, as a real host's mountstats shows them. METRICS=default
+# runs the agent with the default metrics tier instead of the full one.
 set -euo pipefail
 # NFSTUNE may be relative to where the script was started.
 [[ -z ${NFSTUNE:-} || $NFSTUNE == /* ]] || NFSTUNE=$PWD/$NFSTUNE
@@ -23,7 +24,7 @@ fi
 bin=${NFSTUNE:-$tmp/nfstune}
 [[ -n ${NFSTUNE:-} ]] || (cd ../.. && CGO_ENABLED=0 go build -trimpath -o "$bin" ./cmd/nfstune)
 port=$((20000 + RANDOM % 20000))
-"$bin" --root "$tmp/root" agent --pid 1 --listen "127.0.0.1:$port" --log-level warn &
+"$bin" --root "$tmp/root" agent --pid 1 --metrics "${METRICS:-full}" --listen "127.0.0.1:$port" --log-level warn &
 pid=$!
 until curl -sf "127.0.0.1:$port/readyz" >/dev/null; do sleep 0.2; done
 curl -sf "127.0.0.1:$port/metrics" >/dev/null # first scrape, as Prometheus would do at start

@@ -47,7 +47,7 @@ func scrape(tb testing.TB, reg *prometheus.Registry) int {
 	return n
 }
 
-func nfstuneRegistry(root hostfs.Root) *prometheus.Registry {
+func nfstuneRegistry(root hostfs.Root, tier metrics.Tier) *prometheus.Registry {
 	pol := policy.Default()
 	src := func(context.Context) (metrics.Snapshot, error) {
 		inv, err := inventory.Read(root, inventory.ReadOptions{})
@@ -62,7 +62,7 @@ func nfstuneRegistry(root hostfs.Root) *prometheus.Registry {
 		return s, nil
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(metrics.NewCollector(src, slog.New(slog.DiscardHandler), metrics.Options{}))
+	reg.MustRegister(metrics.NewCollector(src, slog.New(slog.DiscardHandler), metrics.Options{Tier: tier}))
 	return reg
 }
 
@@ -81,7 +81,8 @@ func nodeExporterRegistry(tb testing.TB, root hostfs.Root) *prometheus.Registry 
 }
 
 // BenchmarkScrape1000 scrapes a host with 1,000 NFS mounts (750 NFSv4.1 with nconnect=4,
-// 250 NFSv3; inventory.GenerateTree) with both collectors in one run. nfstune's scrape
+// 250 NFSv3; inventory.GenerateTree) with node_exporter's collector and both of nfstune's
+// metrics tiers in one run. nfstune's scrape
 // includes everything the agent does per scrape: mountinfo, mountstats, nfsfs, every bdi
 // read_ahead_kb, the audit, and encoding.
 func BenchmarkScrape1000(b *testing.B) {
@@ -94,7 +95,8 @@ func BenchmarkScrape1000(b *testing.B) {
 		name string
 		reg  *prometheus.Registry
 	}{
-		{"nfstune", nfstuneRegistry(root)},
+		{"nfstune_full", nfstuneRegistry(root, metrics.TierFull)},
+		{"nfstune_default", nfstuneRegistry(root, metrics.TierDefault)},
 		{"node_exporter", nodeExporterRegistry(b, root)},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
@@ -116,17 +118,18 @@ func TestBothScrapeSameHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := hostfs.Root(dir)
-	reg := nfstuneRegistry(root)
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == "nfstune_mount_info" && len(mf.GetMetric()) != 1000 {
-			t.Errorf("nfstune exports %d mounts, want 1000", len(mf.GetMetric()))
+	for _, tier := range []metrics.Tier{metrics.TierFull, metrics.TierDefault} {
+		mfs, err := nfstuneRegistry(root, tier).Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "nfstune_mount_info" && len(mf.GetMetric()) != 1000 {
+				t.Errorf("nfstune (%s tier) exports %d mounts, want 1000", tier, len(mf.GetMetric()))
+			}
 		}
 	}
-	mfs, err = nodeExporterRegistry(t, root).Gather()
+	mfs, err := nodeExporterRegistry(t, root).Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

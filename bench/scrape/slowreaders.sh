@@ -4,7 +4,8 @@
 # the socket open without reading; the agent's RSS is sampled from /proc/<pid>/status until
 # they are done, then one normal scrape checks that the agent still answers.
 # Usage: bench/scrape/slowreaders.sh [N=400] [CLIENTS=10] [SECONDS=40]; NFSTUNE=path uses a
-# built binary; OPS=typical keeps a dozen operations per mount, as footprint.sh does.
+# built binary; OPS=typical keeps a dozen operations per mount, as footprint.sh does;
+# METRICS=default runs the agent with the default metrics tier instead of the full one.
 set -euo pipefail
 [[ -z ${NFSTUNE:-} || $NFSTUNE == /* ]] || NFSTUNE=$PWD/$NFSTUNE
 cd "$(dirname "$0")"
@@ -23,7 +24,7 @@ fi
 bin=${NFSTUNE:-$tmp/nfstune}
 [[ -n ${NFSTUNE:-} ]] || (cd ../.. && CGO_ENABLED=0 go build -trimpath -o "$bin" ./cmd/nfstune)
 port=$((20000 + RANDOM % 20000))
-"$bin" --root "$tmp/root" agent --pid 1 --listen "127.0.0.1:$port" --log-level error &
+"$bin" --root "$tmp/root" agent --pid 1 --metrics "${METRICS:-full}" --listen "127.0.0.1:$port" --log-level error &
 pid=$!
 until curl -sf "127.0.0.1:$port/readyz" >/dev/null; do sleep 0.2; done
 # Scrape until one carries the mounts: on a loaded machine the inventory read may overrun

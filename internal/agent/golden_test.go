@@ -86,10 +86,26 @@ func auditedPolicy(mode policy.Mode) LoadFunc {
 }
 
 // TestMetricsGolden serves /metrics for the fixture root through inventory.Read and the
-// built-in policy and compares it with testdata/metrics.golden (go test -update rewrites
-// it); promtool checks the whole exposition when it is installed.
+// built-in policy, in each metrics tier, and compares it with testdata/metrics.golden (full)
+// and testdata/metrics-default.golden (go test -update rewrites them); promtool checks the
+// whole exposition when it is installed.
 func TestMetricsGolden(t *testing.T) {
 	t.Parallel()
+	for _, tt := range []struct {
+		tier   metrics.Tier
+		golden string
+	}{
+		{metrics.TierFull, "testdata/metrics.golden"},
+		{metrics.TierDefault, "testdata/metrics-default.golden"},
+	} {
+		t.Run(string(tt.tier), func(t *testing.T) {
+			t.Parallel()
+			testMetricsGolden(t, tt.tier, tt.golden)
+		})
+	}
+}
+
+func testMetricsGolden(t *testing.T, tier metrics.Tier, golden string) {
 	root := copyTree(t, "testdata/root")
 	a, err := New(Config{
 		Root: root, PID: 1,
@@ -106,7 +122,7 @@ func TestMetricsGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Reconcile(context.Background(), TriggerStart, time.Now())
-	h, err := a.Handler(HandlerOptions{})
+	h, err := a.Handler(HandlerOptions{Tier: tier})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +134,6 @@ func TestMetricsGolden(t *testing.T) {
 	full := rec.Body.Bytes()
 	got := stable(full)
 
-	golden := "testdata/metrics.golden"
 	if *update {
 		if err := os.WriteFile(golden, got, 0o644); err != nil {
 			t.Fatal(err)
@@ -202,7 +217,7 @@ func TestMetricsLabStacked(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Reconcile(context.Background(), TriggerStart, time.Now())
-	h, err := a.Handler(HandlerOptions{})
+	h, err := a.Handler(HandlerOptions{Tier: metrics.TierFull})
 	if err != nil {
 		t.Fatal(err)
 	}

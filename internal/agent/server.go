@@ -35,6 +35,8 @@ const WriteTimeout = 30 * time.Second
 
 // HandlerOptions configure the HTTP handler.
 type HandlerOptions struct {
+	// Tier is the set of per-mount series to export; empty means metrics.TierDefault.
+	Tier metrics.Tier
 	// MaxSeries caps the per-mount series of one scrape; 0 means no cap.
 	MaxSeries int
 	// ScrapeTimeout bounds the inventory read of one scrape; 0 means 800 ms, so that a
@@ -57,7 +59,7 @@ func (a *Agent) Handler(opts HandlerOptions) (http.Handler, error) {
 		return nil, fmt.Errorf("registering agent metrics: %w", err)
 	}
 	nfs := metrics.NewCollector(boundedSource(a.Snapshot), a.cfg.Logger.With("collector", "nfs"),
-		metrics.Options{MaxSeries: opts.MaxSeries, Timeout: opts.ScrapeTimeout})
+		metrics.Options{Tier: opts.Tier, MaxSeries: opts.MaxSeries, Timeout: opts.ScrapeTimeout})
 	for _, c := range []prometheus.Collector{
 		nfs,
 		collectors.NewGoCollector(),

@@ -17,6 +17,7 @@ import (
 
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/metrics"
 	"github.com/nfstune/nfstune/internal/policy"
 )
 
@@ -47,7 +48,7 @@ func TestSlowReadersBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A loaded machine may take seconds to read the tree; the test is about writing.
-	h, err := a.Handler(HandlerOptions{ScrapeTimeout: time.Minute})
+	h, err := a.Handler(HandlerOptions{Tier: metrics.TierFull, ScrapeTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,7 @@ type agentFlags struct {
 	Observe   bool
 	Exact     bool
 	MaxSeries int
+	Metrics   string
 	MemLimit  int64
 }
 
@@ -53,6 +54,7 @@ so does a change of the file. SIGTERM stops it cleanly.`,
 	f.DurationVar(&flags.Resync, "resync", 30*time.Second, "period of the full resync that catches drift")
 	f.BoolVar(&flags.Observe, "observe", false, "never write read-ahead, whatever the policy's mode; only report")
 	f.BoolVar(&flags.Exact, "exact", false, "also lower read-ahead that is above the profile (profile values are minimums by default)")
+	f.StringVar(&flags.Metrics, "metrics", string(metrics.TierDefault), "per-mount series to export: default (at most 36 per mount, plus audit findings and pods: bytes, and requests, errors, RTT and execution time of READ, WRITE, GETATTR, LOOKUP, ACCESS and the others summed) or full (every counter of every operation in use)")
 	f.IntVar(&flags.MaxSeries, "max-series", 100000, "cap on per-mount and per-group series in one scrape; 0 for no cap")
 	f.Int64Var(&flags.MemLimit, "memory-limit", 16<<20, "soft limit for the Go heap in bytes (runtime/debug.SetMemoryLimit); memory a scrape or reconcile used is also returned to the system after it; 0 for neither; GOMEMLIMIT wins when set")
 	return c
@@ -63,6 +65,10 @@ func runAgent(ctx context.Context, g *globals, streams IOStreams, flags *agentFl
 	root := g.Root()
 	if flags.PID < 0 {
 		return &ExitError{Code: ExitError2, Err: fmt.Errorf("invalid --pid %d", flags.PID)}
+	}
+	tier, err := metrics.ParseTier(flags.Metrics)
+	if err != nil {
+		return &ExitError{Code: ExitError2, Err: fmt.Errorf("invalid --metrics: %w", err)}
 	}
 	if flags.MemLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(flags.MemLimit)
@@ -90,7 +96,7 @@ func runAgent(ctx context.Context, g *globals, streams IOStreams, flags *agentFl
 	if err != nil {
 		return err
 	}
-	h, err := a.Handler(agent.HandlerOptions{MaxSeries: flags.MaxSeries, ReleaseMemory: flags.MemLimit > 0})
+	h, err := a.Handler(agent.HandlerOptions{Tier: tier, MaxSeries: flags.MaxSeries, ReleaseMemory: flags.MemLimit > 0})
 	if err != nil {
 		return err
 	}

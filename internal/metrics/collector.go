@@ -4,9 +4,11 @@
 // register or unregister anything.
 //
 // Per-superblock series carry the bounded labels device, mountpoint (the first one), server,
-// export, version and backend. Transport (xprt) counters belong to a kernel NFS client that
-// every mount of the same server and version shares, so they are exported once per client
-// group and never summed over mounts; see
+// export, version and backend; Options.Tier chooses how many (a bounded set, or every
+// counter of every NFS operation in use), and nfstune_mount_pod_info names the pods using
+// a superblock from kubelet's mount paths (package kubelet). Transport (xprt) counters
+// belong to a kernel NFS client that every mount of the same server and version shares, so
+// they are exported once per client group and never summed over mounts; see
 // https://www.kernel.org/doc/html/latest/filesystems/nfs/index.html and
 // net/sunrpc/stats.c:rpc_clnt_show_stats.
 //
@@ -28,6 +30,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/kubelet"
 )
 
 // Namespace prefixes every nfstune metric.
@@ -72,6 +75,7 @@ var mountLabels = []string{"device", "mountpoint", "server", "export", "version"
 // The labels some mount series add to mountLabels.
 var (
 	infoLabels     = []string{"fstype", "client_group", "mountpoints"}
+	podLabels      = []string{"pod_uid", "volume", "pv", "driver"}
 	findingLabels  = []string{"rule", "severity"}
 	sourceLabel    = []string{"source"}
 	operationLabel = []string{"operation"}
@@ -84,10 +88,11 @@ var groupLabels = []string{"client_group", "server_addr", "version", "proto"}
 type Collector struct {
 	source    Source
 	logger    *slog.Logger
+	tier      Tier
 	maxSeries int
 	timeout   time.Duration
 
-	info, age, readAhead, connections, nconnect            *prometheus.Desc
+	info, podInfo, age, readAhead, connections, nconnect   *prometheus.Desc
 	readBytes, writeBytes                                  *prometheus.Desc
 	ops, retrans, majorTimeouts, opErrors                  *prometheus.Desc
 	sentBytes, recvBytes, rttSeconds, exeSeconds, queueSec *prometheus.Desc
@@ -104,8 +109,44 @@ type Collector struct {
 	capHits prometheus.Counter
 }
 
+// Tier selects how much of each mount a Collector exports.
+type Tier string
+
+const (
+	// TierDefault is a bounded set per mount (see DefaultOperations): at most 36 series,
+	// plus one per failing audit rule and one per pod using the superblock. It is what
+	// dashboards and alerts need on hosts with many mounts.
+	TierDefault Tier = "default"
+	// TierFull is every counter of every NFS operation in use.
+	TierFull Tier = "full"
+)
+
+// ParseTier returns the tier named s.
+func ParseTier(s string) (Tier, error) {
+	switch t := Tier(s); t {
+	case TierDefault, TierFull:
+		return t, nil
+	}
+	return "", fmt.Errorf("unknown metrics tier %q (want %s or %s)", s, TierDefault, TierFull)
+}
+
+// DefaultOperations are the NFS operations the default tier exports one by one; it sums
+// every other operation into operation="other". The five exist in NFSv3 and NFSv4 and
+// carry most of the traffic of a data mount.
+var DefaultOperations = []string{"ACCESS", "GETATTR", "LOOKUP", "READ", "WRITE"}
+
+// The operation label values the default tier adds: the sum of operations outside
+// DefaultOperations, and the sum of all operations for the counters it exports per
+// mount only (retransmissions and major timeouts).
+const (
+	OtherOperations = "other"
+	AllOperations   = "all"
+)
+
 // Options configure a Collector.
 type Options struct {
+	// Tier is the set of per-mount series to export; empty means TierDefault.
+	Tier Tier
 	// MaxSeries caps the per-mount and per-group series one scrape exports; mounts beyond
 	// the cap are left out whole and counted. 0 means no cap.
 	MaxSeries int
@@ -117,6 +158,9 @@ type Options struct {
 func NewCollector(src Source, logger *slog.Logger, opts Options) *Collector {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 5 * time.Second
+	}
+	if opts.Tier == "" {
+		opts.Tier = TierDefault
 	}
 	m := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(prometheus.BuildFQName(Namespace, "mount", name), help,
@@ -131,10 +175,12 @@ func NewCollector(src Source, logger *slog.Logger, opts Options) *Collector {
 	return &Collector{
 		source:    src,
 		logger:    logger,
+		tier:      opts.Tier,
 		maxSeries: opts.MaxSeries,
 		timeout:   opts.Timeout,
 
 		info:        m("info", "NFS superblock known to nfstune (value 1), with its filesystem type, mount point count and kernel client group.", infoLabels...),
+		podInfo:     m("pod_info", "Pod using the superblock (value 1), one per pod, from kubelet's mount paths: pod UID, and the volume, PersistentVolume and driver where the paths name them.", podLabels...),
 		age:         m("age_seconds", "Time since the superblock was mounted (mountstats age:)."),
 		readAhead:   m("read_ahead_bytes", "Current read-ahead of the superblock's backing device (/sys/class/bdi/<device>/read_ahead_kb times 1024)."),
 		connections: m("connections", "Effective transports of the mount's client group: the xprt: lines in mountstats."),
@@ -187,7 +233,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.serviceLimit
 	c.capHits.Describe(ch)
 	for _, d := range []*prometheus.Desc{
-		c.info, c.age, c.readAhead, c.connections, c.nconnect, c.readBytes, c.writeBytes,
+		c.info, c.podInfo, c.age, c.readAhead, c.connections, c.nconnect, c.readBytes, c.writeBytes,
 		c.ops, c.retrans, c.majorTimeouts, c.opErrors, c.sentBytes, c.recvBytes,
 		c.rttSeconds, c.exeSeconds, c.queueSec, c.findings, c.compliant,
 		c.groupSends, c.groupRecvs, c.groupBadXIDs, c.groupBacklog, c.groupConnects,
@@ -350,11 +396,17 @@ func (c *Collector) mountMetrics(out []prometheus.Metric, m *inventory.Mount, fi
 	}
 
 	add(c.info, prometheus.GaugeValue, 1, with(infoLabels, m.FSType, m.ClientGroup, fmt.Sprint(len(m.MountPoints))))
+	for _, p := range kubelet.PodVolumes(m.MountPoints) {
+		add(c.podInfo, prometheus.GaugeValue, 1, with(podLabels, p.PodUID, p.Volume, p.PV, p.Driver))
+	}
 	if m.ReadAheadKB != nil {
 		add(c.readAhead, prometheus.GaugeValue, float64(*m.ReadAheadKB)*1024, base)
 	}
 	add(c.connections, prometheus.GaugeValue, float64(m.Connections), base)
-	add(c.nconnect, prometheus.GaugeValue, float64(m.NConnect), base)
+	full := c.tier == TierFull
+	if full {
+		add(c.nconnect, prometheus.GaugeValue, float64(m.NConnect), base)
+	}
 
 	rules := make(map[[2]string]int)
 	for _, f := range findings {
@@ -383,7 +435,9 @@ func (c *Collector) mountMetrics(out []prometheus.Metric, m *inventory.Mount, fi
 	if st == nil {
 		return out
 	}
-	add(c.age, prometheus.GaugeValue, st.Age.Seconds(), base)
+	if full {
+		add(c.age, prometheus.GaugeValue, st.Age.Seconds(), base)
+	}
 	// Sources in the order of their names, as the exposition lists them.
 	direct, normal, server := with(sourceLabel, "direct"), with(sourceLabel, "normal"), with(sourceLabel, "server")
 	add(c.readBytes, prometheus.CounterValue, float64(st.Bytes.DirectRead), direct)
@@ -392,6 +446,9 @@ func (c *Collector) mountMetrics(out []prometheus.Metric, m *inventory.Mount, fi
 	add(c.writeBytes, prometheus.CounterValue, float64(st.Bytes.DirectWrite), direct)
 	add(c.writeBytes, prometheus.CounterValue, float64(st.Bytes.Write), normal)
 	add(c.writeBytes, prometheus.CounterValue, float64(st.Bytes.WriteTotal), server)
+	if !full {
+		return c.defaultOperations(out, st, with)
+	}
 
 	ops := make([]int, 0, len(st.Operations))
 	for i, op := range st.Operations {
@@ -418,6 +475,56 @@ func (c *Collector) mountMetrics(out []prometheus.Metric, m *inventory.Mount, fi
 		add(c.rttSeconds, prometheus.CounterValue, msToSeconds(op.CumulativeTotalResponseMilliseconds), l)
 		add(c.exeSeconds, prometheus.CounterValue, msToSeconds(op.CumulativeTotalRequestMilliseconds), l)
 		add(c.queueSec, prometheus.CounterValue, msToSeconds(op.CumulativeQueueMilliseconds), l)
+	}
+	return out
+}
+
+// defaultOperations appends the default tier's operation series: requests, errors, RTT
+// and execution time for each of DefaultOperations and for the sum of the others, each
+// left out while it has seen no request, as the full tier does; and retransmissions and
+// major timeouts summed over all operations. Summed over the operation label, every
+// counter gives the mount's total in both tiers.
+func (c *Collector) defaultOperations(out []prometheus.Metric, st *inventory.Stats, with func([]string, ...string) []*dto.LabelPair) []prometheus.Metric {
+	type sums struct{ requests, transmissions, errors, rttMS, exeMS uint64 }
+	// buckets are DefaultOperations, then the other operations.
+	names := append(slices.Clip(DefaultOperations), OtherOperations)
+	buckets := make([]sums, len(names))
+	var all sums
+	var majorTimeouts uint64
+	for i := range st.Operations {
+		op := &st.Operations[i]
+		k := slices.Index(DefaultOperations, op.Operation)
+		if k < 0 {
+			k = len(DefaultOperations)
+		}
+		for _, s := range []*sums{&buckets[k], &all} {
+			s.requests += op.Requests
+			s.transmissions += op.Transmissions
+			s.errors += op.Errors
+			s.rttMS += op.CumulativeTotalResponseMilliseconds
+			s.exeMS += op.CumulativeTotalRequestMilliseconds
+		}
+		majorTimeouts += op.MajorTimeouts
+	}
+	retrans := uint64(0)
+	if all.transmissions > all.requests {
+		retrans = all.transmissions - all.requests
+	}
+	ls := with(operationLabel, AllOperations)
+	out = append(out, &sample{desc: c.retrans, labels: ls, typ: prometheus.CounterValue, value: float64(retrans)})
+	out = append(out, &sample{desc: c.majorTimeouts, labels: ls, typ: prometheus.CounterValue, value: float64(majorTimeouts)})
+	// names is in the order the exposition lists label values: upper case before lower.
+	for k, b := range buckets {
+		if b.requests == 0 && b.transmissions == 0 {
+			continue
+		}
+		l := with(operationLabel, names[k])
+		out = append(out,
+			&sample{desc: c.ops, labels: l, typ: prometheus.CounterValue, value: float64(b.requests)},
+			&sample{desc: c.opErrors, labels: l, typ: prometheus.CounterValue, value: float64(b.errors)},
+			&sample{desc: c.rttSeconds, labels: l, typ: prometheus.CounterValue, value: msToSeconds(b.rttMS)},
+			&sample{desc: c.exeSeconds, labels: l, typ: prometheus.CounterValue, value: msToSeconds(b.exeMS)},
+		)
 	}
 	return out
 }

@@ -57,7 +57,7 @@ func newTestCollector(snap Snapshot, err error, opts Options) *Collector {
 
 func TestCollectorGroupCountersOnce(t *testing.T) {
 	t.Parallel()
-	c := newTestCollector(twoMounts(t), nil, Options{})
+	c := newTestCollector(twoMounts(t), nil, Options{Tier: TierFull})
 	want := `
 # HELP nfstune_client_group_sends_total RPC requests sent over all transports of the kernel NFS client.
 # TYPE nfstune_client_group_sends_total counter
@@ -113,8 +113,8 @@ func TestCollectorSeriesCap(t *testing.T) {
 	t.Parallel()
 	snap := twoMounts(t)
 	// Enough for the group (7 series) and one mount (112), not both.
-	full := testutil.CollectAndCount(newTestCollector(snap, nil, Options{}))
-	c := newTestCollector(snap, nil, Options{MaxSeries: 150})
+	full := testutil.CollectAndCount(newTestCollector(snap, nil, Options{Tier: TierFull}))
+	c := newTestCollector(snap, nil, Options{Tier: TierFull, MaxSeries: 150})
 	got := testutil.CollectAndCount(c, "nfstune_mount_info")
 	if got != 1 {
 		t.Errorf("mounts exported under the cap = %d, want 1", got)
@@ -146,7 +146,7 @@ func TestCollectorSourceError(t *testing.T) {
 		{name: "no data", err: ErrNoData, want: "1"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			c := newTestCollector(Snapshot{}, tt.err, Options{})
+			c := newTestCollector(Snapshot{}, tt.err, Options{Tier: TierFull})
 			want := "# HELP nfstune_scrape_success 1 when the last scrape read the NFS state, else 0.\n# TYPE nfstune_scrape_success gauge\nnfstune_scrape_success " + tt.want + "\n"
 			if err := testutil.CollectAndCompare(c, strings.NewReader(want), "nfstune_scrape_success"); err != nil {
 				t.Error(err)
@@ -167,7 +167,7 @@ func TestPromtoolCheck(t *testing.T) {
 		t.Skip("promtool not installed")
 	}
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(newTestCollector(twoMounts(t), nil, Options{}))
+	reg.MustRegister(newTestCollector(twoMounts(t), nil, Options{Tier: TierFull}))
 	problems, err := testutil.GatherAndLint(reg)
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +175,7 @@ func TestPromtoolCheck(t *testing.T) {
 	for _, p := range problems {
 		t.Errorf("lint: %s: %s", p.Metric, p.Text)
 	}
-	out, err := testutil.CollectAndFormat(newTestCollector(twoMounts(t), nil, Options{}), expfmt.TypeTextPlain)
+	out, err := testutil.CollectAndFormat(newTestCollector(twoMounts(t), nil, Options{Tier: TierFull}), expfmt.TypeTextPlain)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestCollectInExpositionOrder(t *testing.T) {
 			Finding{Device: inv.Mounts[i].Device, Rule: "NFS010", Severity: "warning"},
 			Finding{Device: inv.Mounts[i].Device, Rule: "NFS002", Severity: "info"})
 	}
-	c := newTestCollector(Snapshot{Inventory: inv, Findings: findings}, nil, Options{})
+	c := newTestCollector(Snapshot{Inventory: inv, Findings: findings}, nil, Options{Tier: TierFull})
 	ch := make(chan prometheus.Metric)
 	go func() {
 		c.Collect(ch)
@@ -252,7 +252,7 @@ func TestCollectorLabStacked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newTestCollector(Snapshot{Inventory: inv}, nil, Options{})
+	c := newTestCollector(Snapshot{Inventory: inv}, nil, Options{Tier: TierFull})
 	want := `
 # HELP nfstune_client_group_sends_total RPC requests sent over all transports of the kernel NFS client.
 # TYPE nfstune_client_group_sends_total counter
@@ -305,8 +305,127 @@ nfstune_service_limit_bytes_per_second{access="write",export="/export/data",serv
 			t.Errorf("max series %d: %v", maxSeries, err)
 		}
 	}
-	c := newTestCollector(twoMounts(t), nil, Options{})
+	c := newTestCollector(twoMounts(t), nil, Options{Tier: TierFull})
 	if n := testutil.CollectAndCount(c, "nfstune_service_limit_bytes_per_second"); n != 0 {
 		t.Errorf("%d limit series without limits, want 0", n)
+	}
+}
+
+// TestDefaultTier compares the two tiers on a synthetic host whose mounts use about 46
+// operations each: the default tier exports at most 40 series per mount under names the
+// full tier also uses, and every operation counter it keeps sums, over the operation
+// label, to the full tier's sum for the same mount.
+func TestDefaultTier(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := inventory.GenerateTree(dir, 4); err != nil {
+		t.Fatal(err)
+	}
+	inv, err := inventory.Read(hostfs.Root(dir), inventory.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := Snapshot{Inventory: inv, Findings: []Finding{{Device: inv.Mounts[0].Device, Rule: "readahead-low", Severity: "warning"}}}
+	gather := func(tier Tier) map[string]*dto.MetricFamily {
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(newTestCollector(snap, nil, Options{Tier: tier}))
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make(map[string]*dto.MetricFamily)
+		for _, mf := range mfs {
+			out[mf.GetName()] = mf
+		}
+		return out
+	}
+	full, def := gather(TierFull), gather(TierDefault)
+
+	perMount := make(map[string]int)
+	for name, mf := range def {
+		if full[name] == nil {
+			t.Errorf("default tier exports %s, which the full tier does not", name)
+		}
+		for _, m := range mf.GetMetric() {
+			if dev := label(m, "device"); dev != "" {
+				perMount[dev]++
+			}
+		}
+	}
+	if len(perMount) != len(inv.Mounts) {
+		t.Fatalf("default tier has series for %d mounts, want %d", len(perMount), len(inv.Mounts))
+	}
+	for dev, n := range perMount {
+		if n > 40 {
+			t.Errorf("default tier exports %d series for %s, want at most 40", n, dev)
+		}
+	}
+	var fullPerMount int
+	for _, mf := range full {
+		for _, m := range mf.GetMetric() {
+			if label(m, "device") == inv.Mounts[1].Device {
+				fullPerMount++
+			}
+		}
+	}
+	if fullPerMount <= 4*40 {
+		t.Fatalf("full tier exports only %d series for one mount; the fixture should use many operations", fullPerMount)
+	}
+
+	sums := func(mf *dto.MetricFamily) map[string]float64 {
+		out := make(map[string]float64)
+		for _, m := range mf.GetMetric() {
+			out[label(m, "device")] += m.GetCounter().GetValue()
+		}
+		return out
+	}
+	for _, name := range []string{
+		"nfstune_mount_operations_total", "nfstune_mount_operation_errors_total",
+		"nfstune_mount_operation_rtt_seconds_total", "nfstune_mount_operation_execute_seconds_total",
+		"nfstune_mount_operation_retransmissions_total", "nfstune_mount_operation_major_timeouts_total",
+	} {
+		if def[name] == nil {
+			t.Errorf("default tier lacks %s", name)
+			continue
+		}
+		want, got := sums(full[name]), sums(def[name])
+		for dev, w := range want {
+			if d := got[dev] - w; d > 1e-6*w || d < -1e-6*w {
+				t.Errorf("%s summed over operations for %s = %v in the default tier, %v in the full tier", name, dev, got[dev], w)
+			}
+		}
+	}
+	ops := make(map[string]bool)
+	for _, m := range def["nfstune_mount_operations_total"].GetMetric() {
+		ops[label(m, "operation")] = true
+	}
+	for _, op := range append(slices.Clip(DefaultOperations), OtherOperations) {
+		if !ops[op] {
+			t.Errorf("default tier has no operations_total for operation %q", op)
+		}
+	}
+	if len(ops) != len(DefaultOperations)+1 {
+		t.Errorf("default tier operations = %v, want %v and %q", ops, DefaultOperations, OtherOperations)
+	}
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+func TestParseTier(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"default", "full"} {
+		if tier, err := ParseTier(s); err != nil || string(tier) != s {
+			t.Errorf("ParseTier(%q) = %q, %v", s, tier, err)
+		}
+	}
+	if _, err := ParseTier("all"); err == nil {
+		t.Error("ParseTier(all) succeeded")
 	}
 }

@@ -351,6 +351,7 @@ func agentArgs(v Values) []string {
 		"--listen=:"+strconv.Itoa(MetricsPort),
 		"--log-level="+v.Agent.LogLevel,
 		"--log-format=json",
+		"--metrics="+v.Metrics.Tier,
 	)
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,6 +21,8 @@ import (
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
+
+	"github.com/nfstune/nfstune/internal/metrics"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden.yaml")
@@ -246,7 +249,7 @@ func TestLoadValuesInvalid(t *testing.T) {
 		{"invalid-values", []string{
 			`namespace "NFS_Tune"`, `mode "sidecar"`, `image.digest "sha256:short"`,
 			`agent.policyMode "fix"`, `agent.resync "soon"`, `installer.binDir "relative/bin"`,
-			`maxUnavailable "0"`, "policy: policy:",
+			`maxUnavailable "0"`, "policy: policy:", `metrics.tier "all"`,
 		}},
 	}
 	for _, tt := range tests {
@@ -445,5 +448,21 @@ func TestRenderEphemeralStorage(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestMetricsTiersMatchAgent keeps the chart's metrics.tier values those the agent accepts.
+func TestMetricsTiersMatchAgent(t *testing.T) {
+	t.Parallel()
+	for _, s := range metricsTiers {
+		if _, err := metrics.ParseTier(s); err != nil {
+			t.Errorf("metrics.tier %q: the agent rejects it: %v", s, err)
+		}
+	}
+	if metricsTiers[0] != string(metrics.TierDefault) {
+		t.Errorf("metrics.tier defaults to %q, the agent to %q", metricsTiers[0], metrics.TierDefault)
+	}
+	if !slices.Contains(metricsTiers, string(metrics.TierFull)) {
+		t.Errorf("metrics.tier lacks %q", metrics.TierFull)
 	}
 }

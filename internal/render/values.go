@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"maps"
 	"regexp"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -118,6 +119,9 @@ type Installer struct {
 	Validate bool `json:"validate"`
 }
 
+// metricsTiers are the agent's --metrics values, the default first (package metrics: Tier).
+var metricsTiers = []string{"default", "full"}
+
 // Metrics configures scraping of the agent.
 type Metrics struct {
 	// Service renders a headless Service over the agent pods' metrics port.
@@ -140,6 +144,8 @@ type Metrics struct {
 	// RelabelConfig objects.
 	Relabelings       []map[string]any `json:"relabelings"`
 	MetricRelabelings []map[string]any `json:"metricRelabelings"`
+	// Tier is the agent's --metrics: default (at most 40 series per mount) or full.
+	Tier string `json:"tier"`
 }
 
 // Toggle is a value that only switches an object on.
@@ -184,7 +190,7 @@ func DefaultValues() Values {
 		},
 		Policy: DefaultPolicy,
 		Metrics: Metrics{
-			Service: true, PodAnnotations: true, Interval: "30s", ScrapeTimeout: "10s",
+			Service: true, PodAnnotations: true, Tier: metricsTiers[0], Interval: "30s", ScrapeTimeout: "10s",
 			Labels: map[string]string{}, Relabelings: []map[string]any{}, MetricRelabelings: []map[string]any{},
 		},
 		PrometheusRule: PrometheusRule{Labels: map[string]string{}},
@@ -313,6 +319,9 @@ func (v Values) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		add("agent.logLevel %q: want debug, info, warn or error", v.Agent.LogLevel)
+	}
+	if !slices.Contains(metricsTiers, v.Metrics.Tier) {
+		add("metrics.tier %q: want %s", v.Metrics.Tier, strings.Join(metricsTiers, " or "))
 	}
 	for name, dir := range map[string]string{"installer.binDir": v.Installer.BinDir, "installer.configDir": v.Installer.ConfigDir} {
 		if !strings.HasPrefix(dir, "/") || strings.Contains(dir, "..") || dir == "/" {

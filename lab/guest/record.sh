@@ -50,7 +50,7 @@ cat >"$dest/README.md" <<README
 
 Kernel: \`$(cat /proc/version)\`
 
-Debian 12 guest under qemu (TCG), $(nproc) vCPUs, $(awk '/MemTotal/ {print int($2/1024)}' /proc/meminfo) MiB, recorded with \`make lab-record\` on
+Debian 12 guest under qemu (TCG), $(nproc) vCPUs, $(awk '/MemTotal/ {print int($2/1024)}' /proc/meminfo) MiB, recorded with \`${LAB_RECORD_CMD:-make lab-record}\` on
 $(date -u +%Y-%m-%d). Server: the same guest's nfsd, exporting a tmpfs (/srv/tmp, fsid=1) and an
 ext4 image (/srv/disk, fsid=2) below an NFSv4 pseudo root (/srv, fsid=0) to 127.0.0.0/8.
 

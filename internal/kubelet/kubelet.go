@@ -1,0 +1,134 @@
+// Package kubelet tells which pods use an NFS superblock from the paths kubelet mounts it
+// on, without asking the API server: a pod's volumes live under
+// <root>/pods/<pod UID>/volumes/<plugin>/<name>, and a CSI driver that stages a volume
+// mounts it once per node under <root>/plugins/kubernetes.io/csi/<driver>/<sha256 of the
+// volume handle>/globalmount before bind-mounting it into each pod. <root> is kubelet's
+// --root-dir: /var/lib/kubelet, or another directory named kubelet (k0s, MicroK8s).
+package kubelet
+
+import (
+	"slices"
+	"strings"
+)
+
+// NFSDriver is the driver reported for kubelet's in-tree NFS volume plugin.
+const NFSDriver = "kubernetes.io/nfs"
+
+// PodVolume is one pod's use of a superblock, as its mount paths tell it. A field is
+// empty when no path tells it.
+type PodVolume struct {
+	// PodUID is the pod's metadata.uid.
+	PodUID string
+	// Volume is the pod's volume name: the directory of an in-tree NFS volume (the PV name
+	// for a PV-backed one), or the volume of a subPath mount.
+	Volume string
+	// PV is the directory of a CSI volume: the PersistentVolume's name (the volume's name
+	// for an inline ephemeral one).
+	PV string
+	// Driver is kubernetes.io/nfs for the in-tree plugin, or the CSI driver that staged
+	// the superblock; drivers that mount without staging (NFS CSI) leave it empty.
+	Driver string
+}
+
+// PodVolumes returns the pods that mountPoints (every mount point of one superblock)
+// show using it, one per pod, sorted by UID. When a pod's paths disagree on a field (two
+// volumes of one pod on the same superblock), the smallest value wins, so the result is
+// the same at every scrape.
+func PodVolumes(mountPoints []string) []PodVolume {
+	var stagedBy string
+	byPod := make(map[string]*PodVolume)
+	for _, mp := range mountPoints {
+		seg := strings.Split(strings.Trim(mp, "/"), "/")
+		k := slices.Index(seg, "kubelet")
+		if k < 0 {
+			continue
+		}
+		if d, ok := csiDriver(seg[k+1:]); ok {
+			stagedBy = least(stagedBy, d)
+			continue
+		}
+		pv, ok := podPath(seg[k+1:])
+		if !ok {
+			continue
+		}
+		cur := byPod[pv.PodUID]
+		if cur == nil {
+			byPod[pv.PodUID] = &pv
+			continue
+		}
+		cur.Volume = least(cur.Volume, pv.Volume)
+		cur.PV = least(cur.PV, pv.PV)
+		cur.Driver = least(cur.Driver, pv.Driver)
+	}
+	out := make([]PodVolume, 0, len(byPod))
+	for _, pv := range byPod {
+		if pv.Driver == "" && pv.PV != "" {
+			pv.Driver = stagedBy
+		}
+		out = append(out, *pv)
+	}
+	slices.SortFunc(out, func(a, b PodVolume) int { return strings.Compare(a.PodUID, b.PodUID) })
+	return out
+}
+
+// podPath parses the part of a mount point after kubelet's root directory:
+//
+//	pods/<uid>/volumes/kubernetes.io~nfs/<volume>
+//	pods/<uid>/volumes/kubernetes.io~csi/<pv>/mount
+//	pods/<uid>/volume-subpaths/<volume>/<container>/<index>
+func podPath(seg []string) (PodVolume, bool) {
+	if len(seg) < 5 || seg[0] != "pods" || !isPodUID(seg[1]) {
+		return PodVolume{}, false
+	}
+	pv := PodVolume{PodUID: seg[1]}
+	switch {
+	case len(seg) == 5 && seg[2] == "volumes" && seg[3] == "kubernetes.io~nfs":
+		pv.Volume, pv.Driver = seg[4], NFSDriver
+	case len(seg) == 6 && seg[2] == "volumes" && seg[3] == "kubernetes.io~csi" && seg[5] == "mount":
+		pv.PV = seg[4]
+	case len(seg) == 6 && seg[2] == "volume-subpaths":
+		pv.Volume = seg[3]
+	default:
+		return PodVolume{}, false
+	}
+	return pv, true
+}
+
+// csiDriver parses a CSI staging path after kubelet's root directory,
+// plugins/kubernetes.io/csi/<driver>/<volume handle hash>/globalmount, and returns the
+// driver. The layout before Kubernetes 1.24, plugins/kubernetes.io/csi/pv/<pv>/globalmount,
+// names no driver; it is recognised and gives "".
+func csiDriver(seg []string) (string, bool) {
+	if len(seg) != 6 || seg[0] != "plugins" || seg[1] != "kubernetes.io" || seg[2] != "csi" || seg[5] != "globalmount" {
+		return "", false
+	}
+	if seg[3] == "pv" {
+		return "", true
+	}
+	return seg[3], true
+}
+
+// isPodUID accepts the UIDs kubelet names pod directories with: a UUID, or the 32 hex
+// digits of a static pod's hash.
+func isPodUID(s string) bool {
+	if len(s) != 36 && len(s) != 32 {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case r >= '0' && r <= '9', r >= 'a' && r <= 'f':
+		case r == '-' && len(s) == 36 && (i == 8 || i == 13 || i == 18 || i == 23):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// least returns the smaller of two values, ignoring an empty one.
+func least(a, b string) string {
+	if a == "" || (b != "" && b < a) {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,91 @@
+package kubelet
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const (
+	uidA   = "6f1b3a52-8c4d-4e0a-9b7e-2d5c1f0a3e71"
+	uidB   = "a04c9e1d-5b27-4f38-8e6a-7c2b9d1e4f05"
+	static = "9d3c1e5f7a2b4c6d8e0f1a3b5c7d9e1f"
+	hash   = "4c1e0b9a7d3f5e2c8b6a4d0f1e3c5b7a9d2e4f6a8c0b1d3e5f7a9c2e4b6d8f0a"
+)
+
+func TestPodVolumes(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		mps  []string
+		want []PodVolume
+	}{
+		{"host mount only", []string{"/mnt/data"}, []PodVolume{}},
+		{"in-tree nfs", []string{"/mnt/home", "/var/lib/kubelet/pods/" + uidA + "/volumes/kubernetes.io~nfs/home"},
+			[]PodVolume{{PodUID: uidA, Volume: "home", Driver: NFSDriver}}},
+		{"csi without staging", []string{"/var/lib/kubelet/pods/" + uidA + "/volumes/kubernetes.io~csi/pvc-1/mount"},
+			[]PodVolume{{PodUID: uidA, PV: "pvc-1"}}},
+		{"csi staged, two pods, one with a subPath", []string{
+			"/var/lib/kubelet/plugins/kubernetes.io/csi/file.csi.azure.com/" + hash + "/globalmount",
+			"/var/lib/kubelet/pods/" + uidB + "/volumes/kubernetes.io~csi/pv-data/mount",
+			"/var/lib/kubelet/pods/" + uidB + "/volume-subpaths/data/app/0",
+			"/var/lib/kubelet/pods/" + uidA + "/volumes/kubernetes.io~csi/pv-data/mount",
+		}, []PodVolume{
+			{PodUID: uidA, PV: "pv-data", Driver: "file.csi.azure.com"},
+			{PodUID: uidB, Volume: "data", PV: "pv-data", Driver: "file.csi.azure.com"},
+		}},
+		{"staged before 1.24: no driver in the path", []string{
+			"/var/lib/kubelet/plugins/kubernetes.io/csi/pv/pv-data/globalmount",
+			"/var/lib/kubelet/pods/" + uidA + "/volumes/kubernetes.io~csi/pv-data/mount",
+		}, []PodVolume{{PodUID: uidA, PV: "pv-data"}}},
+		{"static pod and another kubelet root", []string{
+			"/var/lib/k0s/kubelet/pods/" + static + "/volumes/kubernetes.io~nfs/logs",
+		}, []PodVolume{{PodUID: static, Volume: "logs", Driver: NFSDriver}}},
+		{"one pod, two PVs on one superblock: the smallest, at every scrape", []string{
+			"/var/lib/kubelet/pods/" + uidA + "/volumes/kubernetes.io~csi/pv-b/mount",
+			"/var/lib/kubelet/pods/" + uidA + "/volumes/kubernetes.io~csi/pv-a/mount",
+		}, []PodVolume{{PodUID: uidA, PV: "pv-a"}}},
+		{"not kubelet's", []string{
+			"/var/lib/kubelet/pods/not-a-uid/volumes/kubernetes.io~nfs/home",
+			"/var/lib/kubelet/pods/" + uidA + "/volumes/kubernetes.io~nfs/home/below",
+			"/var/lib/kubelet/pods/" + uidA + "/volumes/kubernetes.io~csi/pv-data",
+			"/var/lib/kubelet/pods/" + uidA + "/volumes/kubernetes.io~empty-dir/cache",
+			"/var/lib/kubelet/pods/" + "6F1B3A52-8C4D-4E0A-9B7E-2D5C1F0A3E71" + "/volumes/kubernetes.io~nfs/home",
+			"/srv/pods/" + uidA + "/volumes/kubernetes.io~nfs/home",
+			"/var/lib/kubelet/plugins/kubernetes.io/csi/file.csi.azure.com/" + hash,
+		}, []PodVolume{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if diff := cmp.Diff(tt.want, PodVolumes(tt.mps)); diff != "" {
+				t.Errorf("PodVolumes(%q) (-want +got):\n%s", tt.mps, diff)
+			}
+		})
+	}
+}
+
+// TestPodVolumesOnePerPod mounts one superblock into 50 pods, each through its volume and
+// two subPaths: 50 entries, one per pod.
+func TestPodVolumesOnePerPod(t *testing.T) {
+	t.Parallel()
+	var mps []string
+	for i := range 50 {
+		uid := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
+		mps = append(mps,
+			"/var/lib/kubelet/pods/"+uid+"/volumes/kubernetes.io~csi/pv-shared/mount",
+			"/var/lib/kubelet/pods/"+uid+"/volume-subpaths/shared/app/0",
+			"/var/lib/kubelet/pods/"+uid+"/volume-subpaths/shared/sidecar/1",
+		)
+	}
+	got := PodVolumes(mps)
+	if len(got) != 50 {
+		t.Fatalf("%d entries for 50 pods", len(got))
+	}
+	for i, p := range got {
+		want := PodVolume{PodUID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i), Volume: "shared", PV: "pv-shared"}
+		if p != want {
+			t.Errorf("entry %d = %+v, want %+v", i, p, want)
+		}
+	}
+}
