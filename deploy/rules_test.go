@@ -3,6 +3,7 @@ package deploy
 import (
 	"bufio"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -11,9 +12,13 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// goldenMetrics is the agent's /metrics output for a fixture tree (internal/agent's
-// TestMetricsGolden keeps it current).
-const goldenMetrics = "../internal/agent/testdata/metrics.golden"
+// goldenMetrics are the agent's /metrics outputs for a fixture tree, in the default tier
+// (what the chart deploys) and the full one (internal/agent's TestMetricsGolden keeps
+// them current). The rules must work with either.
+var goldenMetrics = []string{
+	"../internal/agent/testdata/metrics-default.golden",
+	"../internal/agent/testdata/metrics.golden",
+}
 
 // ruleFile is the shape of a Prometheus rule file, as far as these tests read it.
 type ruleFile struct {
@@ -101,7 +106,13 @@ func unknownNames(expr string, metrics map[string][]string, recorded []string) [
 // the agent's golden /metrics output, so the rules cannot outlive a renamed metric. A
 // dashboard's queries belong in the same check.
 func TestRulesUseExposedMetrics(t *testing.T) {
-	metrics := exposed(t, goldenMetrics)
+	for _, golden := range goldenMetrics {
+		t.Run(filepath.Base(golden), func(t *testing.T) { testRulesUseExposedMetrics(t, golden) })
+	}
+}
+
+func testRulesUseExposedMetrics(t *testing.T, golden string) {
+	metrics := exposed(t, golden)
 	var rf ruleFile
 	if err := yaml.Unmarshal(PrometheusRules, &rf); err != nil {
 		t.Fatal(err)
@@ -123,7 +134,7 @@ func TestRulesUseExposedMetrics(t *testing.T) {
 			}
 			n += len(selectorRE.FindAllString(r.Expr, -1))
 			if bad := unknownNames(r.Expr, metrics, recorded); len(bad) > 0 {
-				t.Errorf("%s/%s uses %v, not in %s", g.Name, name, bad, goldenMetrics)
+				t.Errorf("%s/%s uses %v, not in %s", g.Name, name, bad, golden)
 			}
 		}
 	}
