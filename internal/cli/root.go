@@ -1,10 +1,11 @@
 // Package cli holds nfstune's cobra commands, one file per verb: a flags struct, a
 // constructor, and a runE that checks the flags and arguments, calls the package that owns
 // the work (inventory, policy, audit, tune, metrics, render, bench, plan, agent) and writes
-// the result as JSON, YAML or a table. The owning package writes the tables of audit, plan,
-// stats (metrics) and bench; errors leave as an ExitError that carries the exit code.
+// the result as JSON, YAML or a table. The owning package writes the tables of audit, apply
+// (tune), plan, stats (metrics) and bench; errors leave as an ExitError that carries the
+// exit code.
 //
-// Still done here rather than in a library: apply's plan table, the copy of the binary and
+// Still done here rather than in a library: the copy of the binary and
 // policy to the host in k8s install-node, the agent's signal handling, HTTP server and
 // policy file watch, and the short text of options, revert and bench profiles.
 package cli
