@@ -61,17 +61,6 @@ first; "nfstune revert" puts them back. Exit code 1 means some changes failed.`,
 	return c
 }
 
-// tuneResolver adapts a policy to what tune needs.
-func tuneResolver(pol *policy.Policy) func(*inventory.Mount) tune.Desired {
-	return func(m *inventory.Mount) tune.Desired {
-		if m.Backend == "" {
-			m.Backend = inventory.DetectBackend(m.Server)
-		}
-		r := pol.Resolve(m)
-		return tune.Desired{Profile: r.Profile, Mode: r.Mode, Rule: r.Rule}
-	}
-}
-
 // udevCommand is what the udev rule runs: this binary's host path and the helper verb.
 func udevCommand(root hostfs.Root, flags *applyFlags) (string, error) {
 	prog := flags.udevProgram
@@ -134,7 +123,7 @@ func runApply(ctx context.Context, g *globals, streams IOStreams, flags *applyFl
 			return &ExitError{Code: ExitError2, Err: err}
 		}
 	}
-	want := tune.Want{Resolve: tuneResolver(pol), Sysctls: pol.Sysctls(inv), SysctlsMax: pol.SysctlsMax(inv)}
+	want := tune.Want{Resolve: tune.PolicyResolver(pol), Sysctls: pol.Sysctls(inv), SysctlsMax: pol.SysctlsMax(inv)}
 	plan, err := tune.NewPlan(root, inv, want, opts)
 	if err != nil {
 		return &ExitError{Code: ExitError2, Err: err}

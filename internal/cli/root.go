@@ -5,8 +5,8 @@
 // (tune), plan, stats (metrics) and bench; errors leave as an ExitError that carries the
 // exit code.
 //
-// Still done here rather than in a library: the copy of the binary and policy to the host
-// in k8s install-node, and the short text of options, revert and bench profiles.
+// Still done here rather than in a library: the short text of options, revert and bench
+// profiles.
 package cli
 
 import (
