@@ -49,7 +49,7 @@ the mounts cannot be read.`,
 	f.IntVar(&flags.pid, "pid", 0, "read the mounts of this process's mount namespace (0: this process)")
 	f.StringVar(&flags.failOn, "fail-on", audit.SeverityError, "exit 1 when a finding is at or above this severity: error, warning, info or none")
 	f.StringVarP(&flags.output, "output", "o", OutputTable, "output format: table, json or yaml")
-	f.DurationVar(&flags.stall, "stall-window", time.Second, "when requests are queued on a transport, look again after this long and report servers that did not answer (NFS093); 0 disables")
+	f.DurationVar(&flags.stall, "stall-window", inventory.DefaultStallWindow, "when requests are queued on a transport, look again after this long and report servers that did not answer (NFS093); 0 disables")
 	f.BoolVar(&flags.opStats, "op-stats", false, "also parse the per-operation rows of mountstats, to report servers that left requests unanswered (NFS091); slower with many mounts")
 	_ = c.RegisterFlagCompletionFunc("fail-on", cobra.FixedCompletions([]string{audit.SeverityError, audit.SeverityWarning, audit.SeverityInfo, failOnNone}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{OutputTable, OutputJSON, OutputYAML}, cobra.ShellCompDirectiveNoFileComp))
@@ -81,12 +81,28 @@ func runAudit(ctx context.Context, g *globals, streams IOStreams, flags *auditFl
 	if err != nil {
 		return &ExitError{Code: ExitError2, Err: fmt.Errorf("loading policy: %w", err)}
 	}
-	inv, err := inventory.Read(g.Root(), inventory.ReadOptions{PID: flags.pid, SkipOperations: !flags.opStats})
+	log := g.Logger(streams.ErrOut)
+	// The first sample of the stall window, before the inventory: the window runs while
+	// the rest is read.
+	var first inventory.TransportSample
+	start := time.Now()
+	if flags.stall > 0 {
+		first = inventory.SampleTransports(g.Root())
+		log.Debug("audit", "stage", "first transport sample", "elapsed", time.Since(start), "transports", len(first.Transports))
+	}
+	start = time.Now()
+	inv, err := inventory.Read(g.Root(), inventory.ReadOptions{PID: flags.pid, SkipOperations: !flags.opStats, Logger: log})
 	if err != nil {
 		return &ExitError{Code: ExitError2, Err: fmt.Errorf("reading mounts: %w", err)}
 	}
-	inventory.SampleStalls(ctx, g.Root(), inv, flags.stall)
+	log.Debug("audit", "stage", "inventory", "elapsed", time.Since(start), "mounts", len(inv.Mounts), "transports", len(inv.Transports))
+	start = time.Now()
+	inventory.SampleStalls(ctx, g.Root(), inv, first, flags.stall)
+	log.Debug("audit", "stage", "stall sample", "elapsed", time.Since(start), "stalled", len(inv.Stalled))
+	start = time.Now()
 	rep := audit.Run(inv, pol)
+	log.Debug("audit", "stage", "rules", "elapsed", time.Since(start), "findings", len(rep.Findings))
+	defer func(start time.Time) { log.Debug("audit", "stage", "output", "elapsed", time.Since(start)) }(time.Now())
 
 	if flags.output == OutputTable {
 		for _, w := range inv.Warnings {

@@ -274,3 +274,36 @@ func TestTablesEscapeHostText(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditDebugTimings: --log-level debug says how long each stage took, on stderr, so a
+// slow audit shows where its time went; stdout stays the report alone.
+func TestAuditDebugTimings(t *testing.T) {
+	t.Parallel()
+	out, errOut, code := runVerb(t, "--root", auditRoot, "--log-level", "debug", "--log-format", "json", "audit", "-o", "json", "--fail-on", "none")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !json.Valid([]byte(out)) {
+		t.Errorf("stdout is not the JSON report alone:\n%s", out)
+	}
+	stages := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(errOut), "\n") {
+		var rec struct {
+			Stage   string `json:"stage"`
+			Elapsed *int64 `json:"elapsed"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil || rec.Elapsed == nil {
+			t.Fatalf("not a timed log record: %q (%v)", line, err)
+		}
+		stages[rec.Stage] = true
+	}
+	for _, s := range []string{"first transport sample", "mountinfo", "mountstats", "udev rules and nfs.conf", "sunrpc transports", "inventory", "stall sample", "rules", "output"} {
+		if !stages[s] {
+			t.Errorf("no timing for stage %q; got %v", s, stages)
+		}
+	}
+	_, errOut, _ = runVerb(t, "--root", auditRoot, "audit", "-o", "json", "--fail-on", "none")
+	if errOut != "" {
+		t.Errorf("stderr at the default log level: %q, want nothing", errOut)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/moby/sys/mountinfo"
 	"github.com/prometheus/procfs"
@@ -33,6 +35,9 @@ type ReadOptions struct {
 	// NFSv4 mount, are cut from mountstats before parsing. Audit needs only the transports
 	// and ages; metrics need the operations.
 	SkipOperations bool
+	// Logger, when set, gets at debug level how long each source took to read: where to
+	// look when a read is slow.
+	Logger *slog.Logger
 }
 
 // Read builds the inventory of NFS mounts under root. Only kernel pseudo-files under
@@ -58,6 +63,7 @@ func Read(root hostfs.Root, opts ReadOptions) (*Inventory, error) {
 	}
 	inv := &Inventory{Sysctls: map[string]string{}}
 	warn := func(w ...string) { inv.Warnings = append(inv.Warnings, w...) }
+	done := stageTimer(opts.Logger)
 
 	infoPath := root.Proc(procDir, "mountinfo")
 	b, err := hostfs.ReadSmall(infoPath)
@@ -67,6 +73,7 @@ func Read(root hostfs.Root, opts ReadOptions) (*Inventory, error) {
 	infos, w := parseMountInfo(b, nfsOnly)
 	warn(w...)
 	mounts := mountsFromInfo(infos)
+	done("mountinfo")
 
 	var nfsfsDir []string
 	if opts.PID > 0 {
@@ -87,6 +94,7 @@ func Read(root hostfs.Root, opts ReadOptions) (*Inventory, error) {
 		} else {
 			warn(fmt.Sprintf("reading nfsfs volumes: %v", err))
 		}
+		done("nfsfs")
 	}
 
 	var stats map[string]mountStatsEntry
@@ -95,22 +103,42 @@ func Read(root hostfs.Root, opts ReadOptions) (*Inventory, error) {
 		entries, w = readMountStats(root, opts, procDir)
 		warn(w...)
 		stats = statsByDevice(infos, entries)
+		done("mountstats")
 	}
 	req := readRequested(root)
 	warn(req.warnings...)
+	done("fstab and nfsmount.conf")
 
 	inv.Mounts = completeMounts(root, mounts, stats, inv.NFSVolumes, req, warn)
 	inv.Groups = buildGroups(inv.Mounts)
+	done("bdi read-ahead")
 	inv.KernelRelease, w = readKernelRelease(root)
 	warn(w...)
 	inv.Sysctls = readSysctls(root)
+	done("kernel version and sysctls")
 	inv.ReadAhead, w = readReadAheadConfig(root)
 	warn(w...)
+	done("udev rules and nfs.conf")
 	if len(mounts) > 0 {
 		inv.Transports, w = readTransports(root)
 		warn(w...)
+		done("sunrpc transports")
 	}
 	return inv, nil
+}
+
+// stageTimer returns a function that logs, at debug level, the time since the previous
+// call (or since stageTimer) under the stage's name.
+func stageTimer(log *slog.Logger) func(stage string) {
+	if log == nil {
+		return func(string) {}
+	}
+	last := time.Now()
+	return func(stage string) {
+		now := time.Now()
+		log.Debug("inventory read", "stage", stage, "elapsed", now.Sub(last))
+		last = now
+	}
 }
 
 // nfsOnly keeps the nfs and nfs4 entries of mountinfo.

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,6 +33,10 @@ type Transport struct {
 	Sending *int `json:"sending,omitempty"`
 	// LastUsed is xprt_info's last_used, in jiffies.
 	LastUsed *uint64 `json:"last_used,omitempty"`
+	// SwitchQueueLen is queue_len of the switch's xprt_switch_info: the RPC tasks bound to
+	// any transport of the switch, counted whether or not one is connected; nil when
+	// unreadable.
+	SwitchQueueLen *int `json:"switch_queue_len,omitempty"`
 }
 
 // Has reports whether the transport's state includes flag (e.g. "CONNECTED").
@@ -77,12 +80,16 @@ func readTransports(root hostfs.Root) ([]Transport, []string) {
 			warnings = append(warnings, fmt.Sprintf("reading sunrpc %s: %v", sw.Name(), err))
 			continue
 		}
+		var queued *int
+		if b, err := hostfs.ReadSmall(root.Sys("kernel", "sunrpc", "xprt-switches", sw.Name(), "xprt_switch_info")); err == nil {
+			queued = parseSwitchQueueLen(b)
+		}
 		for _, x := range xprts {
 			if !strings.HasPrefix(x.Name(), "xprt-") {
 				continue
 			}
 			dir := root.Sys("kernel", "sunrpc", "xprt-switches", sw.Name(), x.Name())
-			t := Transport{Name: sw.Name() + "/" + x.Name()}
+			t := Transport{Name: sw.Name() + "/" + x.Name(), SwitchQueueLen: queued}
 			if s, err := hostfs.ReadString(dir + "/dstaddr"); err == nil {
 				t.DstAddr = s
 			}
@@ -135,6 +142,19 @@ func parseXprtInfo(b []byte, t *Transport) {
 	}
 }
 
+// parseSwitchQueueLen returns queue_len from xprt_switch_info ("num_xprts=4\nnum_active=4\n
+// num_unique_destaddr=1\nqueue_len=2\n"), nil when it is missing or malformed.
+func parseSwitchQueueLen(b []byte) *int {
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "queue_len="); ok {
+			if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+				return &n
+			}
+		}
+	}
+	return nil
+}
+
 // StalledServer is a server address whose transports hold requests that got no reply and
 // saw no activity over a sampling window: the server is not answering.
 type StalledServer struct {
@@ -150,26 +170,63 @@ type StalledServer struct {
 // ReadTransports reads the sunrpc transports under root (see Transport).
 func ReadTransports(root hostfs.Root) ([]Transport, []string) { return readTransports(root) }
 
-// suspect reports whether a transport may be stuck: requests are queued on it, or it is
-// trying to connect without being connected (the kernel connects only when a request
-// needs it).
-func suspect(t Transport) bool {
-	return t.Waiting() > 0 || (t.Has("CONNECTING") && !t.Has("CONNECTED"))
+// switchOf is the switch part of a transport name ("switch-3" of "switch-3/xprt-4-tcp").
+func switchOf(name string) string {
+	sw, _, _ := strings.Cut(name, "/")
+	return sw
+}
+
+// suspects returns the transports that may be stuck, by name: requests are queued on a
+// connected one; or one is trying to connect without being connected (the kernel connects
+// only when a request needs it); or none of its switch's transports is connected while
+// RPC tasks wait on the switch. The last is how a server that refuses connections looks:
+// between the attempts the transport is neither connected nor connecting and xprt_info
+// reads "<closed>", but the switch's queue_len still counts the waiting tasks. A switch
+// with a connected transport is left to that transport's own queues, so an idle
+// connection closed next to busy ones is not taken for a stall.
+func suspects(ts []Transport) map[string]bool {
+	connected := connectedSwitches(ts)
+	out := map[string]bool{}
+	for _, t := range ts {
+		switch {
+		case t.Waiting() > 0,
+			t.Has("CONNECTING") && !t.Has("CONNECTED"),
+			!connected[switchOf(t.Name)] && t.SwitchQueueLen != nil && *t.SwitchQueueLen > 0:
+			out[t.Name] = true
+		}
+	}
+	return out
+}
+
+// connectedSwitches returns the switches with a connected transport.
+func connectedSwitches(ts []Transport) map[string]bool {
+	out := map[string]bool{}
+	for _, t := range ts {
+		if t.Has("CONNECTED") {
+			out[switchOf(t.Name)] = true
+		}
+	}
+	return out
 }
 
 // Stalls compares two samples of the transports taken window apart and returns, per
 // server address, those that were suspect in both with no activity in between (last_used
-// unchanged): requests sat unanswered for at least the window. A healthy server answers
-// in milliseconds and every reply moves last_used, so this does not fire on a busy mount.
+// unchanged, when xprt_info shows it): requests sat unanswered for at least the window.
+// A healthy server answers in milliseconds and every reply moves last_used, so this does
+// not fire on a busy mount. Waiting counts the requests queued on the stalled transports
+// and, for a switch with none connected, the tasks its queue_len holds.
 func Stalls(before, after []Transport, window time.Duration) []StalledServer {
 	prev := make(map[string]Transport, len(before))
 	for _, t := range before {
 		prev[t.Name] = t
 	}
+	wasSuspect, isSuspect := suspects(before), suspects(after)
+	connected := connectedSwitches(after)
 	byAddr := map[string]*StalledServer{}
+	switchCounted := map[string]bool{}
 	for _, t := range after {
 		p, ok := prev[t.Name]
-		if !ok || !suspect(p) || !suspect(t) || t.DstAddr == "" {
+		if !ok || !wasSuspect[t.Name] || !isSuspect[t.Name] || t.DstAddr == "" {
 			continue
 		}
 		if p.LastUsed != nil && t.LastUsed != nil && *p.LastUsed != *t.LastUsed {
@@ -182,6 +239,10 @@ func Stalls(before, after []Transport, window time.Duration) []StalledServer {
 		}
 		s.Transports = append(s.Transports, t.Name)
 		s.Waiting += t.Waiting()
+		if sw := switchOf(t.Name); !connected[sw] && t.SwitchQueueLen != nil && !switchCounted[sw] {
+			switchCounted[sw] = true
+			s.Waiting += *t.SwitchQueueLen
+		}
 	}
 	out := make([]StalledServer, 0, len(byAddr))
 	for _, s := range byAddr {
@@ -191,21 +252,46 @@ func Stalls(before, after []Transport, window time.Duration) []StalledServer {
 	return out
 }
 
-// SampleStalls fills inv.Stalled: when a transport in inv.Transports looks stuck, it waits
-// window (or until ctx ends), reads the transports again and keeps what stayed stuck. A
-// host with no queued requests pays nothing. Only sysfs is read.
-func SampleStalls(ctx context.Context, root hostfs.Root, inv *Inventory, window time.Duration) {
-	if window <= 0 || !slices.ContainsFunc(inv.Transports, suspect) {
+// DefaultStallWindow is how long SampleStalls watches queued requests for progress by
+// default (nfstune audit --stall-window): about a hundred round trips across regions. A
+// server whose transports made no progress at all over it is reported as not answering
+// (NFS093).
+const DefaultStallWindow = time.Second
+
+// TransportSample is the sunrpc transports as read at one moment.
+type TransportSample struct {
+	Transports []Transport
+	At         time.Time
+}
+
+// SampleTransports reads the transports now (see Transport): the first sample of a stall
+// window. Taken before Read, it lets the window run while Read reads the other sources.
+// What cannot be read is left out without a warning: Read reads the same files and
+// reports it.
+func SampleTransports(root hostfs.Root) TransportSample {
+	ts, _ := readTransports(root)
+	return TransportSample{Transports: ts, At: time.Now()}
+}
+
+// SampleStalls fills inv.Stalled: when a transport in first looks stuck, it waits until
+// window has passed since first was taken (or until ctx ends), reads the transports again
+// and keeps what stayed stuck. Time spent since first, reading the inventory, counts
+// towards the window, so an audit takes about the window, not the window on top of the
+// read. A host with no queued requests pays nothing. Only sysfs is read.
+func SampleStalls(ctx context.Context, root hostfs.Root, inv *Inventory, first TransportSample, window time.Duration) {
+	if window <= 0 || len(suspects(first.Transports)) == 0 {
 		return
 	}
-	t := time.NewTimer(window)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return
-	case <-t.C:
+	if wait := time.Until(first.At.Add(window)); wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
 	}
 	after, w := readTransports(root)
 	inv.Warnings = append(inv.Warnings, w...)
-	inv.Stalled = Stalls(inv.Transports, after, window)
+	inv.Stalled = Stalls(first.Transports, after, window)
 }

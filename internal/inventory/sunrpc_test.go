@@ -1,7 +1,9 @@
 package inventory
 
 import (
+	"context"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -61,6 +63,27 @@ func TestReadTransportsRecorded(t *testing.T) {
 	if len(got) < 8 || connecting == 0 || closed == 0 {
 		t.Errorf("read %d transports, %d connecting, %d without xprt_info; want >= 8, > 0, > 0: %+v", len(got), connecting, closed, got)
 	}
+	// switch-3 (nconnect=4, the blocked reader's client) holds 2 tasks, switch-1 none.
+	for name, want := range map[string]int{"switch-3/xprt-3-tcp": 2, "switch-3/xprt-6-tcp": 2, "switch-1/xprt-2-tcp": 0} {
+		i := slices.IndexFunc(got, func(tr Transport) bool { return tr.Name == name })
+		if i < 0 || got[i].SwitchQueueLen == nil || *got[i].SwitchQueueLen != want {
+			t.Errorf("%s: switch queue_len not %d: %+v", name, want, got)
+		}
+	}
+}
+
+func TestParseSwitchQueueLen(t *testing.T) {
+	for in, want := range map[string]*int{
+		"num_xprts=4\nnum_active=4\nnum_unique_destaddr=1\nqueue_len=2\n": intp(2),
+		"num_xprts=1\nnum_active=1\nqueue_len=0\n":                        intp(0),
+		"num_xprts=1\n":    nil,
+		"queue_len=-1\n":   nil,
+		"queue_len=many\n": nil,
+	} {
+		if diff := cmp.Diff(want, parseSwitchQueueLen([]byte(in))); diff != "" {
+			t.Errorf("parseSwitchQueueLen(%q) (-want +got):\n%s", in, diff)
+		}
+	}
 }
 
 func TestStalls(t *testing.T) {
@@ -92,6 +115,80 @@ func TestStalls(t *testing.T) {
 	}
 	if got := Stalls(nil, after, time.Second); len(got) != 0 {
 		t.Errorf("with no first sample: %+v, want none", got)
+	}
+}
+
+// TestStallsRefused is a server that refuses connections (nfsd stopped): between connect
+// attempts the transports are neither connected nor connecting and xprt_info is closed;
+// only the switch's queue_len shows the tasks waiting.
+func TestStallsRefused(t *testing.T) {
+	closed := func(name, addr string, queued int, state ...string) Transport {
+		return Transport{Name: name, DstAddr: addr, State: state, SwitchQueueLen: intp(queued)}
+	}
+	conn := func(name, addr string, queued, pending int, last uint64) Transport {
+		return Transport{Name: name, DstAddr: addr, State: []string{"CONNECTED", "BOUND"}, SwitchQueueLen: intp(queued),
+			Pending: intp(pending), Backlog: intp(0), Sending: intp(0), LastUsed: u64p(last)}
+	}
+	before := []Transport{
+		closed("switch-3/xprt-3-tcp", "10.0.0.1", 2, "BOUND"), // refused: the whole switch closed, 2 tasks
+		closed("switch-3/xprt-4-tcp", "10.0.0.1", 2, "BOUND"),
+		closed("switch-4/xprt-7-tcp", "10.0.0.2", 0, "BOUND"),   // idle, closed: nothing waits
+		conn("switch-5/xprt-8-tcp", "10.0.0.3", 1, 1, 100),      // busy and answered
+		closed("switch-5/xprt-9-tcp", "10.0.0.3", 1, "BOUND"),   // closed next to a connected one
+		closed("switch-6/xprt-10-tcp", "10.0.0.4", 1, "CLOSED"), // connects before the second look
+		closed("switch-7/xprt-11-tcp", "10.0.0.5", 0, "BOUND"),  // a task arrives later
+		conn("switch-8/xprt-12-tcp", "10.0.0.6", 3, 1, 100),     // stuck, connected: its own queue
+		closed("switch-8/xprt-13-tcp", "10.0.0.6", 3, "CONNECTING", "BOUND"),
+	}
+	after := []Transport{
+		closed("switch-3/xprt-3-tcp", "10.0.0.1", 2, "BOUND"),
+		closed("switch-3/xprt-4-tcp", "10.0.0.1", 2, "CONNECTING", "BOUND"),
+		closed("switch-4/xprt-7-tcp", "10.0.0.2", 0, "BOUND"),
+		conn("switch-5/xprt-8-tcp", "10.0.0.3", 1, 1, 180),
+		closed("switch-5/xprt-9-tcp", "10.0.0.3", 1, "BOUND"),
+		conn("switch-6/xprt-10-tcp", "10.0.0.4", 1, 0, 150),
+		closed("switch-7/xprt-11-tcp", "10.0.0.5", 1, "BOUND"),
+		conn("switch-8/xprt-12-tcp", "10.0.0.6", 3, 1, 100),
+		closed("switch-8/xprt-13-tcp", "10.0.0.6", 3, "CONNECTING", "BOUND"),
+	}
+	got := Stalls(before, after, time.Second)
+	want := []StalledServer{
+		{Addr: "10.0.0.1", Transports: []string{"switch-3/xprt-3-tcp", "switch-3/xprt-4-tcp"}, Waiting: 2, Window: time.Second},
+		// A switch with a connected transport counts that transport's queue, not queue_len.
+		{Addr: "10.0.0.6", Transports: []string{"switch-8/xprt-12-tcp", "switch-8/xprt-13-tcp"}, Waiting: 1, Window: time.Second},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestSampleStallsWindow: the window runs from the first sample, so time spent reading the
+// inventory after it is not waited again, and a fresh sample waits the whole window.
+func TestSampleStallsWindow(t *testing.T) {
+	// Recorded with a reader blocked on a dead server: the same files read twice look stuck.
+	root := hostfs.Root(filepath.Join("testdata", "lab-6.1.0-50-amd64-server-gone"))
+	const window = 300 * time.Millisecond
+	for _, tt := range []struct {
+		name             string
+		age              time.Duration // of the first sample
+		minWait, maxWait time.Duration
+	}{
+		{name: "window already over", age: 2 * window, maxWait: window / 2},
+		{name: "fresh first sample", age: 0, minWait: window, maxWait: 10 * window},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			first := SampleTransports(root)
+			first.At = first.At.Add(-tt.age)
+			inv := &Inventory{}
+			start := time.Now()
+			SampleStalls(context.Background(), root, inv, first, window)
+			if took := time.Since(start); took < tt.minWait || took > tt.maxWait {
+				t.Errorf("SampleStalls took %s, want %s to %s", took, tt.minWait, tt.maxWait)
+			}
+			if len(inv.Stalled) != 1 || inv.Stalled[0].Addr != "127.0.0.1" || inv.Stalled[0].Window != window {
+				t.Errorf("stalled = %+v, want 127.0.0.1 over %s", inv.Stalled, window)
+			}
+		})
 	}
 }
 

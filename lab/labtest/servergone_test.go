@@ -10,12 +10,27 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nfstune/nfstune/internal/inventory"
 )
 
-// TestAuditWithServerGone: a hard mount whose server stops answering, with a reader
-// blocked on it, must not block the audit: it returns within 2 s and lists the mount.
+// TestAuditWithServerGone: a hard mount whose server is gone, with a reader blocked on it,
+// must not slow the audit, whichever way the server went: packets dropped (the reader's
+// request sits on a connected transport) or nfsd stopped (connections are refused, and the
+// transport is closed between attempts). Each audit lists the mount and names its server
+// as not answering (NFS093), and they return within the stall window and 1 s (more only as
+// far as the same audit with the server up was slower than the window).
 func TestAuditWithServerGone(t *testing.T) {
 	RequireGuest(t)
+	for _, how := range []string{GoneLoss, GoneStop} {
+		t.Run(how, func(t *testing.T) { testAuditWithServerGone(t, how) })
+	}
+}
+
+// auditRunsServerGone is how many audits each case times, with the server up and gone.
+const auditRunsServerGone = 3
+
+func testAuditWithServerGone(t *testing.T, how string) {
 	// nosharecache: a superblock of its own, not the scenario's /mnt/lab/v41.
 	m := Mount(t, MountSpec{Export: ExportTmp, Version: "4.1", Options: "hard,nosharecache"})
 	if err := os.WriteFile(m.Dir+"/data", make([]byte, 4<<20), 0o644); err != nil {
@@ -26,8 +41,13 @@ func TestAuditWithServerGone(t *testing.T) {
 		t.Fatalf("dropping cached pages: %v: %s", err, out)
 	}
 	// The audit's own cost under emulation, with the server answering.
-	_, base := audit(t)
-	ServerGone(t, GoneLoss)
+	var up []time.Duration
+	for range auditRunsServerGone {
+		_, r := audit(t)
+		up = append(up, r.Elapsed)
+	}
+	base := median(up)
+	ServerGone(t, how)
 	reader := exec.Command("cat", m.Dir+"/data")
 	if err := reader.Start(); err != nil {
 		t.Fatalf("starting the reader: %v", err)
@@ -49,25 +69,47 @@ func TestAuditWithServerGone(t *testing.T) {
 		t.Fatalf("the reader of %s finished with the server gone (state %q): nothing was blocked", m.Dir, st)
 	}
 
-	// 2 s more than the same audit took with the server up: under emulation the audit's
-	// own CPU time varies with the host's load; a read that waits on the server never ends.
-	rep, r := audit(t)
-	if limit := base.Elapsed + 2*time.Second; r.Elapsed > limit {
-		t.Errorf("audit took %s with the server gone (%s with it up), want at most %s", r.Elapsed, base.Elapsed, limit)
+	// The stall window is the audit's one wait, and it runs while the inventory is read;
+	// the second covers starting the binary and writing the report. On an idle machine the
+	// audit with the server up takes well under the window and the limit is the window
+	// plus 1 s; when other guests load the host, that audit shows how slow the emulation
+	// is now, and the dead server may still add no more than the second to it. Medians of
+	// three runs each: one run can stall on the guest's 9p root while the host is busy. A
+	// read that waits on the server never ends.
+	limit := max(inventory.DefaultStallWindow, base) + time.Second
+	var gone []time.Duration
+	var stages []string
+	for i := range auditRunsServerGone {
+		rep, r := audit(t, "--log-level", "debug")
+		t.Logf("server gone (%s), audit %d: %s", how, i+1, r.Elapsed)
+		gone = append(gone, r.Elapsed)
+		stages = append(stages, string(r.Stderr))
+		found := false
+		for _, mm := range rep.Mounts {
+			found = found || mm.Device == m.Device
+		}
+		if !found {
+			t.Errorf("the hung mount %s (%s) is missing from the audit", m.Dir, m.Device)
+		}
+		// NFS093, from the sunrpc transports in sysfs that hold its requests with no
+		// progress over the stall window.
+		ids := findingsFor(rep, m.Device)
+		if !slices.ContainsFunc(ids, func(s string) bool { return strings.HasPrefix(s, "NFS093:") }) {
+			t.Errorf("the audit does not name the hung mount %s (%s) as unresponsive (NFS093) with the server gone (%s); its findings: %q\nits stages:\n%s",
+				m.Dir, m.Device, how, ids, r.Stderr)
+		}
 	}
-	found := false
-	for _, mm := range rep.Mounts {
-		found = found || mm.Device == m.Device
+	if got := median(gone); got > limit {
+		t.Errorf("audit took %s (median of %v) with the server gone (%s), want at most %s (%s, median of %v, with the server up); the stages of each run:\n%s",
+			got, gone, how, limit, base, up, strings.Join(stages, "\n"))
 	}
-	if !found {
-		t.Errorf("the hung mount %s (%s) is missing from the audit", m.Dir, m.Device)
-	}
-	// The audit must name the hung mount: NFS093, from the sunrpc transports in sysfs that
-	// hold its requests with no progress over the audit's sampling window.
-	ids := findingsFor(rep, m.Device)
-	if !slices.ContainsFunc(ids, func(s string) bool { return strings.HasPrefix(s, "NFS093:") }) {
-		t.Errorf("the audit does not name the hung mount %s (%s) as unresponsive (NFS093); its findings: %q", m.Dir, m.Device, ids)
-	}
+}
+
+// median is the middle of ds (the upper middle for an even count).
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 // procState is the state letter of /proc/<pid>/stat ("D", "S", "Z"...), "" if it is gone.
