@@ -5,8 +5,10 @@
 // (tune), plan, stats (metrics) and bench; errors leave as an ExitError that carries the
 // exit code.
 //
-// Still done here rather than in a library: the short text of options, revert and bench
-// profiles.
+// Still done here rather than in a library: the short text of options (its fstab and
+// nfsmount.conf lines), revert and bench profiles; the udev rule's command line built from
+// apply's flags; bench report's throughput limit from --nic-speed, --limit or plan's model
+// of a service; and the CSI driver k8s volume picks for a backend.
 package cli
 
 import (
