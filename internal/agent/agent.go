@@ -2,6 +2,8 @@
 // poll(2) on /proc/<pid>/mountinfo and resyncs periodically, gives every new NFS superblock
 // (NFSv4 submounts included) its profile's read-ahead, restores values that drift below the
 // profile, forgets mounts that vanish, and serves Prometheus metrics, /healthz and /readyz.
+// Run is all of that as `nfstune agent` runs it, with the policy reloaded on SIGHUP or
+// when its file changes.
 //
 // Everything it reads comes from /proc and /sys under a hostfs.Root; it never opens, stats
 // or statfs's a path below an NFS mount point, so a dead server cannot stall it. It never

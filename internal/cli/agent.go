@@ -3,21 +3,12 @@ package cli
 import (
 	"context"
 	"fmt"
-	"net"
-	"os"
-	"os/signal"
-	"runtime/debug"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/nfstune/nfstune/internal/agent"
-	"github.com/nfstune/nfstune/internal/audit"
-	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/metrics"
-	"github.com/nfstune/nfstune/internal/policy"
 )
 
 type agentFlags struct {
@@ -61,143 +52,25 @@ so does a change of the file. SIGTERM stops it cleanly.`,
 }
 
 func runAgent(ctx context.Context, g *globals, streams IOStreams, flags *agentFlags) error {
-	logger := g.Logger(streams.ErrOut)
-	root := g.Root()
-	if flags.PID < 0 {
-		return &ExitError{Code: ExitError2, Err: fmt.Errorf("invalid --pid %d", flags.PID)}
-	}
 	tier, err := metrics.ParseTier(flags.Metrics)
 	if err != nil {
 		return &ExitError{Code: ExitError2, Err: fmt.Errorf("invalid --metrics: %w", err)}
 	}
-	if flags.MemLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(flags.MemLimit)
-	}
-	cfgWatch := &fileWatch{path: flags.Config}
-	a, err := agent.New(agent.Config{
-		Root:   root,
-		PID:    flags.PID,
-		Resync: flags.Resync,
-		Read: func(context.Context) (*inventory.Inventory, error) {
-			return inventory.Read(root, inventory.ReadOptions{PID: flags.PID})
-		},
-		ReconcileRead: func(context.Context) (*inventory.Inventory, error) {
-			return agent.ReadMountTable(root, flags.PID)
-		},
-		Load: func() (*agent.Policy, error) {
-			cfgWatch.changed() // remember the version being loaded
-			return loadAgentPolicy(flags.Config, flags.Observe)
-		},
-		PolicyChanged: cfgWatch.changed,
-		Exact:         flags.Exact,
-		ReleaseMemory: flags.MemLimit > 0,
-		Logger:        logger,
+	err = agent.Run(ctx, agent.Options{
+		Root:        g.Root(),
+		PID:         flags.PID,
+		Resync:      flags.Resync,
+		Exact:       flags.Exact,
+		Listen:      flags.Listen,
+		PolicyFile:  flags.Config,
+		Observe:     flags.Observe,
+		Tier:        tier,
+		MaxSeries:   flags.MaxSeries,
+		MemoryLimit: flags.MemLimit,
+		Logger:      g.Logger(streams.ErrOut),
 	})
 	if err != nil {
-		return err
+		return &ExitError{Code: ExitError2, Err: err}
 	}
-	h, err := a.Handler(agent.HandlerOptions{Tier: tier, MaxSeries: flags.MaxSeries, ReleaseMemory: flags.MemLimit > 0})
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", flags.Listen)
-	if err != nil {
-		return &ExitError{Code: ExitError2, Err: fmt.Errorf("listening on %s: %w", flags.Listen, err)}
-	}
-
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	reload := make(chan struct{}, 1)
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
-				select {
-				case reload <- struct{}{}:
-				default:
-				}
-			}
-		}
-	}()
-
-	var wg sync.WaitGroup
-	var serveErr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if serveErr = agent.Serve(ctx, ln, h, logger); serveErr != nil {
-			cancel()
-		}
-	}()
-	runErr := a.Run(ctx, reload)
-	cancel()
-	wg.Wait()
-	if runErr != nil {
-		return &ExitError{Code: ExitError2, Err: runErr}
-	}
-	if serveErr != nil {
-		return &ExitError{Code: ExitError2, Err: serveErr}
-	}
-	logger.Info("agent stopped")
 	return nil
-}
-
-// loadAgentPolicy loads the policy file (or the built-in profiles) and adapts it for the
-// agent; observe forces observe mode on every mount.
-func loadAgentPolicy(path string, observe bool) (*agent.Policy, error) {
-	pol, err := policy.Load(path)
-	if err != nil {
-		return nil, err
-	}
-	return &agent.Policy{
-		Resolve: func(m *inventory.Mount) agent.Desired {
-			r := pol.Resolve(m)
-			d := agent.Desired{ReadAheadKB: r.ReadAheadKB, Mode: r.Mode, ReadAheadRSizes: r.ReadAheadRSizes, ReadAheadExact: r.ReadAheadExact}
-			if observe {
-				d.Mode = policy.ModeObserve
-			}
-			return d
-		},
-		Audit: func(inv *inventory.Inventory) []metrics.Finding {
-			rep := audit.Run(inv, pol)
-			out := make([]metrics.Finding, 0, len(rep.Findings))
-			for _, f := range rep.Findings {
-				out = append(out, metrics.Finding{Device: f.Device, Rule: f.ID, Severity: f.Severity})
-			}
-			return out
-		},
-		Limits: func(inv *inventory.Inventory) []metrics.ServiceLimit {
-			return agent.ServiceLimits(inv, pol.Resolve)
-		},
-	}, nil
-}
-
-// fileWatch tells whether a file's size or modification time changed since the last call.
-// The policy file lives on local disk (or a ConfigMap volume), never on NFS.
-type fileWatch struct {
-	path string
-	mu   sync.Mutex
-	last string
-}
-
-func (w *fileWatch) changed() bool {
-	if w.path == "" {
-		return false
-	}
-	var sig string
-	if st, err := os.Stat(w.path); err == nil {
-		sig = fmt.Sprint(st.Size(), st.ModTime().UnixNano())
-	} else {
-		sig = "error: " + err.Error()
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	ch := sig != w.last
-	w.last = sig
-	return ch
 }

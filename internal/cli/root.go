@@ -1,12 +1,14 @@
 // Package cli holds nfstune's cobra commands, one file per verb: a flags struct, a
 // constructor, and a runE that checks the flags and arguments, calls the package that owns
 // the work (inventory, policy, audit, tune, metrics, render, bench, plan, agent) and writes
-// the result as JSON, YAML or a table. The owning package writes the tables of audit, plan,
-// stats (metrics) and bench; errors leave as an ExitError that carries the exit code.
+// the result as JSON, YAML or a table. The owning package writes the tables of audit, apply
+// (tune), plan, stats (metrics) and bench; errors leave as an ExitError that carries the
+// exit code.
 //
-// Still done here rather than in a library: apply's plan table, the copy of the binary and
-// policy to the host in k8s install-node, the agent's signal handling, HTTP server and
-// policy file watch, and the short text of options, revert and bench profiles.
+// Still done here rather than in a library: the short text of options (its fstab and
+// nfsmount.conf lines), revert and bench profiles; the udev rule's command line built from
+// apply's flags; bench report's throughput limit from --nic-speed, --limit or plan's model
+// of a service; and the CSI driver k8s volume picks for a backend.
 package cli
 
 import (

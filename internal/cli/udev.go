@@ -31,7 +31,7 @@ func newUdevCommand(g *globals, streams IOStreams) *cobra.Command {
 			if err != nil {
 				return &ExitError{Code: ExitError2, Err: fmt.Errorf("loading policy: %w", err)}
 			}
-			kb, m, err := tune.UdevReadAhead(c.Context(), g.Root(), args[0], tuneResolver(pol), tune.UdevOptions{Wait: flags.wait, Exact: flags.exact})
+			kb, m, err := tune.UdevReadAhead(c.Context(), g.Root(), args[0], tune.PolicyResolver(pol), tune.UdevOptions{Wait: flags.wait, Exact: flags.exact})
 			if errors.Is(err, tune.ErrNoReadAhead) {
 				// udev logs the helper's stderr at debug level.
 				return &ExitError{Code: ExitIssues, Err: err}

@@ -3,10 +3,14 @@ package inventory
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path"
 	"strings"
+
+	"github.com/nfstune/nfstune/internal/hostfs"
 )
 
 // FstabEntry is one NFS line of /etc/fstab (fstab(5)).
@@ -285,4 +289,71 @@ func readNFSConfFile(read nfsConfFile, file string, depth int) ([]INISection, []
 		}
 	}
 	return out, warnings
+}
+
+// requested is what /etc/fstab and /etc/nfsmount.conf ask for.
+type requested struct {
+	fstab    map[string]FstabEntry // by mount point
+	conf     NFSMountConf
+	confFile string
+	warnings []string
+}
+
+func readRequested(root hostfs.Root) requested {
+	r := requested{fstab: map[string]FstabEntry{}, confFile: "/etc/nfsmount.conf"}
+	if b, err := hostfs.ReadSmall(root.Etc("fstab")); err == nil {
+		entries, w := ParseFstab(bytes.NewReader(b))
+		r.warnings = append(r.warnings, w...)
+		for _, e := range entries {
+			if _, dup := r.fstab[e.MountPoint]; !dup {
+				r.fstab[e.MountPoint] = e
+			}
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		r.warnings = append(r.warnings, fmt.Sprintf("reading fstab: %v", err))
+	}
+	if b, err := hostfs.ReadSmall(root.Etc("nfsmount.conf")); err == nil {
+		var w []string
+		r.conf, w = ParseNFSMountConf(bytes.NewReader(b), r.confFile)
+		r.warnings = append(r.warnings, w...)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		r.warnings = append(r.warnings, fmt.Sprintf("reading nfsmount.conf: %v", err))
+	}
+	return r
+}
+
+// forMount merges what the configuration asks for one mount, lowest precedence first, as
+// mount.nfs applies it: nfsmount.conf global options, the [Server] section, the
+// [MountPoint] section, then the fstab line. Nil when nothing applies.
+func (r requested) forMount(server string, mountPoints []string) *Requested {
+	opts := map[string]string{}
+	var sources []string
+	add := func(m map[string]string, src string) {
+		for k, v := range m {
+			opts[k] = v
+		}
+		sources = append(sources, src)
+	}
+	if g := r.conf.Global; g != nil {
+		add(mountOptions(g), fmt.Sprintf("%s:%d", r.confFile, g.Line))
+	}
+	if s := r.conf.Servers[server]; s != nil {
+		add(mountOptions(s), fmt.Sprintf("%s:%d", r.confFile, s.Line))
+	}
+	for _, mp := range mountPoints {
+		if s := r.conf.MountPoints[mp]; s != nil {
+			add(mountOptions(s), fmt.Sprintf("%s:%d", r.confFile, s.Line))
+			break
+		}
+	}
+	for _, mp := range mountPoints {
+		if e, ok := r.fstab[mp]; ok {
+			add(e.Options, fmt.Sprintf("/etc/fstab:%d", e.Line))
+			break
+		}
+	}
+	if len(sources) == 0 {
+		return nil
+	}
+	return &Requested{Source: strings.Join(sources, ", "), Options: opts}
 }

@@ -3,13 +3,17 @@ package inventory
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/moby/sys/mountinfo"
 	"github.com/prometheus/procfs"
+
+	"github.com/nfstune/nfstune/internal/hostfs"
 )
 
 // mountStatsEntry is one "device ..." entry of /proc/<pid>/mountstats.
@@ -362,4 +366,106 @@ func readStripped(r io.Reader, limit int64) ([]byte, error) {
 			return nil, err
 		}
 	}
+}
+
+// readMountStats returns the NFS entries of mountstats in the kernel's order, nil when the
+// file is unreadable. The fast path hands the kernel file straight to procfs; if procfs
+// rejects it (or /proc/self is not a link, as in a copied tree), the bytes go through the
+// tolerant per-entry parser.
+func readMountStats(root hostfs.Root, opts ReadOptions, procDir string) ([]mountStatsEntry, []string) {
+	var entries []mountStatsEntry
+	var warnings []string
+	var mounts []*procfs.Mount
+	err := errors.New("per-op rows skipped")
+	if !opts.SkipOperations {
+		mounts, err = procfsMountStats(root, opts.PID)
+	}
+	if err == nil {
+		entries = make([]mountStatsEntry, 0, len(mounts))
+		for _, m := range mounts {
+			e := entryFromProcfs(statsChunk{}, m)
+			if e.Stats != nil {
+				e.XprtLines = len(e.Stats.Transports)
+			}
+			entries = append(entries, e)
+			if isNFSType(e.FSType) && e.Stats == nil {
+				warnings = append(warnings, fmt.Sprintf("mountstats entry for %q has no NFS statistics", e.MountPoint))
+			}
+		}
+	} else {
+		var b []byte
+		if opts.SkipOperations {
+			b, err = readStrippedFile(root.Proc(procDir, "mountstats"))
+		} else {
+			b, err = hostfs.ReadSmall(root.Proc(procDir, "mountstats"))
+		}
+		if err != nil {
+			return nil, []string{fmt.Sprintf("reading mountstats: %v", err)}
+		}
+		entries, warnings = parseMountStats(b)
+	}
+	nfs := make([]mountStatsEntry, 0, len(entries))
+	for _, e := range entries {
+		if isNFSType(e.FSType) {
+			nfs = append(nfs, e)
+		}
+	}
+	return nfs, warnings
+}
+
+// statsByDevice pairs the NFS lines of mountinfo with the NFS entries of mountstats and
+// returns the entries by device; nil when mountstats was unreadable. The kernel prints both
+// files from the same walk of the mount namespace (fs/proc_namespace.c, show_mountinfo and
+// show_vfsstat), so they list mounts in the same order. Pairing by order, not by mount
+// point, gives each of two superblocks stacked on one mount point its own entry. Each line
+// takes the next unpaired entry with its mount point and type, so a mount made or removed
+// between the two reads leaves only that mount without statistics.
+func statsByDevice(infos []*mountinfo.Info, entries []mountStatsEntry) map[string]mountStatsEntry {
+	if entries == nil {
+		return nil
+	}
+	out := make(map[string]mountStatsEntry, len(infos))
+	next := 0
+	for _, in := range infos {
+		for k := next; k < len(entries); k++ {
+			e := entries[k]
+			if e.MountPoint != in.Mountpoint || e.FSType != in.FSType {
+				continue
+			}
+			// A superblock on several mount points prints the same statistics under each.
+			dev := fmt.Sprintf("%d:%d", in.Major, in.Minor)
+			if _, ok := out[dev]; !ok {
+				out[dev] = e
+			}
+			next = k + 1
+			break
+		}
+	}
+	return out
+}
+
+func readStrippedFile(p string) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readStripped(f, hostfs.MaxSmall)
+}
+
+func procfsMountStats(root hostfs.Root, pid int) ([]*procfs.Mount, error) {
+	pfs, err := procfs.NewFS(root.Proc())
+	if err != nil {
+		return nil, err
+	}
+	var p procfs.Proc
+	if pid > 0 {
+		p, err = pfs.Proc(pid)
+	} else {
+		p, err = pfs.Self()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return p.MountStats()
 }

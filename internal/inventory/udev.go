@@ -3,9 +3,13 @@ package inventory
 import (
 	"bufio"
 	"bytes"
+	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -218,4 +222,48 @@ func firstWord(s string) string {
 		return ""
 	}
 	return f[0]
+}
+
+// readReadAheadConfig gathers the udev rules touching bdi read_ahead_kb and the
+// [nfsrahead] section of nfs.conf, read the way nfsrahead reads it: /usr/etc/nfs.conf,
+// /usr/etc/nfs.conf.d/*.conf, /etc/nfs.conf, /etc/nfs.conf.d/*.conf, later files
+// overriding earlier ones, includes followed.
+func readReadAheadConfig(root hostfs.Root) (ReadAheadConfig, []string) {
+	var c ReadAheadConfig
+	var warnings []string
+	c.UdevRules, c.Masked = readUdevRules(root)
+	read := func(p string) ([]byte, error) { return hostfs.ReadSmall(root.Path(p)) }
+	for _, dir := range []string{"/usr/etc", "/etc"} {
+		files := []string{path.Join(dir, "nfs.conf")}
+		if matches, err := filepath.Glob(root.Path(dir, "nfs.conf.d", "*.conf")); err == nil {
+			sort.Strings(matches)
+			for _, m := range matches {
+				files = append(files, path.Join(dir, "nfs.conf.d", filepath.Base(m)))
+			}
+		}
+		for _, f := range files {
+			if _, err := read(f); err != nil {
+				if !errors.Is(err, fs.ErrNotExist) {
+					warnings = append(warnings, fmt.Sprintf("reading %s: %v", f, err))
+				}
+				continue
+			}
+			secs, w := readNFSConfFile(read, f, 0)
+			warnings = append(warnings, w...)
+			for _, s := range secs {
+				if s.Name != "nfsrahead" {
+					continue
+				}
+				for k, v := range s.Keys {
+					if c.NFSRahead == nil {
+						c.NFSRahead = map[string]string{}
+						c.NFSRaheadFrom = map[string]string{}
+					}
+					c.NFSRahead[k] = v
+					c.NFSRaheadFrom[k] = fmt.Sprintf("%s:%d", s.File, s.Line)
+				}
+			}
+		}
+	}
+	return c, warnings
 }

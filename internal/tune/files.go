@@ -78,11 +78,15 @@ func readLiveRaw(root hostfs.Root, p string) (string, error) {
 	return string(buf[:n]), nil
 }
 
-// writeLive writes value to a kernel attribute in place, in one write(2), then reads it back
-// and returns what it read, trimmed.
-// sysfs and procfs attributes are never renamed into: the kernel would not see the file.
+// writeLive writes value to a sysctl below /proc/sys in place, in one write(2), then reads
+// it back and returns what it read, trimmed. procfs attributes are never renamed into:
+// the kernel would not see the file. Attributes below /sys are refused: read-ahead is
+// written by hostfs.SetReadAhead, the one writer of sysfs.
 func writeLive(root hostfs.Root, p, value string) (string, error) {
 	shown := strings.TrimSpace(value)
+	if top, _, err := liveRoot(p); err != nil || top != "proc" {
+		return "", fmt.Errorf("refusing to set %q: only sysctls below /proc/sys are written here", p)
+	}
 	f, err := openLive(root, p, os.O_WRONLY|os.O_TRUNC)
 	if err != nil {
 		return "", fmt.Errorf("setting %q to %q: %w", p, shown, err)

@@ -6,7 +6,8 @@
 //
 // Every change is recorded in a journal under /var/lib/nfstune before the first write, so
 // that Revert restores every value and file byte for byte, even after a crash mid-apply.
-// Nothing here opens a path below an NFS mount point.
+// Nothing here opens a path below an NFS mount point. InstallNode puts the binary, the
+// policy and the udev rule on a Kubernetes node (the installer's init container).
 package tune
 
 import (

@@ -1,0 +1,198 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/nfstune/nfstune/internal/audit"
+	"github.com/nfstune/nfstune/internal/hostfs"
+	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/metrics"
+	"github.com/nfstune/nfstune/internal/policy"
+)
+
+// Options are what `nfstune agent` asks for.
+type Options struct {
+	// Root, PID, Resync and Exact are as in Config.
+	Root   hostfs.Root
+	PID    int
+	Resync time.Duration
+	Exact  bool
+	// Listen is the address /metrics, /healthz and /readyz are served on.
+	Listen string
+	// PolicyFile is the policy (YAML) loaded with policy.Load; empty for the built-in
+	// profiles. A change of its size or modification time, or SIGHUP, reloads it.
+	PolicyFile string
+	// Observe forces observe mode on every mount, whatever the policy says.
+	Observe bool
+	// Tier is the metrics tier /metrics exports (metrics.ParseTier).
+	Tier metrics.Tier
+	// MaxSeries caps the per-mount and per-group series of one scrape; 0 for no cap.
+	MaxSeries int
+	// MemoryLimit is the soft limit of the Go heap in bytes (runtime/debug.SetMemoryLimit,
+	// unless GOMEMLIMIT is set); above 0 it also returns the memory of each scrape and
+	// reconcile to the system (Config.ReleaseMemory).
+	MemoryLimit int64
+	Logger      *slog.Logger
+}
+
+// Run runs the agent as the DaemonSet does until ctx ends: it listens on opts.Listen,
+// serves the handler, reconciles (Agent.Run), and reloads the policy on SIGHUP or when
+// the file changes. It returns the first error of the reconcile loop or the server.
+func Run(ctx context.Context, opts Options) error {
+	if opts.PID < 0 {
+		return fmt.Errorf("invalid --pid %d", opts.PID)
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.MemoryLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(opts.MemoryLimit)
+	}
+	release := opts.MemoryLimit > 0
+	root, pid := opts.Root, opts.PID
+	cfgWatch := &fileWatch{path: opts.PolicyFile}
+	a, err := New(Config{
+		Root:   root,
+		PID:    pid,
+		Resync: opts.Resync,
+		Read: func(context.Context) (*inventory.Inventory, error) {
+			return inventory.Read(root, inventory.ReadOptions{PID: pid})
+		},
+		ReconcileRead: func(context.Context) (*inventory.Inventory, error) {
+			return ReadMountTable(root, pid)
+		},
+		Load: func() (*Policy, error) {
+			cfgWatch.changed() // remember the version being loaded
+			return LoadPolicy(opts.PolicyFile, opts.Observe)
+		},
+		PolicyChanged: cfgWatch.changed,
+		Exact:         opts.Exact,
+		ReleaseMemory: release,
+		Logger:        logger,
+	})
+	if err != nil {
+		return err
+	}
+	h, err := a.Handler(HandlerOptions{Tier: opts.Tier, MaxSeries: opts.MaxSeries, ReleaseMemory: release})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", opts.Listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", opts.Listen, err)
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	reload := reloadOnHangup(ctx)
+
+	var wg sync.WaitGroup
+	var serveErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if serveErr = Serve(ctx, ln, h, logger); serveErr != nil {
+			cancel()
+		}
+	}()
+	runErr := a.Run(ctx, reload)
+	cancel()
+	wg.Wait()
+	if runErr != nil {
+		return runErr
+	}
+	if serveErr != nil {
+		return serveErr
+	}
+	logger.Info("agent stopped")
+	return nil
+}
+
+// reloadOnHangup returns a channel that receives a value for each SIGHUP until ctx ends;
+// signals that arrive while one is pending are merged into it.
+func reloadOnHangup(ctx context.Context) <-chan struct{} {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	reload := make(chan struct{}, 1)
+	go func() {
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				select {
+				case reload <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+	return reload
+}
+
+// LoadPolicy loads the policy file (policy.Load: the built-in profiles when path is
+// empty) and adapts it for the agent: Resolve gives each mount's read-ahead and mode,
+// Audit the findings of audit.Run. observe forces observe mode on every mount.
+func LoadPolicy(path string, observe bool) (*Policy, error) {
+	pol, err := policy.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	return &Policy{
+		Resolve: func(m *inventory.Mount) Desired {
+			r := pol.Resolve(m)
+			d := Desired{ReadAheadKB: r.ReadAheadKB, Mode: r.Mode, ReadAheadRSizes: r.ReadAheadRSizes, ReadAheadExact: r.ReadAheadExact}
+			if observe {
+				d.Mode = policy.ModeObserve
+			}
+			return d
+		},
+		Audit: func(inv *inventory.Inventory) []metrics.Finding {
+			rep := audit.Run(inv, pol)
+			out := make([]metrics.Finding, 0, len(rep.Findings))
+			for _, f := range rep.Findings {
+				out = append(out, metrics.Finding{Device: f.Device, Rule: f.ID, Severity: f.Severity})
+			}
+			return out
+		},
+		Limits: func(inv *inventory.Inventory) []metrics.ServiceLimit {
+			return ServiceLimits(inv, pol.Resolve)
+		},
+	}, nil
+}
+
+// fileWatch tells whether a file's size or modification time changed since the last call.
+// The policy file lives on local disk (or a ConfigMap volume), never on NFS.
+type fileWatch struct {
+	path string
+	mu   sync.Mutex
+	last string
+}
+
+func (w *fileWatch) changed() bool {
+	if w.path == "" {
+		return false
+	}
+	var sig string
+	if st, err := os.Stat(w.path); err == nil {
+		sig = fmt.Sprint(st.Size(), st.ModTime().UnixNano())
+	} else {
+		sig = "error: " + err.Error()
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ch := sig != w.last
+	w.last = sig
+	return ch
+}

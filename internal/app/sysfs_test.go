@@ -1,0 +1,176 @@
+package app
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// fileWriters lists every function of the binary that opens a file for writing or
+// creates one, with what it writes. Only hostfs.SetReadAhead writes below /sys: it checks
+// the device name, refuses links out of /sys and reads the value back. A new writer fails
+// TestOneSysfsWriter until it is listed here, with a reason that is not sysfs.
+var fileWriters = map[string]string{
+	"internal/hostfs.SetReadAhead":      "the guarded writer of /sys/class/bdi/<device>/read_ahead_kb",
+	"internal/hostfs.Root.writeFileAt":  "a new temporary file (O_CREAT|O_EXCL) renamed over a file: sysfs allows no new files",
+	"internal/tune.writeLive":           "sysctls below /proc/sys; it refuses any other path (TestWriteLiveOnlySysctls)",
+	"internal/bench.session.dropCaches": "/proc/sys/vm/drop_caches between bench runs",
+	"internal/bench.WriteReport":        "the charts and report.md in the directory the user names",
+	"internal/cli.writeJSONFile":        "a bench result file the user names",
+	"internal/image.Write":              "the image's digest file in the build's output directory",
+	"internal/inventory.genFile.write":  "a synthetic fixture tree in a directory the caller names",
+	"internal/inventory.tempProc.parse": "mountstats copied into a private temporary directory for procfs to parse",
+}
+
+// sysfsWriter is the fileWriters entry allowed to write below /sys.
+const sysfsWriter = "internal/hostfs.SetReadAhead"
+
+// writeCalls are package functions that create or write a file whatever their flags.
+var writeCalls = map[string]bool{
+	"os.WriteFile": true, "os.Create": true, "os.Truncate": true, "ioutil.WriteFile": true,
+	"unix.Creat": true, "syscall.Creat": true, "unix.Truncate": true, "syscall.Truncate": true,
+}
+
+// writeFlags are the open flags that make an open a write.
+var writeFlags = map[string]bool{"O_WRONLY": true, "O_RDWR": true}
+
+// writeMethods are methods that write a file through a handle such as an os.Root.
+var writeMethods = map[string]bool{"WriteFile": true, "Create": true}
+
+// namesSysfs reports where a function names a sysfs path: a string with "/sys", "sys/",
+// "class/bdi" or "read_ahead_kb" (other than in "/proc/sys"), or a call of a Root's Sys
+// or BDI.
+func namesSysfs(fset *token.FileSet, body *ast.BlockStmt) []string {
+	var out []string
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.BasicLit:
+			if n.Kind != token.STRING {
+				return true
+			}
+			v := strings.ReplaceAll(n.Value, "proc/sys", "") // procfs sysctls are not sysfs
+			for _, s := range []string{"/sys", "sys/", "class/bdi", "read_ahead_kb"} {
+				if strings.Contains(v, s) {
+					out = append(out, fmt.Sprintf("%s: %s", fset.Position(n.Pos()), n.Value))
+					break
+				}
+			}
+		case *ast.CallExpr:
+			if sel, ok := n.Fun.(*ast.SelectorExpr); ok && (sel.Sel.Name == "Sys" || sel.Sel.Name == "BDI") {
+				out = append(out, fmt.Sprintf("%s: .%s()", fset.Position(n.Pos()), sel.Sel.Name))
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// writeSites returns, per function ("dir.Func" or "dir.Recv.Func"), the positions in the
+// module's non-test files where a file is opened for writing or created.
+func writeSites(t *testing.T) (sites, sysfs map[string][]string) {
+	t.Helper()
+	sites, sysfs = map[string][]string{}, map[string][]string{}
+	for _, pkg := range modulePackages(t) {
+		rel, err := filepath.Rel(moduleRoot, pkg.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel = filepath.ToSlash(rel)
+		fset := token.NewFileSet()
+		for _, name := range pkg.GoFiles {
+			f, err := parser.ParseFile(fset, filepath.Join(pkg.Dir, name), nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			imported := map[string]bool{}
+			for _, im := range f.Imports {
+				p := strings.Trim(im.Path.Value, `"`)
+				n := p[strings.LastIndex(p, "/")+1:]
+				if im.Name != nil {
+					n = im.Name.Name
+				}
+				imported[n] = true
+			}
+			for _, d := range f.Decls {
+				fn, ok := d.(*ast.FuncDecl)
+				if !ok || fn.Body == nil {
+					continue
+				}
+				key := rel + "." + funcName(fn)
+				ast.Inspect(fn.Body, func(n ast.Node) bool {
+					switch n := n.(type) {
+					case *ast.SelectorExpr:
+						id, ok := n.X.(*ast.Ident)
+						if ok && imported[id.Name] && (writeCalls[id.Name+"."+n.Sel.Name] || writeFlags[n.Sel.Name]) {
+							sites[key] = append(sites[key], fmt.Sprintf("%s: %s.%s", fset.Position(n.Pos()), id.Name, n.Sel.Name))
+						}
+					case *ast.CallExpr:
+						sel, ok := n.Fun.(*ast.SelectorExpr)
+						if !ok || !writeMethods[sel.Sel.Name] {
+							return true
+						}
+						if id, ok := sel.X.(*ast.Ident); ok && imported[id.Name] {
+							return true // a package function: writeCalls decides
+						}
+						sites[key] = append(sites[key], fmt.Sprintf("%s: .%s", fset.Position(n.Pos()), sel.Sel.Name))
+					}
+					return true
+				})
+				if _, ok := sites[key]; ok {
+					sysfs[key] = namesSysfs(fset, fn.Body)
+				}
+			}
+		}
+	}
+	return sites, sysfs
+}
+
+func funcName(fn *ast.FuncDecl) string {
+	if fn.Recv == nil || len(fn.Recv.List) == 0 {
+		return fn.Name.Name
+	}
+	typ := fn.Recv.List[0].Type
+	if star, ok := typ.(*ast.StarExpr); ok {
+		typ = star.X
+	}
+	if id, ok := typ.(*ast.Ident); ok {
+		return id.Name + "." + fn.Name.Name
+	}
+	return fn.Name.Name
+}
+
+// TestOneSysfsWriter keeps writes below /sys in one guarded writer (ARCHITECTURE.md,
+// "Only the guarded writer touches sysfs"): every function that opens a file for writing
+// or creates one must be listed in fileWriters, and no function but sysfsWriter may name a
+// sysfs path (a "/sys", "class/bdi" or "read_ahead_kb" string, or a Root's Sys or BDI).
+func TestOneSysfsWriter(t *testing.T) {
+	sites, sysfs := writeSites(t)
+	var keys []string
+	for k := range sites {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if _, ok := fileWriters[k]; !ok {
+			t.Errorf("%s writes files but is not in fileWriters (only hostfs.SetReadAhead may write below /sys):\n\t%s", k, strings.Join(sites[k], "\n\t"))
+		}
+	}
+	for k := range fileWriters {
+		if _, ok := sites[k]; !ok {
+			t.Errorf("fileWriters lists %s, which no longer writes files: remove it", k)
+		}
+	}
+	for _, k := range keys {
+		if k != sysfsWriter && len(sysfs[k]) > 0 {
+			t.Errorf("%s writes files and names a sysfs path; only %s writes below /sys:\n\t%s", k, sysfsWriter, strings.Join(sysfs[k], "\n\t"))
+		}
+	}
+	if len(sysfs[sysfsWriter]) == 0 {
+		t.Errorf("%s no longer names read_ahead_kb: is it still the sysfs writer?", sysfsWriter)
+	}
+}

@@ -1,0 +1,87 @@
+package inventory
+
+import (
+	"cmp"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// groupKey names the kernel NFS client a mount uses: "<proto>://<addr>[:port]/v<version>",
+// e.g. "tcp://10.0.0.5/v4.1" or "tcp://[fd00::5]:2049/v3". The port appears only when the
+// mount names one.
+func groupKey(m *Mount) string {
+	proto := m.Options["proto"]
+	if proto == "" {
+		proto = "tcp"
+	}
+	addr := m.ServerAddr
+	if addr == "" {
+		addr = m.Server
+	}
+	host := addr
+	if a, err := netip.ParseAddr(addr); err == nil && a.Is6() {
+		host = "[" + addr + "]"
+	}
+	if p := m.Options["port"]; p != "" && p != "0" {
+		host = net.JoinHostPort(addr, p)
+	}
+	return fmt.Sprintf("%s://%s/v%s", proto, host, m.Version)
+}
+
+func buildGroups(mounts []Mount) []Group {
+	idx := map[string]int{}
+	var groups []Group
+	var ages []float64
+	for _, m := range mounts {
+		i, ok := idx[m.ClientGroup]
+		if !ok {
+			proto := m.Options["proto"]
+			if proto == "" {
+				proto = "tcp"
+			}
+			addr := m.ServerAddr
+			if addr == "" {
+				addr = m.Server
+			}
+			groups = append(groups, Group{Key: m.ClientGroup, ServerAddr: addr, Version: m.Version, Proto: proto})
+			ages = append(ages, -1)
+			i = len(groups) - 1
+			idx[m.ClientGroup] = i
+		}
+		g := &groups[i]
+		g.Devices = append(g.Devices, m.Device)
+		g.NConnect = max(g.NConnect, m.NConnect)
+		g.Connections = max(g.Connections, m.Connections)
+		if m.Stats != nil && m.Stats.Age.Seconds() > ages[i] {
+			ages[i] = m.Stats.Age.Seconds()
+			g.SetBy = m.Device
+		}
+	}
+	slices.SortFunc(groups, func(a, b Group) int { return cmp.Compare(a.Key, b.Key) })
+	return groups
+}
+
+// CompareDevices orders "major:minor" numerically.
+func CompareDevices(a, b string) int {
+	amaj, amin, _ := strings.Cut(a, ":")
+	bmaj, bmin, _ := strings.Cut(b, ":")
+	if c := cmp.Compare(atoiOr0(amaj), atoiOr0(bmaj)); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(atoiOr0(amin), atoiOr0(bmin)); c != 0 {
+		return c
+	}
+	return cmp.Compare(a, b)
+}
+
+func atoiOr0(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0
+	}
+	return n
+}

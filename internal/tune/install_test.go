@@ -1,0 +1,64 @@
+package tune
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nfstune/nfstune/internal/hostfs"
+)
+
+// TestInstallNode installs a given binary and policy twice: the second run changes nothing.
+func TestInstallNode(t *testing.T) {
+	t.Parallel()
+	host := t.TempDir()
+	for _, d := range []string{"etc/udev/rules.d", "opt/nfstune/bin", "etc/nfstune", "var/lib/nfstune"} {
+		if err := os.MkdirAll(filepath.Join(host, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := t.TempDir()
+	exe, pol := filepath.Join(src, "nfstune"), filepath.Join(src, "policy.yaml")
+	if err := os.WriteFile(exe, []byte("\x7fELF not really"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pol, []byte("apiVersion: nfstune.io/v1alpha1\nkind: Policy\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := NodeInstall{BinDir: "/opt/nfstune/bin", ConfigDir: "/etc/nfstune", PolicyFile: pol, Executable: exe}
+	for run := 1; run <= 2; run++ {
+		if err := InstallNode(context.Background(), hostfs.Root(host), in); err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(host, "opt/nfstune/bin/nfstune")); err != nil || string(b) != "\x7fELF not really" {
+		t.Errorf("installed binary = %q, %v", b, err)
+	}
+	rule, err := os.ReadFile(filepath.Join(host, UdevRulePath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `PROGRAM="/opt/nfstune/bin/nfstune udev-readahead --config /etc/nfstune/policy.yaml %k"`; !strings.Contains(string(rule), want) {
+		t.Errorf("rule lacks %s:\n%s", want, rule)
+	}
+	j, err := loadJournal(hostfs.Root(host))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(j.Entries); n == 0 || j.Entries[n-1].Path != UdevRulePath {
+		t.Errorf("journal after two runs = %+v; want the rule, journaled once", j.Entries)
+	}
+	for _, e := range j.Entries[:max(len(j.Entries)-1, 0)] {
+		if e.Path == UdevRulePath {
+			t.Errorf("the rule is journaled twice: %+v", j.Entries)
+		}
+	}
+
+	bad := in
+	bad.ConfigDir = "/etc/with space"
+	if err := InstallNode(context.Background(), hostfs.Root(host), bad); err == nil || !strings.Contains(err.Error(), "--config-dir") {
+		t.Errorf("config dir with a space: err = %v", err)
+	}
+}
