@@ -112,6 +112,11 @@ type session struct {
 	target  Target
 	result  *Result
 	prog    *progress
+	// readAheadKB is the read-ahead a sweep variant holds the target at (0: none). It is
+	// written again right before each measured run and checked after it, since another
+	// writer (udev's nfsrahead on a freshly mounted superblock) may write its own value
+	// seconds after the sweep did.
+	readAheadKB int
 }
 
 // Run runs every job of the profile Repeat times (the whole profile per repeat, so that
@@ -272,6 +277,11 @@ func (s *session) runOne(ctx context.Context, j Job, rep int, variant string) (R
 		}
 	}
 	dropped := s.dropCaches()
+	if s.readAheadKB > 0 {
+		if err := s.setReadAhead(s.readAheadKB); err != nil {
+			return Run{}, err
+		}
+	}
 	inv, before := s.snapshot()
 	run := Run{
 		Profile:      s.profile.Name,
@@ -286,6 +296,9 @@ func (s *session) runOne(ctx context.Context, j Job, rep int, variant string) (R
 	out, err := s.r.Exec(ctx, run.Command[0], run.Command[1:]...)
 	run.ElapsedS = s.r.now().Sub(run.Started).Seconds()
 	if err != nil {
+		return run, err
+	}
+	if err := s.checkReadAheadHeld(run.Tuning); err != nil {
 		return run, err
 	}
 	parsed, err := fio.Parse(out)

@@ -200,6 +200,7 @@ func (s *session) sweep(ctx context.Context, variants []Variant, rm *remounter) 
 			}
 			mounted = v.mountKey()
 		}
+		s.readAheadKB = v.ReadAheadKB
 		if v.ReadAheadKB > 0 {
 			if err := s.setReadAhead(v.ReadAheadKB); err != nil {
 				return fmt.Errorf("variant %s: %w", v.Name, err)
@@ -247,6 +248,23 @@ func (s *session) readAhead() (int, error) {
 		return 0, fmt.Errorf("reading %q: %w", p, err)
 	}
 	return int(v), nil
+}
+
+// checkReadAheadHeld fails a run whose read-ahead was changed by another writer while fio
+// ran: its figures would be labelled with a value that did not hold.
+func (s *session) checkReadAheadHeld(before *Tuning) error {
+	if s.readAheadKB == 0 || before == nil || before.ReadAheadKB == nil {
+		return nil
+	}
+	after, err := s.readAhead()
+	if err != nil {
+		return err
+	}
+	if after != *before.ReadAheadKB {
+		return fmt.Errorf("read_ahead_kb of %s changed from %d to %d KiB during the run: another writer (udev's nfsrahead, nfstune agent) is tuning this mount; stop it for the sweep",
+			s.target.Device, *before.ReadAheadKB, after)
+	}
+	return nil
 }
 
 // setReadAhead writes the bdi attribute in place through the guarded writer, after

@@ -32,6 +32,8 @@ type fakeNFS struct {
 	commands []string
 	fioSeen  []string // "ra=<kb> nconnect=<n>" at each fio run
 	onFio    func(n int)
+	// onLayout runs at each fio --create_only call, before the measured run.
+	onLayout func()
 	// pinned keeps the client listed in nfsfs/servers, as another mount would.
 	pinned bool
 }
@@ -164,6 +166,9 @@ func (f *fakeNFS) exec(ctx context.Context, name string, args ...string) ([]byte
 		f.sync()
 		return nil, nil
 	case name == "fio" && contains(args, "--create_only=1"):
+		if f.onLayout != nil {
+			f.onLayout()
+		}
 		return nil, nil
 	case name == "fio":
 		m := argMap(args)
@@ -396,5 +401,55 @@ func TestEscapeGlob(t *testing.T) {
 				t.Errorf("escaped %q matches /mnt/data", mp)
 			}
 		}
+	}
+}
+
+// A writer that sets its own read-ahead after the sweep did (udev's nfsrahead on a freshly
+// mounted superblock) must not change what a run measures: the sweep writes the variant's
+// value again right before each measured run.
+func TestSweepHoldsReadAheadAgainstLateWriter(t *testing.T) {
+	t.Parallel()
+	mp := t.TempDir()
+	f := newFakeNFS(t, mp)
+	f.onLayout = func() { writeReadAhead(t, f, 128) }
+	res, err := f.runner().Sweep(context.Background(), SweepOptions{
+		RunOptions:  RunOptions{Mount: mp, Profile: "seq-read", Repeat: 1, Size: 1 << 20, Runtime: time.Second},
+		ReadAheadKB: []int{1024, 4096},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(f.fioSeen, ","), "ra=1024 nconnect=2,ra=4096 nconnect=2"; got != want {
+		t.Errorf("fio saw %s, want %s", got, want)
+	}
+	for _, r := range res.Runs {
+		if r.Tuning == nil || r.Tuning.ReadAheadKB == nil || "ra="+strconv.Itoa(*r.Tuning.ReadAheadKB) != r.Variant {
+			t.Errorf("run %s: tuning %+v", r.Variant, r.Tuning)
+		}
+	}
+}
+
+// A read-ahead changed while fio runs fails the sweep: the run's figures would be labelled
+// with a value that did not hold.
+func TestSweepFailsWhenReadAheadChangesDuringRun(t *testing.T) {
+	t.Parallel()
+	mp := t.TempDir()
+	f := newFakeNFS(t, mp)
+	f.onFio = func(int) { writeReadAhead(t, f, 128) }
+	_, err := f.runner().Sweep(context.Background(), SweepOptions{
+		RunOptions:  RunOptions{Mount: mp, Profile: "seq-read", Repeat: 1, Size: 1 << 20, Runtime: time.Second},
+		ReadAheadKB: []int{1024},
+	})
+	if err == nil || !strings.Contains(err.Error(), "changed from 1024 to 128 KiB during the run") {
+		t.Fatalf("err = %v, want the read-ahead change named", err)
+	}
+}
+
+// writeReadAhead sets the fake target's read_ahead_kb behind the sweep's back.
+func writeReadAhead(t *testing.T, f *fakeNFS, kb int) {
+	t.Helper()
+	p := f.root.Sys("class", "bdi", f.mounts[0].dev, "read_ahead_kb")
+	if err := os.WriteFile(p, []byte(strconv.Itoa(kb)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
