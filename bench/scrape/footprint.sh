@@ -12,21 +12,9 @@ set -euo pipefail
 cd "$(dirname "$0")"
 n=${1:-100}
 secs=${2:-120}
-tmp=$(mktemp -d)
-pid=
-trap '[[ -n $pid ]] && kill "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
-go run ./gentree "$tmp/root" "$n"
-if [[ ${OPS:-} == typical ]]; then
-	awk 'BEGIN { split("NULL READ WRITE COMMIT OPEN CLOSE SETATTR ACCESS GETATTR LOOKUP READDIR READDIRPLUS SEQUENCE FSINFO", k); for (i in k) keep[k[i] ":"] = 1 }
-		/^[ \t]+[A-Z_0-9]+: [0-9]/ && !($1 in keep) { sub(/:.*/, ": 0 0 0 0 0 0 0 0 0") } { print }' \
-		"$tmp/root/proc/1/mountstats" > "$tmp/ms" && mv "$tmp/ms" "$tmp/root/proc/1/mountstats"
-fi
-bin=${NFSTUNE:-$tmp/nfstune}
-[[ -n ${NFSTUNE:-} ]] || (cd ../.. && CGO_ENABLED=0 go build -trimpath -o "$bin" ./cmd/nfstune)
-port=$((20000 + RANDOM % 20000))
-"$bin" --root "$tmp/root" agent --pid 1 --metrics "${METRICS:-full}" --listen "127.0.0.1:$port" --log-level warn &
-pid=$!
-until curl -sf "127.0.0.1:$port/readyz" >/dev/null; do sleep 0.2; done
+# shellcheck source=bench/scrape/lib.sh
+. ./lib.sh
+start_agent "$n" warn
 curl -sf "127.0.0.1:$port/metrics" >/dev/null # first scrape, as Prometheus would do at start
 hz=$(getconf CLK_TCK)
 ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }

@@ -12,21 +12,9 @@ cd "$(dirname "$0")"
 n=${1:-400}
 clients=${2:-10}
 secs=${3:-40}
-tmp=$(mktemp -d)
-pid=
-trap '[[ -n $pid ]] && kill "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
-go run ./gentree "$tmp/root" "$n"
-if [[ ${OPS:-} == typical ]]; then
-	awk 'BEGIN { split("NULL READ WRITE COMMIT OPEN CLOSE SETATTR ACCESS GETATTR LOOKUP READDIR READDIRPLUS SEQUENCE FSINFO", k); for (i in k) keep[k[i] ":"] = 1 }
-		/^[ \t]+[A-Z_0-9]+: [0-9]/ && !($1 in keep) { sub(/:.*/, ": 0 0 0 0 0 0 0 0 0") } { print }' \
-		"$tmp/root/proc/1/mountstats" > "$tmp/ms" && mv "$tmp/ms" "$tmp/root/proc/1/mountstats"
-fi
-bin=${NFSTUNE:-$tmp/nfstune}
-[[ -n ${NFSTUNE:-} ]] || (cd ../.. && CGO_ENABLED=0 go build -trimpath -o "$bin" ./cmd/nfstune)
-port=$((20000 + RANDOM % 20000))
-"$bin" --root "$tmp/root" agent --pid 1 --metrics "${METRICS:-full}" --listen "127.0.0.1:$port" --log-level error &
-pid=$!
-until curl -sf "127.0.0.1:$port/readyz" >/dev/null; do sleep 0.2; done
+# shellcheck source=bench/scrape/lib.sh
+. ./lib.sh
+start_agent "$n" error
 # Scrape until one carries the mounts: on a loaded machine the inventory read may overrun
 # its 800 ms, and then the scrape has only the agent's own metrics. Later scrapes export at
 # least this snapshot.
