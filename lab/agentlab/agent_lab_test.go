@@ -11,6 +11,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -100,7 +101,13 @@ func (la *labAgent) metric(t *testing.T, series string) float64 {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	la.h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
-	sc := bufio.NewScanner(rec.Body)
+	return seriesValue(t, rec.Body, series)
+}
+
+// seriesValue returns the value of one series of a text exposition.
+func seriesValue(t *testing.T, r io.Reader, series string) float64 {
+	t.Helper()
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(sc.Text(), series+" "); ok {

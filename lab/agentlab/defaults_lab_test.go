@@ -3,7 +3,6 @@
 package agentlab
 
 import (
-	"bufio"
 	"fmt"
 	"net/http"
 	"os"
@@ -64,19 +63,7 @@ func scrape(t *testing.T, series string) float64 {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), series+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return f
-		}
-	}
-	t.Fatalf("series %s not in /metrics", series)
-	return 0
+	return seriesValue(t, resp.Body, series)
 }
 
 // rsizeTarget is the generic profile's read-ahead for dev, computed here independently of
