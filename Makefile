@@ -75,7 +75,7 @@ $(HELM):
 helm-lint: $(HELM)
 	$(HELM) lint --strict deploy/helm/nfstune
 	$(HELM) lint --strict deploy/helm/nfstune --set mode=installer
-	$(HELM) lint --strict deploy/helm/nfstune --set prometheusRule.enabled=true,metrics.podMonitor.enabled=true
+	$(HELM) lint --strict deploy/helm/nfstune --set prometheusRule.enabled=true,metrics.podMonitor.enabled=true,grafanaDashboard.enabled=true
 	$(HELM) template nfstune deploy/helm/nfstune >/dev/null
 
 # helm-test renders the chart with helm template and compares it, object by object, with

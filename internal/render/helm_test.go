@@ -140,7 +140,7 @@ func TestHelmChartServiceMonitor(t *testing.T) {
 // TestHelmChartRejects checks that the chart refuses what Validate refuses.
 func TestHelmChartRejects(t *testing.T) {
 	for _, set := range []string{"mode=operator", "agent.policyMode=fix", "image.digest=sha256:short", "hostNetwork=true",
-		"namespace=kube-system", "namespace=default", "metrics.interval=soon"} {
+		"namespace=kube-system", "namespace=default", "metrics.interval=soon", "grafanaDashboard.namespace=Monitoring"} {
 		_, err := helm(t, "template", "nfstune", chartDir, "--set", set)
 		if err == nil {
 			t.Errorf("helm template --set %s succeeded", set)
@@ -156,6 +156,7 @@ func TestHelmChartRejects(t *testing.T) {
 	for set, want := range map[string]string{
 		"metrics.podMonitor.enabled=true,metrics.serviceMonitor.enabled=true": "enable one",
 		"metrics.serviceMonitor.enabled=true,metrics.service=false":           "needs metrics.service",
+		"grafanaDashboard.enabled=true,grafanaDashboard.labels=null":          "grafanaDashboard.labels: empty",
 	} {
 		_, err := helm(t, "template", "nfstune", chartDir, "--set", set)
 		if err == nil || !strings.Contains(string(err.(*exec.ExitError).Stderr), want) {

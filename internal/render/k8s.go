@@ -63,8 +63,8 @@ const (
 var releaseRE = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.]+)?$`)
 
 // Render returns the objects for v in apply order (Helm's): Namespace, NetworkPolicy,
-// ResourceQuota, ServiceAccount, ConfigMap, Service, then the DaemonSets, and in agent mode
-// the Prometheus Operator's PodMonitor, PrometheusRule and ServiceMonitor when enabled. version is the
+// ResourceQuota, ServiceAccount, ConfigMaps (the policy, and in agent mode the Grafana
+// dashboard when enabled), Service, then the DaemonSets, and in agent mode the Prometheus Operator's PodMonitor, PrometheusRule and ServiceMonitor when enabled. version is the
 // default image tag; a version no release image has is refused unless v names the image
 // by tag or digest.
 func Render(v Values, version string) ([]Object, error) {
@@ -85,6 +85,9 @@ func Render(v Values, version string) ([]Object, error) {
 		objs = append(objs, criticalPodsQuota(v))
 	}
 	objs = append(objs, serviceAccount(v), policyConfigMap(v))
+	if v.Mode == ModeAgent && v.GrafanaDashboard.Enabled {
+		objs = append(objs, dashboardConfigMap(v))
+	}
 	switch v.Mode {
 	case ModeAgent:
 		// Service before DaemonSet: the order Helm installs kinds in.

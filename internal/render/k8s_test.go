@@ -167,7 +167,7 @@ func TestRenderDecodesStrictly(t *testing.T) {
 	t.Parallel()
 	wantKinds := map[string][]string{
 		"agent-default":     {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "Service/nfstune-metrics", "DaemonSet/nfstune-agent"},
-		"agent-monitoring":  {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "Service/nfstune-metrics", "DaemonSet/nfstune-agent", "PodMonitor/nfstune-agent", "PrometheusRule/nfstune"},
+		"agent-monitoring":  {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "ConfigMap/nfstune-dashboard", "Service/nfstune-metrics", "DaemonSet/nfstune-agent", "PodMonitor/nfstune-agent", "PrometheusRule/nfstune"},
 		"agent-enforce-cas": {"Namespace/nfstune-system", "NetworkPolicy/nfstune", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "DaemonSet/nfstune-agent"},
 		"installer":         {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "DaemonSet/nfstune-installer", "DaemonSet/nfstune-validate"},
 	}

@@ -3,6 +3,8 @@ package render
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
@@ -18,6 +20,9 @@ const (
 	podMonitorName     = "nfstune-agent"
 	serviceMonitorName = "nfstune-metrics"
 	ruleName           = "nfstune"
+	dashboardName      = "nfstune-dashboard"
+	// dashboardFile is the dashboard ConfigMap's key: the sidecar writes it to that file.
+	dashboardFile = "nfstune-dashboard.json"
 )
 
 // IsMonitoringKind reports whether o is one of the Prometheus Operator's custom resources,
@@ -110,4 +115,22 @@ func prometheusRule(v Values) (*unstructured.Unstructured, error) {
 		return nil, fmt.Errorf("prometheus rules: %w", err)
 	}
 	return monitoringObject(v, "PrometheusRule", ruleName, withLabels("agent", v.PrometheusRule.Labels), spec), nil
+}
+
+// dashboardConfigMap carries deploy.GrafanaDashboard, the file the chart reads too, with
+// the label Grafana's dashboard sidecar loads ConfigMaps by.
+func dashboardConfigMap(v Values) *corev1.ConfigMap {
+	md := metav1.ObjectMeta{
+		Name:      dashboardName,
+		Namespace: v.dashboardNamespace(),
+		Labels:    withLabels("dashboard", v.GrafanaDashboard.Labels),
+	}
+	if len(v.GrafanaDashboard.Annotations) > 0 {
+		md.Annotations = v.GrafanaDashboard.Annotations
+	}
+	return &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: md,
+		Data:       map[string]string{dashboardFile: string(deploy.GrafanaDashboard)},
+	}
 }

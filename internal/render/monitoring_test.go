@@ -1,9 +1,11 @@
 package render
 
 import (
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -134,10 +136,63 @@ func TestMonitoringValuesRejected(t *testing.T) {
 		{"metrics: {service: false, serviceMonitor: {enabled: true}}", "needs metrics.service"},
 		{"metrics: {interval: soon}", `metrics.interval "soon"`},
 		{"prometheusRule: {enabled: true, severity: page}", "unknown field"},
+		{"grafanaDashboard: {enabled: true, labels: null}", "grafanaDashboard.labels: empty"},
+		{"grafanaDashboard: {namespace: Monitoring}", `grafanaDashboard.namespace "Monitoring"`},
+		{`grafanaDashboard: {labels: {"grafana dashboard": "1"}}`, "grafanaDashboard.labels grafana dashboard"},
 	} {
 		_, err := LoadValues([]byte(tt.values))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("LoadValues(%s) = %v, want an error with %q", tt.values, err, tt.want)
 		}
+	}
+}
+
+// TestDashboardConfigMap checks the dashboard ConfigMap: the dashboard file unchanged under
+// its key, the sidecar's label beside nfstune's, the namespace and annotations asked for,
+// and nothing by default or in installer mode.
+func TestDashboardConfigMap(t *testing.T) {
+	t.Parallel()
+	dashboards := func(v Values) []*corev1.ConfigMap {
+		t.Helper()
+		objs, err := Render(v, "v1.0.0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []*corev1.ConfigMap
+		for _, o := range objs {
+			if cm, ok := o.(*corev1.ConfigMap); ok && cm.Name == dashboardName {
+				out = append(out, cm)
+			}
+		}
+		return out
+	}
+	v := DefaultValues()
+	if got := dashboards(v); len(got) != 0 {
+		t.Errorf("dashboard ConfigMap rendered by default")
+	}
+	v.GrafanaDashboard.Enabled = true
+	got := dashboards(v)
+	if len(got) != 1 {
+		t.Fatalf("%d dashboard ConfigMaps, want 1", len(got))
+	}
+	cm := got[0]
+	if cm.Namespace != "nfstune" || cm.Labels["grafana_dashboard"] != "1" || cm.Labels["app.kubernetes.io/name"] != Name {
+		t.Errorf("namespace %q, labels %v: want nfstune, grafana_dashboard: \"1\" and nfstune's labels", cm.Namespace, cm.Labels)
+	}
+	if cm.Data[dashboardFile] != string(deploy.GrafanaDashboard) || len(cm.Data) != 1 {
+		t.Errorf("data keys %v: want only %s, the dashboard file unchanged", slices.Collect(maps.Keys(cm.Data)), dashboardFile)
+	}
+
+	v, err := LoadValues([]byte("grafanaDashboard: {enabled: true, namespace: monitoring, labels: {grafana_dashboard: null, dashboards: nfs}, annotations: {grafana_folder: NFS}}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm = dashboards(v)[0]
+	if _, ok := cm.Labels["grafana_dashboard"]; cm.Namespace != "monitoring" || ok || cm.Labels["dashboards"] != "nfs" || cm.Annotations["grafana_folder"] != "NFS" {
+		t.Errorf("namespace %q, labels %v, annotations %v: want monitoring, dashboards: nfs only, grafana_folder: NFS", cm.Namespace, cm.Labels, cm.Annotations)
+	}
+	v.Mode = ModeInstaller
+	if got := dashboards(v); len(got) != 0 {
+		t.Errorf("dashboard ConfigMap rendered in installer mode")
 	}
 }

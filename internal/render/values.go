@@ -69,6 +69,9 @@ type Values struct {
 	Metrics Metrics `json:"metrics"`
 	// PrometheusRule renders the agent's alerting rules for the Prometheus Operator.
 	PrometheusRule PrometheusRule `json:"prometheusRule"`
+	// GrafanaDashboard renders the agent's Grafana dashboard as a ConfigMap for Grafana's
+	// dashboard sidecar.
+	GrafanaDashboard GrafanaDashboard `json:"grafanaDashboard"`
 	// NetworkPolicy limits the traffic of nfstune's pods.
 	NetworkPolicy NetworkPolicy `json:"networkPolicy"`
 	// Resources are the agent container's requests and limits.
@@ -160,6 +163,29 @@ type PrometheusRule struct {
 	Labels map[string]string `json:"labels"`
 }
 
+// GrafanaDashboard configures the ConfigMap that carries deploy.GrafanaDashboard. Grafana's
+// dashboard sidecar (k8s-sidecar, as kube-prometheus-stack and the Grafana chart run it)
+// loads every ConfigMap with its label, in its own namespace or in every namespace.
+type GrafanaDashboard struct {
+	Enabled bool `json:"enabled"`
+	// Namespace holds the ConfigMap; empty for Namespace. The sidecar's namespace where it
+	// watches only its own.
+	Namespace string `json:"namespace"`
+	// Labels are what the sidecar selects ConfigMaps by: grafana_dashboard: "1" by default,
+	// the sidecar's default (set it to null to use another label only).
+	Labels map[string]string `json:"labels"`
+	// Annotations are added to the ConfigMap, e.g. the sidecar's folder annotation.
+	Annotations map[string]string `json:"annotations"`
+}
+
+// dashboardNamespace is the namespace of the dashboard ConfigMap.
+func (v Values) dashboardNamespace() string {
+	if v.GrafanaDashboard.Namespace != "" {
+		return v.GrafanaDashboard.Namespace
+	}
+	return v.Namespace
+}
+
 // NetworkPolicy configures a NetworkPolicy over every nfstune pod: no egress at all (the
 // pods call nothing, not even DNS), and ingress only to the metrics port, only from From.
 // It takes effect where the cluster's network plugin enforces NetworkPolicy.
@@ -194,6 +220,10 @@ func DefaultValues() Values {
 			Labels: map[string]string{}, Relabelings: []map[string]any{}, MetricRelabelings: []map[string]any{},
 		},
 		PrometheusRule: PrometheusRule{Labels: map[string]string{}},
+		GrafanaDashboard: GrafanaDashboard{
+			Labels:      map[string]string{"grafana_dashboard": "1"},
+			Annotations: map[string]string{},
+		},
 		NetworkPolicy: NetworkPolicy{
 			Enabled: true,
 			From:    []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{}}},
@@ -337,6 +367,19 @@ func (v Values) Validate() error {
 	for name, d := range map[string]string{"metrics.interval": v.Metrics.Interval, "metrics.scrapeTimeout": v.Metrics.ScrapeTimeout} {
 		if !promDurationRE.MatchString(d) {
 			add("%s %q: want a Prometheus duration such as 30s", name, d)
+		}
+	}
+	if ns := v.GrafanaDashboard.Namespace; ns != "" {
+		for _, msg := range validation.IsDNS1123Label(ns) {
+			add("grafanaDashboard.namespace %q: %s", ns, msg)
+		}
+	}
+	if v.GrafanaDashboard.Enabled && len(v.GrafanaDashboard.Labels) == 0 {
+		add("grafanaDashboard.labels: empty, so no dashboard sidecar would load the ConfigMap")
+	}
+	for k, val := range v.GrafanaDashboard.Labels {
+		for _, msg := range append(validation.IsQualifiedName(k), validation.IsValidLabelValue(val)...) {
+			add("grafanaDashboard.labels %s=%q: %s", k, val, msg)
 		}
 	}
 	if mu := v.MaxUnavailable; mu.Type == intstr.Int && mu.IntVal <= 0 ||

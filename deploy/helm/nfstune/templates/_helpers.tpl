@@ -141,6 +141,9 @@ updateStrategy:
 {{- if and .Values.image.digest (not (regexMatch "^sha256:[0-9a-f]{64}$" .Values.image.digest)) }}
 {{- fail (printf "image.digest %q: want sha256:<64 hex digits>" .Values.image.digest) }}
 {{- end }}
+{{- if and .Values.grafanaDashboard.enabled (not .Values.grafanaDashboard.labels) }}
+{{- fail "grafanaDashboard.labels: empty, so no dashboard sidecar would load the ConfigMap" }}
+{{- end }}
 {{- end }}
 
 {{/* The PodMonitor's and ServiceMonitor's endpoint: a node label on every series, then
