@@ -17,7 +17,7 @@ TAGS     := lab,helm,apiserver
 
 PROMTOOL ?= promtool
 
-.PHONY: all build verify test vet scrape-test rules-test check lab-setup lab-test lab-matrix lab-record lab-shell demo clean helm-lint helm-test image apiserver-test
+.PHONY: all build verify test vet scrape-test rules-test check lab-setup lab-test lab-matrix lab-record lab-shell demo clean helm-lint helm-test image apiserver-test dashboard-png
 
 all: build
 
@@ -112,6 +112,13 @@ lab-shell: lab-setup
 # demo shows what read-ahead does on a cloud-like link, with nfstune's audit.
 demo: lab-setup
 	bash lab/demo.sh
+
+# dashboard-png draws docs/dashboard.png: every panel of the Grafana dashboard, with its own
+# queries, run by Prometheus on the agent's /metrics recorded in the lab
+# (bench/dashboard/lab-scrape.om.gz); RECORD=1 boots the lab to record it anew (about 10
+# minutes). Needs Debian's prometheus and python3-matplotlib; not part of check.
+dashboard-png:
+	bash bench/dashboard/png.sh $(if $(RECORD),--record)
 
 # apiserver-test creates every rendered object in a real kube-apiserver (v1.36.3, with etcd
 # v3.6.7) built from the Go module proxy: strict field validation and the default admission
