@@ -103,8 +103,8 @@ func unknownNames(expr string, metrics map[string][]string, recorded []string) [
 }
 
 // TestRulesUseExposedMetrics checks that every nfstune metric and label the rules use is in
-// the agent's golden /metrics output, so the rules cannot outlive a renamed metric. A
-// dashboard's queries belong in the same check.
+// the agent's golden /metrics output, so the rules cannot outlive a renamed metric
+// (TestDashboardUsesExposedMetrics does the same for the dashboard).
 func TestRulesUseExposedMetrics(t *testing.T) {
 	for _, golden := range goldenMetrics {
 		t.Run(filepath.Base(golden), func(t *testing.T) { testRulesUseExposedMetrics(t, golden) })
