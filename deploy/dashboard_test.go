@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -188,7 +189,7 @@ func TestDashboardPromQL(t *testing.T) {
 	for _, p := range readDashboard(t).Panels {
 		for i, tg := range p.Targets {
 			rules = append(rules, rule{
-				Record: "panel_" + strings.Trim(regexp.MustCompile(`[^a-z0-9]+`).ReplaceAllString(strings.ToLower(p.Title), "_"), "_") + "_" + string(rune('a'+i)),
+				Record: fmt.Sprintf("panel_%d_%c", p.ID, 'a'+i),
 				Expr:   grafanaVars.Replace(tg.Expr),
 			})
 		}
