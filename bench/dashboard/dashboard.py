@@ -77,7 +77,7 @@ def legend(fmt, metric):
 UNITS = {
     'Bps': lambda v: human(v, 1024, ['B/s', 'KiB/s', 'MiB/s', 'GiB/s']),
     'bytes': lambda v: human(v, 1024, ['B', 'KiB', 'MiB', 'GiB']),
-    's': lambda v: ('%.0f µs' % (v * 1e6)) if 0 < abs(v) < 1e-3 else ('%.1f ms' % (v * 1e3)) if abs(v) < 1 else '%.2f s' % v,
+    's': lambda v: ('%.0f µs' % (v * 1e6)) if 0 < abs(v) < 1e-3 else ('%.3g ms' % (v * 1e3)) if abs(v) < 1 else '%.3g s' % v,
     'percentunit': lambda v: '%.0f%%' % (v * 100),
     'reqps': lambda v: '%.3g req/s' % v,
 }
@@ -91,6 +91,17 @@ def human(v, base, names):
     return '%.3g %s' % (v, names[i])
 
 
+def binary_step(raw):
+    """A tick step for byte axes: a power of two of B, KiB, MiB or GiB at or above raw."""
+    base = 1
+    while raw >= base * 1024 and base < 1024 ** 3:
+        base *= 1024
+    mult = 1
+    while base * mult < raw:
+        mult *= 2
+    return base * mult
+
+
 def fmt_unit(unit, v, decimals=None):
     if decimals is not None and unit not in UNITS:
         return '%.*f' % (decimals, v)
@@ -101,7 +112,7 @@ def plot(url, dashboard, start, end, out):
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import FuncFormatter, MaxNLocator
+    from matplotlib.ticker import FuncFormatter, MaxNLocator, MultipleLocator
     import datetime
 
     with open(dashboard) as f:
@@ -184,7 +195,7 @@ def plot(url, dashboard, start, end, out):
         ax.xaxis.set_major_formatter(FuncFormatter(
             lambda v, _: datetime.datetime.fromtimestamp(v, datetime.timezone.utc).strftime('%H:%M:%S')))
         ax.xaxis.set_major_locator(MaxNLocator(7))
-        ax.yaxis.set_major_locator(MaxNLocator(5))
+        ax.yaxis.set_major_locator(MaxNLocator(5, integer=p['fieldConfig']['defaults'].get('decimals') == 0))
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _, unit=unit: fmt_unit(unit, v)))
         custom = p['fieldConfig']['defaults'].get('custom', {})
         bars = custom.get('drawStyle') == 'bars'
@@ -214,6 +225,8 @@ def plot(url, dashboard, start, end, out):
                     ax.axhspan(st['value'], max(top, st['value']) * 1.1, color='#f2495c', alpha=0.08)
                     top = max(top, st['value'])
         ax.set_ylim(0, top * 1.15 if top > 0 else 1)
+        if unit in ('Bps', 'bytes') and top > 0:
+            ax.yaxis.set_major_locator(MultipleLocator(binary_step(top * 1.15 / 5)))
         if not results:
             ax.text(0.5, 0.5, 'No data', transform=ax.transAxes, ha='center', va='center', fontsize=12, color='#8e8e8e')
         if handles:
