@@ -50,7 +50,8 @@ scrape-test:
 
 # rules-test checks the Prometheus rules the chart installs and runs their unit tests
 # (deploy/prometheus/tests) with promtool, from Debian's prometheus package (.ci/run
-# installs it). deploy's Go test checks the metric names they use against the agent's output.
+# installs it). deploy's Go test checks the metric names they and the Grafana dashboard use
+# against the agent's output.
 rules-test:
 	@command -v $(PROMTOOL) >/dev/null || { echo "promtool missing: apt-get install prometheus"; exit 1; }
 	$(PROMTOOL) check rules deploy/helm/nfstune/files/nfstune-rules.yaml
