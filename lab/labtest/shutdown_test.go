@@ -49,6 +49,7 @@ func TestShutdown(t *testing.T) {
 
 	if !kernelAtLeast(t, 6, 6) {
 		r := RunNfstune(t, "shutdown", "--yes", "--force", gone.Dir)
+		t.Logf("nfstune shutdown --yes --force %s:\n%s%s", gone.Dir, r.Stdout, r.Stderr)
 		for _, want := range []string{"needs Linux 6.6", "umount -f " + gone.Dir, "umount -l " + gone.Dir} {
 			if !strings.Contains(string(r.Stderr), want) {
 				t.Errorf("shutdown on kernel %s: stderr %q, want %q", kernelRelease(t), r.Stderr, want)
@@ -64,6 +65,7 @@ func TestShutdown(t *testing.T) {
 	}
 
 	r = RunNfstune(t, "shutdown", "--yes", gone.Dir)
+	t.Logf("nfstune shutdown --yes %s, the server answering:\n%s%s", gone.Dir, r.Stdout, r.Stderr)
 	if r.Code != 3 || !strings.Contains(string(r.Stderr), "--force") {
 		t.Errorf("shutdown with the server answering: exit %d, stderr %q; want 3 and a hint at --force", r.Code, r.Stderr)
 	}
