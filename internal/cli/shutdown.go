@@ -72,7 +72,8 @@ func runShutdown(ctx context.Context, g *globals, streams IOStreams, flags *shut
 	rep := &tune.ShutdownReport{DryRun: flags.dryRun, Plan: plan}
 	table := flags.output == OutputTable
 	shown := false // the plan is printed once, before the prompt when there is one
-	if err == nil && !flags.dryRun && !flags.yes {
+	act := err == nil && !flags.dryRun && !plan.AlreadyShutDown
+	if act && !flags.yes {
 		if !isTerminal(streams.In) {
 			err = fmt.Errorf("refusing to shut down %s: %w: stdin is not a terminal; add --yes (or --dry-run to see who would get errors)", plan.Device, errNotConfirmed)
 		} else {
@@ -85,7 +86,7 @@ func runShutdown(ctx context.Context, g *globals, streams IOStreams, flags *shut
 			err = confirm(streams, plan)
 		}
 	}
-	if err == nil && !flags.dryRun {
+	if act && err == nil {
 		rep.Result, err = tune.Shutdown(root, plan, time.Now())
 	}
 	if err != nil {

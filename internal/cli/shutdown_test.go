@@ -45,6 +45,7 @@ func TestShutdownExitCodes(t *testing.T) {
 		code     int
 		contains []string
 		down     bool
+		already  bool
 	}{
 		{name: "not NFS", release: "6.12.1", knob: true, args: []string{"--yes", "--force", "/"}, code: ExitError2,
 			contains: []string{"not an NFS superblock"}},
@@ -58,9 +59,16 @@ func TestShutdownExitCodes(t *testing.T) {
 			contains: []string{"Dry run: nothing written", "cannot undo"}},
 		{name: "forced", release: "6.12.1", knob: true, args: []string{"--yes", "--force", "/mnt/data"}, code: ExitOK, down: true,
 			contains: []string{"Shut down: wrote 1 to /sys/fs/nfs/0:53/shutdown, read back 1", "Next: umount /mnt/data"}},
+		{name: "already shut down", release: "6.12.1", knob: true, args: []string{"/mnt/data"}, code: ExitOK, down: true, already: true,
+			contains: []string{"already shut down: /sys/fs/nfs/0:53/shutdown reads 1", "Already shut down: nothing written."}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			root := shutdownTree(t, tt.release, tt.knob)
+			if tt.already {
+				if err := os.WriteFile(filepath.Join(root, "sys/fs/nfs/0:53/shutdown"), []byte("1\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
 			out, errOut, code := runVerb(t, append([]string{"--root", root, "shutdown"}, tt.args...)...)
 			if code != tt.code {
 				t.Errorf("exit code %d, want %d; stdout:\n%s\nstderr:\n%s", code, tt.code, out, errOut)
@@ -73,6 +81,10 @@ func TestShutdownExitCodes(t *testing.T) {
 			b, _ := os.ReadFile(filepath.Join(root, "sys/fs/nfs/0:53/shutdown"))
 			if down := string(b) == "1\n"; down != tt.down {
 				t.Errorf("attribute = %q, want shut down: %v", b, tt.down)
+			}
+			_, err := os.Stat(filepath.Join(root, "var/lib/nfstune/journal.json"))
+			if journaled := err == nil; journaled != (tt.down && !tt.already) {
+				t.Errorf("journal written: %v, want %v", journaled, tt.down && !tt.already)
 			}
 		})
 	}

@@ -386,6 +386,9 @@ func WriteShutdownResult(w io.Writer, rep *ShutdownReport) error {
 		mp = strings.Join(rep.Plan.Mounts, " ")
 	}
 	switch {
+	case rep.Plan.AlreadyShutDown && rep.Error == "":
+		ew.Printf("Already shut down: nothing written.\n")
+		ew.Printf("Next: umount %s\n", mp)
 	case rep.DryRun:
 		ew.Printf("Dry run: nothing written. Without --dry-run, nfstune writes 1 to %s.\n", rep.Plan.Attribute)
 	case rep.Result != nil && rep.Result.ReadBack != "":
