@@ -124,7 +124,7 @@ func Affected(m inventory.Mount) []Holder {
 // unless opts.Force, that its server is stalled: seen not answering over the stall window
 // (inventory.SampleStalls, NFS093) or with major timeouts since the mount (NFS091). The
 // plan is returned with ErrNotStalled too, so that the caller can show whom it would
-// affect.
+// affect; with any other error there is none.
 func PlanShutdown(ctx context.Context, root hostfs.Root, target string, opts ShutdownOptions) (*ShutdownPlan, error) {
 	dev, err := resolveTarget(root, target)
 	if err != nil {
@@ -167,7 +167,7 @@ func PlanShutdown(ctx context.Context, root hostfs.Root, target string, opts Shu
 	}
 	down, err := hostfs.ReadNFSShutdown(root, dev)
 	if err != nil {
-		return p, noKnob(p, err)
+		return nil, noKnob(p, err)
 	}
 	p.AlreadyShutDown = down
 	if m.Stats != nil {
@@ -223,7 +223,7 @@ func noKnob(p *ShutdownPlan, err error) error {
 	if kernelAtLeast(p.KernelRelease, ShutdownKernel) {
 		why = fmt.Sprintf("kernel %s should have it: is /sys mounted from this network namespace? (%v)", p.KernelRelease, err)
 	}
-	return fmt.Errorf("%w %s: %s; the ways out without it: umount -f %s (aborts the requests in flight; retry it while processes hold the mount) or umount -l %s (detaches the mount point; processes already blocked on it stay blocked)",
+	return fmt.Errorf("%w %s: %s; the ways out without it: umount -f %s (fails the requests in flight with EIO, new ones block again; it fails while files stay open there) or umount -l %s (detaches the mount point; processes already blocked on it stay blocked)",
 		ErrNoShutdownKnob, p.Attribute, why, mp, mp)
 }
 
