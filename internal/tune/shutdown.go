@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path/filepath"
 	"strings"
 	"time"
@@ -166,8 +167,11 @@ func PlanShutdown(ctx context.Context, root hostfs.Root, target string, opts Shu
 		}
 	}
 	down, err := hostfs.ReadNFSShutdown(root, dev)
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, noKnob(p, err)
+	}
+	if err != nil {
+		return nil, err
 	}
 	p.AlreadyShutDown = down
 	if m.Stats != nil {
