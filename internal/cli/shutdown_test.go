@@ -1,11 +1,15 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nfstune/nfstune/internal/tune"
 )
 
 // shutdownTree is a host with one NFSv4.2 superblock (0:53) shown at two mount points, one
@@ -120,5 +124,22 @@ func TestShutdownJSONThenRevert(t *testing.T) {
 	out, _, code = runVerb(t, "--root", root, "revert")
 	if code != ExitOK || !strings.Contains(out, "Nothing to revert") {
 		t.Errorf("second revert: exit %d\n%s", code, out)
+	}
+}
+
+func TestShutdownConfirm(t *testing.T) {
+	p := &tune.ShutdownPlan{Device: "0:53", Source: "10.0.0.7:/export/data"}
+	for answer, ok := range map[string]bool{"y\n": true, "YES\n": true, " yes \n": true, "n\n": false, "\n": false, "": false, "yep\n": false} {
+		var errOut bytes.Buffer
+		err := confirm(IOStreams{In: strings.NewReader(answer), ErrOut: &errOut}, p)
+		if (err == nil) != ok || (err != nil && !errors.Is(err, errNotConfirmed)) {
+			t.Errorf("answer %q: err = %v, want confirmed: %v", answer, err, ok)
+		}
+		if !strings.Contains(errOut.String(), "Shut down 0:53 (10.0.0.7:/export/data) now? This cannot be undone. [y/N]") {
+			t.Errorf("prompt = %q", errOut.String())
+		}
+	}
+	if isTerminal(strings.NewReader("")) {
+		t.Error("a strings.Reader is not a terminal")
 	}
 }
