@@ -43,9 +43,9 @@ only that last check. It prints who will get errors, then asks for confirmation 
 without a terminal it needs --yes. The shutdown is recorded in the journal under /var/lib/nfstune
 before the write; nfstune revert shows it as not reversible.
 
-Exit codes: 0 shut down (or the dry run passed every check), 2 bad input, not an NFS superblock or
-the host could not be read, 3 refused (server not stalled without --force, not confirmed), 4 the
-kernel has no shutdown knob, 1 the kernel refused the write.`,
+Exit codes: 0 shut down (now or before, or a dry run that passed every check), 1 the kernel refused
+the write, 2 bad input, not an NFS superblock or the host could not be read, 3 refused (server not
+seen stalled without --force, not confirmed), 4 the kernel has no shutdown knob.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runShutdown(c.Context(), g, streams, flags, args[0])
