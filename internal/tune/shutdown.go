@@ -372,7 +372,7 @@ func WriteShutdownPlan(w io.Writer, p *ShutdownPlan) error {
 		}
 	}
 	if len(p.SharedClient) > 0 {
-		ew.Printf("Not shut down, but waiting on the same server through the same kernel NFS client:\n")
+		ew.Printf("Not shut down, but on the same server through the same kernel NFS client:\n")
 		for _, s := range p.SharedClient {
 			ew.Printf("  %s\n", s)
 		}

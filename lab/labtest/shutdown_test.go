@@ -28,10 +28,12 @@ const journalPath = "/var/lib/nfstune/journal.json"
 // From Linux 6.6 on, with two mounts (one from 127.0.0.2, the server that goes, one from
 // 127.0.0.1, which stays): it refuses the first while its server answers (exit 3) and
 // without --yes when stdin is not a terminal; with 127.0.0.2 gone and a reader blocked on
-// it, a dry run shows who would get errors and changes nothing; the shutdown makes the
-// reader fail with EIO, the attribute reads 1 and refuses 0, a plain unmount (neither
-// forced nor lazy) succeeds, the other mount still reads and writes, the journal holds the
-// record, and nfstune revert shows it as not reversible.
+// it, a dry run shows who would get errors (and, apart, another NFSv3 superblock of
+// 127.0.0.2's client) and changes nothing; the shutdown makes the reader fail with EIO, and
+// a new read too, the attribute reads 1 and refuses 0, a plain unmount (neither forced nor
+// lazy) succeeds, the other mount still reads and writes, and so does the superblock
+// sharing the client once 127.0.0.2 is back; the journal holds the record, and nfstune
+// revert shows it as not reversible.
 func TestShutdown(t *testing.T) {
 	RequireGuest(t)
 	t.Logf("kernel %s", kernelRelease(t))
@@ -63,6 +65,10 @@ func TestShutdown(t *testing.T) {
 		}
 		return
 	}
+
+	// Another superblock of the same kernel NFS client (same address, version and
+	// transport): listed apart, and not shut down.
+	sibling := Mount(t, MountSpec{Server: "127.0.0.2", Export: ExportDisk, Version: "3", Options: "hard,nosharecache"})
 
 	r = RunNfstune(t, "shutdown", "--yes", gone.Dir)
 	t.Logf("nfstune shutdown --yes %s, the server answering:\n%s%s", gone.Dir, r.Stdout, r.Stderr)
@@ -110,6 +116,7 @@ func TestShutdown(t *testing.T) {
 			Device   string `json:"device"`
 			Stalled  *struct{ Addr string }
 			Affected []struct{ Kind, Name string }
+			Shared   []string `json:"shared_client"`
 		} `json:"plan"`
 	}
 	if err := json.Unmarshal(r.Stdout, &dry); err != nil || r.Code != 0 {
@@ -118,6 +125,9 @@ func TestShutdown(t *testing.T) {
 	if dry.Plan.Device != gone.Device || dry.Plan.Stalled == nil || dry.Plan.Stalled.Addr != "127.0.0.2" ||
 		!slices.ContainsFunc(dry.Plan.Affected, func(h struct{ Kind, Name string }) bool { return h.Kind == "mount" && h.Name == gone.Dir }) {
 		t.Errorf("dry run plan = %+v; want device %s, server 127.0.0.2 stalled, mount %s affected", dry.Plan, gone.Device, gone.Dir)
+	}
+	if !slices.ContainsFunc(dry.Plan.Shared, func(s string) bool { return strings.HasPrefix(s, sibling.Device+" ") }) {
+		t.Errorf("dry run: superblocks sharing the client %q, want %s (%s) among them", dry.Plan.Shared, sibling.Device, sibling.Dir)
 	}
 	if v := readAttr(t, attr); v != "0" {
 		t.Fatalf("%s = %q after a dry run, want 0", attr, v)
@@ -148,6 +158,12 @@ func TestShutdown(t *testing.T) {
 	if err := os.WriteFile(attr, []byte("0\n"), 0o644); !errors.Is(err, unix.EINVAL) {
 		t.Errorf("writing 0 to %s: %v; want EINVAL (the kernel cannot undo a shutdown)", attr, err)
 	}
+	// A request made after the shutdown fails at once too.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "cat", gone.Dir+"/data").CombinedOutput(); err == nil || !strings.Contains(string(out), "Input/output error") {
+		t.Errorf("a new read of %s after the shutdown: %v, %q; want EIO", gone.Dir, err, out)
+	}
 
 	// The kernel's unmount, neither forced nor lazy. umount(8) would first have
 	// umount.nfs send UMNT to 127.0.0.2's mountd, which is gone as well.
@@ -157,11 +173,14 @@ func TestShutdown(t *testing.T) {
 	}
 	t.Logf("umount2(%s, 0) after the shutdown: %s", gone.Dir, time.Since(start).Round(time.Millisecond))
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	f := keep.Dir + "/after-shutdown"
-	if out, err := exec.CommandContext(ctx, "sh", "-c", fmt.Sprintf("echo still here > %q && cat %q", f, f)).CombinedOutput(); err != nil || string(out) != "still here\n" {
+	if out, err := writeRead(keep.Dir, 30*time.Second); err != nil {
 		t.Errorf("the other mount %s after the shutdown: %v, %q; want it to write and read", keep.Dir, err, out)
+	}
+	// Once 127.0.0.2 is back, the other superblock of its client works: the shutdown
+	// stopped one superblock, not the client.
+	ServerBack(t)
+	if out, err := writeRead(sibling.Dir, 60*time.Second); err != nil {
+		t.Errorf("%s (%s), sharing the client of the superblock shut down, with the server back: %v, %q; want it to write and read", sibling.Dir, sibling.Device, err, out)
 	}
 
 	recs := shutdownRecords(t)
@@ -176,6 +195,18 @@ func TestShutdown(t *testing.T) {
 		t.Errorf("revert: exit %d, stdout %q; want 0 and the shutdown shown as not reversible", r.Code, r.Stdout)
 	}
 	t.Logf("nfstune revert:\n%s", r.Stdout)
+}
+
+// writeRead writes a file in dir and reads it back, within limit.
+func writeRead(dir string, limit time.Duration) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	f := dir + "/after-shutdown"
+	out, err := exec.CommandContext(ctx, "sh", "-c", fmt.Sprintf("echo still here > %q && cat %q", f, f)).CombinedOutput()
+	if err == nil && string(out) != "still here\n" {
+		err = fmt.Errorf("read back %q", out)
+	}
+	return out, err
 }
 
 // journalRecord is a journal entry as the lab test reads it.
