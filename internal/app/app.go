@@ -22,7 +22,8 @@ func Main() int {
 
 // Run executes one command line and returns its exit code:
 // 0 success, 1 the command's own "not clean" result (findings at --fail-on, a partial apply),
-// 2 usage errors and errors reading the host.
+// 2 usage errors and errors reading the host, 3 a guard's refusal (nfstune shutdown), 4 a
+// kernel without what the action needs.
 func Run(ctx context.Context, streams cli.IOStreams, args []string) int {
 	root := cli.NewRoot(streams)
 	root.SetArgs(args)

@@ -381,7 +381,7 @@ defaults: {workload: static-tools}
 				{Operation: "READ", Requests: 1000, MajorTimeouts: 3},
 				{Operation: "GETATTR", Requests: 500, MajorTimeouts: 1},
 			}
-		}, want: 1, severity: SeverityWarning, contains: []string{"4 of 1500 requests", "READ, 3", "/sys/fs/nfs/0:53/shutdown"}},
+		}, want: 1, severity: SeverityWarning, contains: []string{"4 of 1500 requests", "READ, 3", "nfstune shutdown 0:53 "}},
 		{name: "answered in time", mutate: func(inv *inventory.Inventory) {
 			m0(inv).Stats.Operations = []procfs.NFSOperationStats{{Operation: "READ", Requests: 1000}}
 		}},
@@ -389,7 +389,7 @@ defaults: {workload: static-tools}
 	"NFS093": {
 		{name: "server not answering", mutate: func(inv *inventory.Inventory) {
 			inv.Stalled = []inventory.StalledServer{{Addr: m0(inv).ServerAddr, Transports: []string{"switch-3/xprt-3-tcp"}, Waiting: 1, Window: time.Second}}
-		}, want: 1, severity: SeverityError, contains: []string{"is not answering: 1 request(s) waiting on 1 transport(s)", "/sys/fs/nfs/0:53/shutdown"}},
+		}, want: 1, severity: SeverityError, contains: []string{"is not answering: 1 request(s) waiting on 1 transport(s)", "nfstune shutdown 0:53 "}},
 		{name: "another server stalled", mutate: func(inv *inventory.Inventory) {
 			inv.Stalled = []inventory.StalledServer{{Addr: "192.0.2.99", Transports: []string{"switch-9/xprt-9-tcp"}, Waiting: 2, Window: time.Second}}
 		}},

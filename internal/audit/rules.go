@@ -593,7 +593,7 @@ func checkTimeouts(c *mountCtx) []Finding {
 	if addr == "" {
 		addr = c.m.Server
 	}
-	f.Fix = fmt.Sprintf("check the server and the network path to %s; watch it with nfstune stats %s ; if the server is gone for good (Linux >= 6.6): echo 1 > /sys/fs/nfs/%s/shutdown, then umount", addr, firstOr(c.m.MountPoints, ""), c.m.Device)
+	f.Fix = fmt.Sprintf("check the server and the network path to %s; watch it with nfstune stats %s ; if the server is gone for good (Linux >= 6.6): nfstune shutdown %s (the processes using it get EIO), then umount", addr, firstOr(c.m.MountPoints, ""), c.m.Device)
 	f.Reason = "a major timeout is an RPC that got no reply after retrans retransmissions; on a hard mount the application blocks meanwhile, on a soft mount it gets an error"
 	f.Source = srcMountstats + "; " + srcNFSMan + " (timeo, retrans)"
 	return []Finding{f}
@@ -686,7 +686,7 @@ func checkStalled(c *mountCtx) []Finding {
 			addr, state, len(s.Transports), s.Window, firstOr(c.m.MountPoints, "this mount"))
 		f.Expected = "replies within the window"
 		f.Actual = fmt.Sprintf("no progress on %s", strings.Join(s.Transports, ", "))
-		f.Fix = fmt.Sprintf("check the server and the network path to %s; watch it with nfstune stats %s ; if the server is gone for good (Linux >= 6.6): echo 1 > /sys/fs/nfs/%s/shutdown, then umount -f", addr, firstOr(c.m.MountPoints, ""), c.m.Device)
+		f.Fix = fmt.Sprintf("check the server and the network path to %s; watch it with nfstune stats %s ; if the server is gone for good (Linux >= 6.6): nfstune shutdown %s (the processes using it get EIO), then umount", addr, firstOr(c.m.MountPoints, ""), c.m.Device)
 		f.Reason = "/sys/kernel/sunrpc/xprt-switches shows the transport's queues now: requests pending with last_used unchanged means no reply and no new request went through"
 		f.Source = srcSunrpcSysfs
 		return []Finding{f}

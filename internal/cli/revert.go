@@ -23,7 +23,9 @@ func newRevertCommand(g *globals, streams IOStreams) *cobra.Command {
 		Long: `revert reads the journal apply keeps under /var/lib/nfstune and puts back every original
 value (bdi read-ahead, sysctls) and file (udev rule, drop-ins, /etc/fstab), removes the files apply
 created, and removes the journal. It completes an apply that was interrupted, and running it again
-does nothing. Exit code 1 means some items could not be restored; they stay in the journal.`,
+does nothing. A superblock shut down by nfstune shutdown cannot be brought back: revert shows its
+record as not reversible and drops it with the journal. Exit code 1 means some items could not be
+restored; they stay in the journal.`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			return runRevert(g, streams, flags)
@@ -60,6 +62,12 @@ func runRevert(g *globals, streams IOStreams, flags *revertFlags) error {
 			}
 			if it.Status == tune.StatusGone {
 				what = "gone (unmounted since apply)"
+			}
+			if it.Action.Kind == tune.KindShutdown {
+				what = it.Action.Reason
+				if it.Status == tune.StatusUnchanged {
+					what = "nothing to undo: the shutdown was journaled but the write failed"
+				}
 			}
 			w.Printf("  [%s] %-11s %s: %s\n", it.Status, it.Action.Kind, it.Action.Path, what)
 			if it.Error != "" {

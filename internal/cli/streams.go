@@ -20,6 +20,11 @@ const (
 	ExitOK     = 0 // success, nothing to report at the failure threshold
 	ExitIssues = 1 // the command ran and found something (findings at --fail-on, a partial apply)
 	ExitError2 = 2 // usage error, bad input, or the host could not be read
+	// ExitRefused: a guard refused a dangerous action (nfstune shutdown of a server not seen
+	// stalled without --force, or not confirmed).
+	ExitRefused = 3
+	// ExitUnsupported: the kernel lacks what the action needs (the NFS shutdown knob).
+	ExitUnsupported = 4
 )
 
 // ExitError carries an exit code out of a command. Err, when set, is printed once by app.

@@ -5,9 +5,10 @@
 // names shown to the user (tune's journal maps them back below the root) and render's
 // hostPath volumes.
 //
-// It also holds the two guarded writers every command uses: SetReadAhead for a bdi's
-// read_ahead_kb and ReplaceFile for configuration files (atomic, owner and mode kept,
-// symbolic links refused).
+// It also holds the guarded writers every command uses: SetReadAhead for a bdi's
+// read_ahead_kb, ShutdownNFS for an NFS superblock's shutdown attribute (nfstune shutdown)
+// and ReplaceFile for configuration files (atomic, owner and mode kept, symbolic links
+// refused).
 //
 // Nothing here stats or opens a path below an NFS mount point: every path is built from
 // kernel pseudo-files and /etc, never from a mount point.

@@ -66,26 +66,31 @@ func pageRounded(want, got, pageKB int) bool {
 	return got <= want && want-got < pageKB
 }
 
-// openBDIAttr opens read_ahead_kb of a bdi confined to /sys: the directory is resolved
-// with os.Root (links may be followed only while they stay inside /sys), the attribute is
-// opened with O_NOFOLLOW and never created.
+// openBDIAttr opens read_ahead_kb of a bdi confined to /sys (openSysAttr).
 func openBDIAttr(r Root, device string, flag int) (*os.File, error) {
+	return openSysAttr(r, "class/bdi/"+device, "read_ahead_kb", flag)
+}
+
+// openSysAttr opens the attribute name of the directory dir below /sys, confined to /sys:
+// the directory is resolved with os.Root (links may be followed only while they stay
+// inside /sys), the attribute is opened with O_NOFOLLOW and never created.
+func openSysAttr(r Root, dir, name string, flag int) (*os.File, error) {
 	sys, err := os.OpenRoot(r.Sys())
 	if err != nil {
 		return nil, err
 	}
 	defer sys.Close()
-	dir, err := sys.Open("class/bdi/" + device)
+	d, err := sys.Open(dir)
 	if err != nil {
 		return nil, err
 	}
-	defer dir.Close()
-	fd, err := unix.Openat(int(dir.Fd()), "read_ahead_kb", flag|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	defer d.Close()
+	fd, err := unix.Openat(int(d.Fd()), name, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ELOOP) {
-		return nil, fmt.Errorf("read_ahead_kb is a %w", ErrSymlink)
+		return nil, fmt.Errorf("%s is a %w", name, ErrSymlink)
 	}
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: "read_ahead_kb", Err: err}
+		return nil, &os.PathError{Op: "open", Path: name, Err: err}
 	}
-	return os.NewFile(uintptr(fd), r.Sys("class", "bdi", device, "read_ahead_kb")), nil
+	return os.NewFile(uintptr(fd), r.Sys(dir, name)), nil
 }

@@ -3,6 +3,7 @@ package inventory
 import (
 	"bytes"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -93,6 +94,28 @@ func MountOfDevice(b []byte, dev string) *Mount {
 		return &ms[0]
 	}
 	return nil
+}
+
+// DeviceAt returns the device of the file system mounted on mountPoint in a mountinfo
+// file, whatever its type, and false when nothing is mounted there. When several are
+// stacked on one mount point, it is the top one, the one a path resolves to: a mount
+// stacked on another is its child, so the top one is the parent of none of the others.
+// The mount point is compared as written, after filepath.Clean; it is never opened.
+func DeviceAt(b []byte, mountPoint string) (string, bool) {
+	mountPoint = filepath.Clean(mountPoint)
+	infos, _ := parseMountInfo(b, func(in *mountinfo.Info) (skip, stop bool) {
+		return in.Mountpoint != mountPoint, false
+	})
+	parents := map[int]bool{}
+	for _, in := range infos {
+		parents[in.Parent] = true
+	}
+	for _, in := range slices.Backward(infos) {
+		if !parents[in.ID] {
+			return fmt.Sprintf("%d:%d", in.Major, in.Minor), true
+		}
+	}
+	return "", false
 }
 
 // mountsFromInfo builds one Mount per device from mountinfo entries.

@@ -169,7 +169,9 @@ func explain(err error) string {
 
 // Revert puts back every value and file recorded in the journal, newest first: it writes
 // original values and bytes, removes files and directories apply created, and then removes
-// the journal. Read-ahead of a superblock that has been unmounted since is gone with it.
+// the journal. Read-ahead of a superblock that has been unmounted since is gone with it. A
+// shutdown record (nfstune shutdown) is reported as not reversible and dropped with the
+// journal: the kernel has no way back, and nothing is written.
 // Without a journal it does nothing, so it can be run any number of times.
 func Revert(root hostfs.Root) (*Result, error) {
 	res := &Result{}
@@ -189,6 +191,13 @@ func Revert(root hostfs.Root) (*Result, error) {
 	var keep []Entry
 	for _, e := range slices.Backward(j.Entries) {
 		it := ItemResult{Action: Action{Kind: e.Kind, Path: e.Path, New: string(e.Original), OldAbsent: e.Absent}}
+		if e.Kind == KindShutdown {
+			it.Action.New = ""
+			it.Action.Reason = e.Shutdown.describe()
+			if e.Shutdown != nil {
+				it.Action.Device, it.Action.MountPoints = e.Shutdown.Device, e.Shutdown.MountPoints
+			}
+		}
 		status, value, err := revertEntry(root, e)
 		it.Status, it.Value = status, value
 		if err != nil {
@@ -218,6 +227,10 @@ func Revert(root hostfs.Root) (*Result, error) {
 
 func revertEntry(root hostfs.Root, e Entry) (status, value string, err error) {
 	switch {
+	case e.Kind == KindShutdown && !e.Done:
+		return StatusUnchanged, "", nil // the write failed: nothing was shut down
+	case e.Kind == KindShutdown:
+		return StatusIrreversible, "", nil
 	case e.Kind == KindDir:
 		err := os.Remove(root.Path(e.Path))
 		if err == nil || errors.Is(err, fs.ErrNotExist) {

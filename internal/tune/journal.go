@@ -43,6 +43,8 @@ type Entry struct {
 	Mode fs.FileMode `json:"mode,omitempty"`
 	// Done is set once apply has made its change.
 	Done bool `json:"done"`
+	// Shutdown is the record of a KindShutdown entry: nothing to restore, only what was done.
+	Shutdown *ShutdownRecord `json:"shutdown,omitempty"`
 }
 
 func (j *Journal) find(p string) int {

@@ -54,6 +54,8 @@ func TestRevertRefusesCraftedJournal(t *testing.T) {
 		{name: "read-ahead escape", entry: Entry{Kind: KindReadAhead, Path: "/sys/class/bdi/0:53/../../../../proc/sys/kernel/panic", Original: []byte("1\n")}, wantErr: `not a path nfstune writes`},
 		{name: "sysctl not allowed", entry: Entry{Kind: KindSysctl, Path: "/proc/sys/kernel/panic", Original: []byte("1\n")}, wantErr: `not a path nfstune writes`},
 		{name: "dir elsewhere", entry: Entry{Kind: KindDir, Path: "/root", Absent: true}, wantErr: `not a path nfstune writes`},
+		{name: "shutdown of a block device", entry: Entry{Kind: KindShutdown, Path: "/sys/fs/nfs/8:0/shutdown", Done: true}, wantErr: `not a path nfstune writes`},
+		{name: "shutdown escape", entry: Entry{Kind: KindShutdown, Path: "/sys/fs/nfs/0:53/../../../../etc/passwd", Done: true}, wantErr: `not a path nfstune writes`},
 		{name: "created dir elsewhere", entry: good, created: []string{"/etc"}, wantErr: `created directory "/etc"`},
 	}
 	for _, tt := range tests {

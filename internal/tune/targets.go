@@ -21,7 +21,8 @@ var fileTargets = map[Kind]string{
 // checkTarget is the one allow-list of what apply writes and revert restores: each kind
 // at its own paths (relative to the root), so that a crafted journal cannot make revert
 // write anything else. Live kinds are the read_ahead_kb of an anonymous (NFS) bdi and the
-// sysctls policy allows; KindDir is a parent directory of one of the files.
+// sysctls policy allows; KindDir is a parent directory of one of the files; KindShutdown
+// records the shutdown attribute of an anonymous (NFS) superblock.
 func checkTarget(k Kind, p string) error {
 	ok := false
 	switch k {
@@ -29,6 +30,8 @@ func checkTarget(k Kind, p string) error {
 		dev, found := strings.CutPrefix(p, "/sys/class/bdi/")
 		dev, suffixed := strings.CutSuffix(dev, "/read_ahead_kb")
 		ok = found && suffixed && isAnonDevice(dev)
+	case KindShutdown:
+		_, ok = shutdownDevice(p)
 	case KindSysctl:
 		for _, name := range policy.KnownSysctls() {
 			ok = ok || p == sysctlPath(name)
@@ -80,7 +83,7 @@ func (j *Journal) check() error {
 		if err := checkTarget(e.Kind, e.Path); err != nil {
 			return err
 		}
-		if e.Kind.Live() || e.Kind == KindDir {
+		if e.Kind.Live() || e.Kind == KindDir || e.Kind == KindShutdown {
 			continue
 		}
 		if err := checkMode(e.Mode); err != nil {

@@ -147,13 +147,27 @@ lab_link() {
 
 # lab_server_gone makes the server unreachable the way a production outage does.
 #   how=loss (default): every packet on lo is dropped; hard mounts hang, nfsd keeps running.
+#   how=loss ADDR: only the packets to and from ADDR are dropped (127.0.0.2 is the same nfsd
+#     under a second address), so that the mounts of the other addresses keep working.
 #   how=stop: nfsd stops serving (rpc.nfsd 0); the TCP connections are refused or reset.
 lab_server_gone() {
 	case ${1:-loss} in
-	loss) lab_link loss=100% ;;
+	loss) if [[ -n ${2:-} ]]; then lab_drop_addr "$2"; else lab_link loss=100%; fi ;;
 	stop) rpc.nfsd 0 ;;
 	*) echo "lab_server_gone: want loss or stop" >&2; return 2 ;;
 	esac
+}
+
+# lab_drop_addr drops every packet on lo to or from ADDR: a prio qdisc whose third band is
+# a netem with 100% loss, and u32 filters sending ADDR's packets there. lab_link (with no
+# argument) removes it with the root qdisc.
+lab_drop_addr() {
+	local addr=$1
+	tc qdisc del dev lo root 2>/dev/null || true
+	tc qdisc add dev lo root handle 1: prio
+	tc qdisc add dev lo parent 1:3 handle 30: netem limit 100000 loss 100%
+	tc filter add dev lo parent 1: protocol ip prio 1 u32 match ip dst "$addr/32" flowid 1:3
+	tc filter add dev lo parent 1: protocol ip prio 1 u32 match ip src "$addr/32" flowid 1:3
 }
 
 # lab_server_back undoes both kinds of lab_server_gone.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -142,9 +143,12 @@ func Mount(t testing.TB, spec MountSpec) Mounted {
 }
 
 // Umount unmounts dir, lazily and with force if a plain umount does not finish in 30 s
-// (a hung server).
+// (a hung server). A dir the test unmounted itself is left alone.
 func Umount(t testing.TB, dir string) {
 	t.Helper()
+	if !slices.ContainsFunc(MountInfo(t), func(e MountInfoEntry) bool { return e.MountPoint == dir }) {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if out, err := exec.CommandContext(ctx, "umount", dir).CombinedOutput(); err != nil {
@@ -186,6 +190,15 @@ const (
 func ServerGone(t testing.TB, how string) {
 	t.Helper()
 	labctl(t, "server-gone", how)
+	t.Cleanup(func() { ServerBack(t) })
+}
+
+// AddrGone drops every packet to and from addr (such as 127.0.0.2, the lab's nfsd under a
+// second address) until ServerBack or the end of the test: the mounts of that address hang,
+// the others keep working.
+func AddrGone(t testing.TB, addr string) {
+	t.Helper()
+	labctl(t, "server-gone", GoneLoss, addr)
 	t.Cleanup(func() { ServerBack(t) })
 }
 

@@ -1,0 +1,188 @@
+package tune
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nfstune/nfstune/internal/hostfs"
+	"github.com/nfstune/nfstune/internal/inventory"
+)
+
+// shutdownRoot is the fixture root on a 6.12 kernel, with the shutdown attribute of 0:53
+// (nfs4, two mount points) and none for 0:54 (nfs, as a kernel whose NFS sysfs lacks it).
+func shutdownRoot(t *testing.T) hostfs.Root {
+	t.Helper()
+	root := fixtureRoot(t)
+	writeRootFile(t, root, "proc/version", "Linux version 6.12.107+deb13-amd64 (debian-kernel@lists.debian.org) #1 SMP\n")
+	writeRootFile(t, root, "sys/fs/nfs/0:53/shutdown", "0\n")
+	return root
+}
+
+func writeRootFile(t *testing.T, root hostfs.Root, p, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(root.Path(p)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(root.Path(p), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPlanShutdownRefuses(t *testing.T) {
+	root := shutdownRoot(t)
+	old := fixtureRoot(t)
+	writeRootFile(t, old, "proc/version", "Linux version 6.1.0-28-amd64 (debian-kernel@lists.debian.org) #1 SMP\n")
+	for _, tt := range []struct {
+		name, target string
+		root         hostfs.Root
+		is           error
+		contains     []string
+		plan         bool
+	}{
+		{name: "relative path", target: "mnt/data", root: root, contains: []string{"want a device major:minor or the absolute path"}},
+		{name: "nothing mounted", target: "/mnt/nothing", root: root, is: ErrNoMount},
+		{name: "ext4", target: "/", root: root, is: inventory.ErrNotNFS},
+		{name: "block device", target: "8:1", root: root, is: inventory.ErrNotNFS},
+		{name: "unmounted device", target: "0:99", root: root, is: inventory.ErrNotNFS},
+		{name: "kernel before 6.6", target: "/mnt/data", root: old, is: ErrNoShutdownKnob,
+			contains: []string{"needs Linux 6.6 or later, and this kernel is 6.1.0-28-amd64", "umount -f /mnt/data", "umount -l /mnt/data"}},
+		{name: "no attribute on 6.12", target: "/mnt/tools", root: root, is: ErrNoShutdownKnob,
+			contains: []string{"kernel 6.12.107+deb13-amd64 should have it"}},
+		{name: "not stalled", target: "/mnt/data", root: root, is: ErrNotStalled, plan: true,
+			contains: []string{"--force"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := PlanShutdown(context.Background(), tt.root, tt.target, ShutdownOptions{StallWindow: time.Millisecond})
+			if err == nil || (tt.is != nil && !errors.Is(err, tt.is)) {
+				t.Fatalf("err = %v, want one matching %v", err, tt.is)
+			}
+			for _, s := range tt.contains {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("err = %v, want it to say %q", err, s)
+				}
+			}
+			if (p != nil) != tt.plan {
+				t.Errorf("plan = %+v, want one: %v", p, tt.plan)
+			}
+		})
+	}
+	if b, _ := os.ReadFile(root.Sys("fs", "nfs", "0:53", "shutdown")); string(b) != "0\n" {
+		t.Errorf("a refused shutdown wrote the attribute: %q", b)
+	}
+	if _, err := os.Stat(root.Path(JournalPath)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused shutdown wrote a journal: %v", err)
+	}
+}
+
+// TestShutdownJournalRevert: a forced shutdown of a mount point names both mount points of
+// the superblock and the other superblock of its client, writes 1, and journals the record
+// first; revert shows it as not reversible, writes nothing and removes the journal.
+func TestShutdownJournalRevert(t *testing.T) {
+	root := shutdownRoot(t)
+	p, err := PlanShutdown(context.Background(), root, "/srv/data copy", ShutdownOptions{Force: true, StallWindow: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Holder{{Kind: HolderMount, Name: "/mnt/data"}, {Kind: HolderMount, Name: "/srv/data copy"}}
+	if p.Device != "0:53" || !p.Forced || !slices.Equal(p.Affected, want) || p.KernelRelease != "6.12.107+deb13-amd64" {
+		t.Fatalf("plan = %+v; want 0:53, forced, affecting %v", p, want)
+	}
+	now := time.Date(2026, 11, 23, 4, 0, 0, 0, time.UTC)
+	res, err := Shutdown(root, p, now)
+	if err != nil || res.ReadBack != "1" {
+		t.Fatalf("Shutdown = %+v, %v", res, err)
+	}
+	if got := readFixture(t, root, "/sys/fs/nfs/0:53/shutdown"); got != "1\n" {
+		t.Errorf("attribute = %q, want 1", got)
+	}
+	j, err := loadJournal(root)
+	if err != nil || j == nil || len(j.Entries) != 1 {
+		t.Fatalf("journal = %+v, %v", j, err)
+	}
+	e := j.Entries[0]
+	if e.Kind != KindShutdown || e.Path != "/sys/fs/nfs/0:53/shutdown" || !e.Done || e.Shutdown == nil ||
+		!e.Shutdown.Forced || !e.Shutdown.Time.Equal(now) || e.Shutdown.Source != "192.168.122.71:/export/data" {
+		t.Errorf("journal entry = %+v (%+v)", e, e.Shutdown)
+	}
+
+	rres, err := Revert(root)
+	if err != nil || len(rres.Items) != 1 || rres.Failed() != 0 {
+		t.Fatalf("Revert = %+v, %v", rres, err)
+	}
+	it := rres.Items[0]
+	if it.Status != StatusIrreversible || !strings.Contains(it.Action.Reason, "cannot undo") || !strings.Contains(it.Action.Reason, "with --force") {
+		t.Errorf("revert item = %+v; want not reversible, forced, and why", it)
+	}
+	if got := readFixture(t, root, "/sys/fs/nfs/0:53/shutdown"); got != "1\n" {
+		t.Errorf("revert wrote the attribute: %q", got)
+	}
+	if ok, err := Pending(root); ok || err != nil {
+		t.Errorf("journal still pending after revert: %v, %v", ok, err)
+	}
+}
+
+// TestShutdownRefusesReusedDevice: between the plan and the write, the device came to show
+// another export; nothing is written or journaled.
+func TestShutdownRefusesReusedDevice(t *testing.T) {
+	root := shutdownRoot(t)
+	p, err := PlanShutdown(context.Background(), root, "0:53", ShutdownOptions{Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Source = "192.168.122.99:/other"
+	if _, err := Shutdown(root, p, time.Now()); err == nil {
+		t.Fatal("Shutdown of a device that changed: no error")
+	}
+	if got := readFixture(t, root, "/sys/fs/nfs/0:53/shutdown"); got != "0\n" {
+		t.Errorf("attribute = %q, want 0", got)
+	}
+	if ok, _ := Pending(root); ok {
+		t.Error("a refused shutdown wrote a journal")
+	}
+}
+
+// TestPlanShutdownStalled runs on a tree recorded from the 6.12 lab with the server gone:
+// the transports to 127.0.0.1 hold requests and, the tree being still, make no progress
+// over the window, so the server counts as stalled without --force.
+func TestPlanShutdownStalled(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS("../inventory/testdata/lab-6.12.107+deb13-amd64-server-gone")); err != nil {
+		t.Fatal(err)
+	}
+	root := hostfs.Root(dir)
+	writeRootFile(t, root, "sys/fs/nfs/0:65/shutdown", "0\n")
+	p, err := PlanShutdown(context.Background(), root, "/mnt/lab/v3", ShutdownOptions{StallWindow: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Device != "0:65" || p.Stalled == nil || p.Stalled.Addr != "127.0.0.1" || p.Forced {
+		t.Errorf("plan = %+v (stalled %+v); want 0:65 with 127.0.0.1 stalled", p, p.Stalled)
+	}
+	if !slices.ContainsFunc(p.SharedClient, func(s string) bool { return strings.HasPrefix(s, "0:66 /mnt/lab/rsize-1m") }) {
+		t.Errorf("shared client = %q; want the other NFSv3 superblock of 127.0.0.1, 0:66", p.SharedClient)
+	}
+}
+
+func TestDeviceAtStacked(t *testing.T) {
+	b, err := os.ReadFile("../inventory/testdata/lab-6.1.0-50-amd64-stacked/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last string
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) > 4 && strings.Contains(l, " nfs") {
+			last = f[4] + " " + f[2]
+		}
+	}
+	mp, dev, _ := strings.Cut(last, " ")
+	got, ok := inventory.DeviceAt(b, mp+"/")
+	if !ok || got != dev {
+		t.Errorf("DeviceAt(%s) = %q, %v; want the top mount %s", mp, got, ok, dev)
+	}
+}
