@@ -30,14 +30,16 @@ type ReadOptions struct {
 }
 
 // Read builds the inventory of NFS mounts under root. Only kernel pseudo-files under
-// /proc and /sys and configuration under /etc (and the udev directories) are read; no
+// /proc and /sys, configuration under /etc (and the udev directories) and the state of
+// the NFS proxy helpers (efs-utils, AZNFS) are read; no
 // path below a mount point is ever opened or stat'ed, so a dead hard mount cannot hang it.
 //
 // Sources: /proc/<pid>/mountinfo and mountstats (proc(5),
 // https://docs.kernel.org/filesystems/proc.html), /proc/fs/nfsfs/{servers,volumes}
 // (fs/nfs/client.c), /sys/class/bdi/<maj:min>/read_ahead_kb
 // (https://docs.kernel.org/admin-guide/abi-stable.html, /sys/class/bdi), /proc/version and
-// /proc/sys, /etc/fstab, /etc/nfsmount.conf, nfs.conf and the udev rules directories.
+// /proc/sys, /etc/fstab, /etc/nfsmount.conf, nfs.conf and the udev rules directories; for a
+// mount through a loopback proxy, the helpers' state (AttributeProxies).
 //
 // The only error is an unreadable or unusable mountinfo: without it there is no
 // inventory. Every other problem (a malformed mountstats entry, a missing bdi attribute,
@@ -62,7 +64,8 @@ func Read(root hostfs.Root, opts ReadOptions) (*Inventory, error) {
 	infos, w := parseMountInfo(b, nfsOnly)
 	warn(w...)
 	mounts := mountsFromInfo(infos)
-	done("mountinfo")
+	warn(AttributeProxies(root, mounts)...)
+	done("mountinfo and proxy helpers")
 
 	var nfsfsDir []string
 	if opts.PID > 0 {
