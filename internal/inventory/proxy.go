@@ -195,9 +195,11 @@ type efsStateFile struct {
 }
 
 // readEFSStates reads efs-utils' state directory. A state file is named
-// "<fs-id>.<mount point with / as .>.<port>" (proxy.py get_mount_specific_filename); the
-// "~" prefix marks a mount in progress, "stunnel-config." the tunnel's configuration and a
-// "+" suffix the directory of its certificate.
+// "<fs-id>.<mount point with / as .>.<port>" (proxy.py get_mount_specific_filename),
+// "stunnel-config." prefixes the tunnel's configuration and a "+" suffix the directory of
+// its certificate. A "~" prefix marks a mount in progress: efs-utils renames the file when
+// mount.nfs4 has returned, after the kernel created the superblock and udev saw its bdi,
+// so the udev helper finds only that one.
 func readEFSStates(root hostfs.Root) (efsStates, []string) {
 	dir, shown, names, err := readStateDir(root, efsStateDirs...)
 	if err != nil {
@@ -206,15 +208,16 @@ func readEFSStates(root hostfs.Root) (efsStates, []string) {
 	var out efsStates
 	var warnings []string
 	for _, name := range names {
-		if !strings.HasPrefix(name, "fs-") || strings.HasSuffix(name, "+") {
+		base := strings.TrimPrefix(name, "~")
+		if !strings.HasPrefix(base, "fs-") || strings.HasSuffix(base, "+") {
 			continue
 		}
-		dot := strings.LastIndexByte(name, '.')
-		port, err := strconv.Atoi(name[dot+1:])
+		dot := strings.LastIndexByte(base, '.')
+		port, err := strconv.Atoi(base[dot+1:])
 		if dot < 0 || err != nil || port <= 0 || port > 65535 {
 			continue
 		}
-		fsID, _, _ := strings.Cut(name, ".")
+		fsID, _, _ := strings.Cut(base, ".")
 		b, err := readStateFile(filepath.Join(dir, name))
 		if err != nil {
 			warnings = append(warnings, fmt.Sprintf("reading efs-utils state %s: %v", name, err))
@@ -238,7 +241,7 @@ func readEFSStates(root hostfs.Root) (efsStates, []string) {
 		// The tunnel's configuration is "stunnel-config.<state file name>" in the same
 		// directory (proxy.py write_stunnel_config_file); only that name is read, whatever
 		// the state's "files" says.
-		if b, err := readStateFile(filepath.Join(dir, "stunnel-config."+name)); err == nil {
+		if b, err := readStateFile(filepath.Join(dir, "stunnel-config."+base)); err == nil {
 			s.proxy.Upstream = tunnelConnect(b)
 		}
 		out = append(out, s)

@@ -64,8 +64,9 @@ func Read(root hostfs.Root, opts ReadOptions) (*Inventory, error) {
 	infos, w := parseMountInfo(b, nfsOnly)
 	warn(w...)
 	mounts := mountsFromInfo(infos)
+	done("mountinfo")
 	warn(AttributeProxies(root, mounts)...)
-	done("mountinfo and proxy helpers")
+	done("proxy helpers")
 
 	var nfsfsDir []string
 	if opts.PID > 0 {

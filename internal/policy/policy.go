@@ -64,7 +64,8 @@ type Rule struct {
 // applies to every mount. Globs use path.Match syntax ("*" does not cross "/").
 type Match struct {
 	// Server is a glob matched against the server name and against its address,
-	// case-insensitively, e.g. "*.file.core.windows.net".
+	// case-insensitively, e.g. "*.file.core.windows.net"; for a mount through a local
+	// proxy also against the server the helper forwards to (Proxy.Upstream).
 	Server string
 	// CIDR is an address prefix the server's address must fall in, e.g. 10.0.0.0/24.
 	CIDR netip.Prefix
@@ -83,6 +84,9 @@ type Resolved struct {
 	Rule string `json:"rule"`
 	// Service is the rule's provisioned service and its throughput limits, if it names one.
 	Service *Service `json:"service,omitempty"`
+	// ReadAheadBy names the mount helper whose own read-ahead is the target (efs-utils),
+	// empty when the profile's value is.
+	ReadAheadBy string `json:"read_ahead_by,omitempty"`
 }
 
 // Default returns the built-in policy: profiles by backend, workload "general", mode enforce.
@@ -284,7 +288,8 @@ func (r *Rule) Matches(m *inventory.Mount) bool { return r.Match.matches(m) }
 func (mt *Match) matches(m *inventory.Mount) bool {
 	if mt.Server != "" {
 		pat := strings.ToLower(mt.Server)
-		if !globOK(pat, strings.ToLower(m.Server)) && !globOK(pat, strings.ToLower(m.ServerAddr)) {
+		if !globOK(pat, strings.ToLower(m.Server)) && !globOK(pat, strings.ToLower(m.ServerAddr)) &&
+			(m.Proxy == nil || !globOK(pat, strings.ToLower(m.Proxy.Upstream))) {
 			return false
 		}
 	}
@@ -372,11 +377,31 @@ func (p *Policy) ResolveAs(m *inventory.Mount, forceBackend, forceWorkload strin
 		rule.Overrides.apply(&prof)
 	}
 	prof.ReadAheadKB = prof.ReadAheadFor(m.RSize)
+	by := ""
+	if m.Proxy != nil && m.Proxy.ReadAheadKB > 0 && (rule == nil || !rule.Overrides.setsReadAhead()) {
+		// The mount helper writes read-ahead itself after every mount (efs-utils'
+		// optimize_readahead, 15 x rsize; its watchdog rewrites it on Ubuntu 24): its value
+		// is the target, as a minimum, so that nfstune and the helper never rewrite each
+		// other. A config rule that sets read-ahead still wins.
+		prof.ReadAheadKB, prof.ReadAheadRSizes, prof.ReadAheadExact = m.Proxy.ReadAheadKB, 0, false
+		by = helperOf(m.Proxy.Kind)
+	}
 	st := p.cat.workloads[prof.Workload].Static
 	if static != nil {
 		st = *static
 	}
-	return Resolved{Profile: prof, Mode: mode, Static: st, Rule: src, Service: service}
+	return Resolved{Profile: prof, Mode: mode, Static: st, Rule: src, Service: service, ReadAheadBy: by}
+}
+
+// helperOf names the tool behind a proxy kind, as the user installed it.
+func helperOf(kind string) string {
+	switch kind {
+	case inventory.ProxyEFS, inventory.ProxyEFSStunnel:
+		return "efs-utils"
+	case inventory.ProxyAZNFS:
+		return "aznfs"
+	}
+	return kind
 }
 
 // KernelReadAheadKB is the read-ahead of a new NFS superblock since Linux 5.4
