@@ -103,6 +103,7 @@ func mountChecks() []mountCheck {
 		checkReadAheadRules, // NFS050
 		checkNoEffect,       // NFS070
 		checkLikelyBackend,  // NFS080
+		checkUnknownProxy,   // NFS081
 		checkStalled,        // NFS093
 		checkStats,          // NFS090, NFS091
 	}
@@ -255,6 +256,34 @@ func fstabLine(m *inventory.Mount, profile policy.MountOptions, set map[string]s
 	}
 	delete(opts, "defaults")
 	maps.Copy(opts, set)
+	server := m.Server
+	if strings.Contains(server, ":") {
+		server = "[" + server + "]"
+	}
+	fstype := m.FSType
+	if fstype == "" {
+		fstype = "nfs"
+	}
+	if p := m.Proxy; p != nil {
+		// The helper mounts 127.0.0.1 with a port it picks each time: the line is for the
+		// helper (mount.efs, mount.aznfs), which strips its own options before mount.nfs4.
+		switch {
+		case (p.Kind == inventory.ProxyEFS || p.Kind == inventory.ProxyEFSStunnel) && p.FileSystemID != "":
+			server, fstype = p.FileSystemID, "efs"
+			delete(opts, "port")
+			if p.TLS != nil && *p.TLS {
+				opts["tls"] = ""
+			}
+			if p.Kind == inventory.ProxyEFSStunnel {
+				opts["stunnel"] = ""
+			}
+		case p.Kind == inventory.ProxyAZNFS && p.Upstream != "":
+			server, fstype = p.Upstream, "aznfs"
+			delete(opts, "port")
+		default:
+			opts["port"] = strconv.Itoa(p.Port)
+		}
+	}
 	var words []string
 	for _, k := range slices.Sorted(maps.Keys(opts)) {
 		if v := opts[k]; v != "" {
@@ -266,17 +295,9 @@ func fstabLine(m *inventory.Mount, profile policy.MountOptions, set map[string]s
 	if len(words) == 0 {
 		words = []string{"defaults"}
 	}
-	server := m.Server
-	if strings.Contains(server, ":") {
-		server = "[" + server + "]"
-	}
 	mp := "<mountpoint>"
 	if len(m.MountPoints) > 0 {
 		mp = escapeFstab(m.MountPoints[0])
-	}
-	fstype := m.FSType
-	if fstype == "" {
-		fstype = "nfs"
 	}
 	return fmt.Sprintf("%s:%s %s %s %s 0 0", server, escapeFstab(m.Export), mp, fstype, strings.Join(words, ","))
 }

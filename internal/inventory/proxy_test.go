@@ -195,6 +195,18 @@ func TestAttributeProxiesLimits(t *testing.T) {
 			t.Errorf("proxy %+v backend %s: want the file of this mount point, fs-0badcafe", ms[0].Proxy, ms[0].Backend)
 		}
 	})
+	t.Run("in progress", func(t *testing.T) {
+		t.Parallel()
+		// What the udev helper sees: the bdi appears while mount.nfs4 runs, before
+		// efs-utils renames "~<name>" to "<name>".
+		root := t.TempDir()
+		write(t, root, "~fs-01234567.mnt.efs.20049", state)
+		ms := mount("/mnt/efs")
+		AttributeProxies(hostfs.Root(root), ms)
+		if ms[0].Proxy.Kind != ProxyEFS || ms[0].Proxy.FileSystemID != "fs-01234567" || ms[0].Proxy.ReadAheadKB != 15360 {
+			t.Errorf("proxy %+v: want efs-proxy to fs-01234567 with efs-utils' 15360 KiB", ms[0].Proxy)
+		}
+	})
 	t.Run("readahead off", func(t *testing.T) {
 		t.Parallel()
 		root := t.TempDir()
