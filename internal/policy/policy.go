@@ -84,9 +84,6 @@ type Resolved struct {
 	Rule string `json:"rule"`
 	// Service is the rule's provisioned service and its throughput limits, if it names one.
 	Service *Service `json:"service,omitempty"`
-	// ReadAheadBy names the mount helper whose own read-ahead is the target (efs-utils),
-	// empty when the profile's value is.
-	ReadAheadBy string `json:"read_ahead_by,omitempty"`
 }
 
 // Default returns the built-in policy: profiles by backend, workload "general", mode enforce.
@@ -377,20 +374,19 @@ func (p *Policy) ResolveAs(m *inventory.Mount, forceBackend, forceWorkload strin
 		rule.Overrides.apply(&prof)
 	}
 	prof.ReadAheadKB = prof.ReadAheadFor(m.RSize)
-	by := ""
 	if m.Proxy != nil && m.Proxy.ReadAheadKB > 0 && (rule == nil || !rule.Overrides.setsReadAhead()) {
 		// The mount helper writes read-ahead itself after every mount (efs-utils'
 		// optimize_readahead, 15 x rsize; its watchdog rewrites it on Ubuntu 24): its value
 		// is the target, as a minimum, so that nfstune and the helper never rewrite each
 		// other. A config rule that sets read-ahead still wins.
 		prof.ReadAheadKB, prof.ReadAheadRSizes, prof.ReadAheadExact = m.Proxy.ReadAheadKB, 0, false
-		by = helperOf(m.Proxy.Kind)
+		prof.ReadAheadBy = helperOf(m.Proxy.Kind)
 	}
 	st := p.cat.workloads[prof.Workload].Static
 	if static != nil {
 		st = *static
 	}
-	return Resolved{Profile: prof, Mode: mode, Static: st, Rule: src, Service: service, ReadAheadBy: by}
+	return Resolved{Profile: prof, Mode: mode, Static: st, Rule: src, Service: service}
 }
 
 // helperOf names the tool behind a proxy kind, as the user installed it.
@@ -430,13 +426,15 @@ func (p Profile) ReadAheadFor(rsize int) int {
 // a minimum: a larger value stays unless exact (--exact) or p.ReadAheadExact. A value
 // derived from rsize (ReadAheadRSizes) is a minimum only for read-ahead that nobody chose:
 // the kernel default, or less than one rsize. Any other value was set on purpose (an
-// optimum measured below 15 x rsize is common) and stays unless exact. See docs/policy.md.
+// optimum measured below 15 x rsize is common) and stays unless exact. A mount helper's own
+// value (ReadAheadBy) is only ever a minimum: exact never lowers what the helper would
+// write back. See docs/policy.md.
 func (p Profile) ReadAheadChange(cur, rsize int, exact bool) bool {
 	want := p.ReadAheadKB
 	switch {
 	case want <= 0 || cur == want:
 		return false
-	case exact || p.ReadAheadExact:
+	case (exact || p.ReadAheadExact) && p.ReadAheadBy == "":
 		return true
 	case cur > want:
 		return false

@@ -52,8 +52,12 @@ func TestResolveNoFightWithEFSUtils(t *testing.T) {
 			if !res.ReadAheadChange(KernelReadAheadKB, m.RSize, false) {
 				t.Errorf("a udev rule's 128 KiB must be raised back to efs-utils' %d", set)
 			}
-			if res.ReadAheadChange(set*2, m.RSize, false) {
-				t.Errorf("a larger value someone chose must stay (the target is a minimum)")
+			for _, exact := range []bool{false, true} {
+				// efs-utils computes from the rsize option (default 1 MiB), nfstune from the
+				// effective rsize: a larger value is efs-utils' and stays, even with --exact.
+				if res.ReadAheadChange(set*2, m.RSize, exact) {
+					t.Errorf("exact=%v: a larger value must stay (the helper's target is a minimum)", exact)
+				}
 			}
 		})
 	}
