@@ -251,39 +251,13 @@ func fstabLine(m *inventory.Mount, profile policy.MountOptions, set map[string]s
 	if _, ok := set["soft"]; ok {
 		drop = append(drop, "hard")
 	}
-	for _, k := range append(drop, noEffectOptions...) {
+	spec := inventory.RemountSpec(m)
+	for _, k := range append(append(drop, spec.Drop...), noEffectOptions...) {
 		delete(opts, k)
 	}
 	delete(opts, "defaults")
+	maps.Copy(opts, spec.Set)
 	maps.Copy(opts, set)
-	server := m.Server
-	if strings.Contains(server, ":") {
-		server = "[" + server + "]"
-	}
-	fstype := m.FSType
-	if fstype == "" {
-		fstype = "nfs"
-	}
-	if p := m.Proxy; p != nil {
-		// The helper mounts 127.0.0.1 with a port it picks each time: the line is for the
-		// helper (mount.efs, mount.aznfs), which strips its own options before mount.nfs4.
-		switch {
-		case (p.Kind == inventory.ProxyEFS || p.Kind == inventory.ProxyEFSStunnel) && p.FileSystemID != "":
-			server, fstype = p.FileSystemID, "efs"
-			delete(opts, "port")
-			if p.TLS != nil && *p.TLS {
-				opts["tls"] = ""
-			}
-			if p.Kind == inventory.ProxyEFSStunnel {
-				opts["stunnel"] = ""
-			}
-		case p.Kind == inventory.ProxyAZNFS && p.Upstream != "":
-			server, fstype = p.Upstream, "aznfs"
-			delete(opts, "port")
-		default:
-			opts["port"] = strconv.Itoa(p.Port)
-		}
-	}
 	var words []string
 	for _, k := range slices.Sorted(maps.Keys(opts)) {
 		if v := opts[k]; v != "" {
@@ -299,7 +273,7 @@ func fstabLine(m *inventory.Mount, profile policy.MountOptions, set map[string]s
 	if len(m.MountPoints) > 0 {
 		mp = escapeFstab(m.MountPoints[0])
 	}
-	return fmt.Sprintf("%s:%s %s %s %s 0 0", server, escapeFstab(m.Export), mp, fstype, strings.Join(words, ","))
+	return fmt.Sprintf("%s:%s %s %s %s 0 0", spec.Server, escapeFstab(spec.Export), mp, spec.FSType, strings.Join(words, ","))
 }
 
 // escapeFstab octal-escapes the characters fstab(5) cannot hold literally.

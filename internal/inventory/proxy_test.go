@@ -225,3 +225,33 @@ func TestAttributeProxiesLimits(t *testing.T) {
 		}
 	})
 }
+
+// TestRemountSpec: a proxied mount is mounted again through its helper, which picks the
+// port itself; a forwarder no helper owns needs its port= back.
+func TestRemountSpec(t *testing.T) {
+	t.Parallel()
+	efs, err := Read(hostfs.Root("testdata/synthetic-efs-proxy"), ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	az, err := Read(hostfs.Root("testdata/synthetic-aznfs-stunnel"), ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		m    *Mount
+		want MountSpec
+	}{
+		{&efs.Mounts[0], MountSpec{Server: "fs-0123456789abcdef0", Export: "/", FSType: "efs", Set: map[string]string{"tls": ""}, Drop: []string{"port"}}},
+		{&efs.Mounts[1], MountSpec{Server: "fs-0fedcba987654321f", Export: "/", FSType: "efs", Set: map[string]string{"tls": "", "stunnel": ""}, Drop: []string{"port"}}},
+		{&efs.Mounts[2], MountSpec{Server: "127.0.0.1", Export: "/data", FSType: "nfs4", Set: map[string]string{"port": "30049"}}},
+		{&az.Mounts[0], MountSpec{Server: "nfsacct01.file.core.windows.net", Export: "/nfsacct01/share1", FSType: "aznfs", Set: map[string]string{}, Drop: []string{"port"}}},
+	} {
+		if diff := cmp.Diff(tt.want, RemountSpec(tt.m)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.m.Device, diff)
+		}
+	}
+	if !IsMountType(&efs.Mounts[0], "efs") || IsMountType(&efs.Mounts[0], "aznfs") || !IsMountType(&az.Mounts[0], "aznfs") || IsMountType(&efs.Mounts[2], "efs") {
+		t.Error("IsMountType does not follow the helper")
+	}
+}
