@@ -100,8 +100,8 @@ func loopbackPort(m *Mount) int {
 
 // AttributeProxies finds, for every mount that ParseMountInfo marked as going through a
 // loopback proxy, the helper that owns the port and the server behind it: efs-utils'
-// state files (/var/run/efs/fs-<id>.<mountpoint>.<port>, JSON, and the stunnel-config file
-// they list) and AZNFS' stunnel configurations (/etc/stunnel/microsoft/aznfs/
+// state files (/var/run/efs/fs-<id>.<mountpoint>.<port>, JSON, and the tunnel's
+// stunnel-config.<same name>) and AZNFS' stunnel configurations (/etc/stunnel/microsoft/aznfs/
 // nfsv4_fileShare/stunnel_<account>.conf). A recognised mount gets the real backend
 // (aws-efs or azure-files). Only those directories are read, each file with a size cap and
 // without following a final symbolic link; never a mount point. What cannot be read leaves
@@ -136,6 +136,8 @@ func AttributeProxies(root hostfs.Root, mounts []Mount) []string {
 				// mount_utils.optimize_readahead_window: DEFAULT_NFS_MAX_READAHEAD_MULTIPLIER
 				// (15) x the rsize option / 1024. efs-utils passes rsize=1048576 unless the
 				// user gives one, and EFS grants 1 MiB, so the effective rsize is the same.
+				// Before Linux 5.4 efs-utils writes nothing, but the kernel's own default
+				// is that same 15 x rsize.
 				m.Proxy.ReadAheadKB = 15 * m.RSize / 1024
 			}
 			m.Backend = backendAWSEFS
