@@ -419,6 +419,22 @@ func iniValue(b []byte, section, key string) (string, bool) {
 	return "", false
 }
 
+// ServerName is the server a mount's data lives on, for what must read the same on every
+// client of it (the server label of metrics, service limits): the server as mounted, or,
+// for a mount through a local proxy whose helper names it, the server behind it. For EFS
+// that is the file system ID, which every node shares whatever mount target it reaches;
+// for AZNFS the storage account's endpoint. An unattributed proxy stays 127.0.0.1.
+func (m *Mount) ServerName() string {
+	switch p := m.Proxy; {
+	case p == nil:
+	case p.FileSystemID != "":
+		return p.FileSystemID
+	case p.Upstream != "":
+		return p.Upstream
+	}
+	return m.Server
+}
+
 // MountSpec is how to mount a mount again: what to give mount(8).
 type MountSpec struct {
 	// Server is the server part of the source ("[v6addr]" bracketed); for a mount through

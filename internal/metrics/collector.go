@@ -384,7 +384,9 @@ func (c *Collector) mountMetrics(out []prometheus.Metric, m *inventory.Mount, fi
 	if len(m.MountPoints) > 0 {
 		first = m.MountPoints[0]
 	}
-	lv := []string{m.Device, first, m.Server, m.Export, m.Version, m.Backend}
+	// The server behind a local proxy, not 127.0.0.1: sums by server and export (the
+	// headroom rule) must not add up different file systems.
+	lv := []string{m.Device, first, m.ServerName(), m.Export, m.Version, m.Backend}
 	base := labelPairs(mountLabels, lv)
 	// with returns the mount's label pairs with more; the result is shared by every
 	// series that carries the same extra values.

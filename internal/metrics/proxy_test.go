@@ -15,7 +15,9 @@ import (
 
 // TestCollectorProxied reads the EFS tree (efs-proxy, efs-utils' stunnel, an unknown
 // loopback forwarder): nfstune_mount_info names the helper and the server behind it, the
-// backend label is the service, and each proxied file system is its own client group.
+// server label of an EFS mount is its file system (the same on every node, so sums by
+// server and export never add up two file systems behind 127.0.0.1), the backend label is
+// the service, and each proxied file system is its own client group.
 func TestCollectorProxied(t *testing.T) {
 	t.Parallel()
 	inv, err := inventory.Read(hostfs.Root("../inventory/testdata/synthetic-efs-proxy"), inventory.ReadOptions{})
@@ -28,8 +30,8 @@ func TestCollectorProxied(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, line := range []string{
-		`nfstune_mount_info{backend="aws-efs",client_group="tcp://127.0.0.1:20049/v4.1",device="0:60",export="/",fstype="nfs4",mountpoint="/mnt/efs",mountpoints="1",proxy="efs-proxy",server="127.0.0.1",upstream="us-east-1a.fs-0123456789abcdef0.efs.us-east-1.amazonaws.com",version="4.1"} 1`,
-		`nfstune_mount_info{backend="aws-efs",client_group="tcp://127.0.0.1:20050/v4.1",device="0:61",export="/",fstype="nfs4",mountpoint="/mnt/efs-legacy",mountpoints="1",proxy="efs-stunnel",server="127.0.0.1",upstream="fs-0fedcba987654321f.efs.eu-west-1.amazonaws.com",version="4.1"} 1`,
+		`nfstune_mount_info{backend="aws-efs",client_group="tcp://127.0.0.1:20049/v4.1",device="0:60",export="/",fstype="nfs4",mountpoint="/mnt/efs",mountpoints="1",proxy="efs-proxy",server="fs-0123456789abcdef0",upstream="us-east-1a.fs-0123456789abcdef0.efs.us-east-1.amazonaws.com",version="4.1"} 1`,
+		`nfstune_mount_info{backend="aws-efs",client_group="tcp://127.0.0.1:20050/v4.1",device="0:61",export="/",fstype="nfs4",mountpoint="/mnt/efs-legacy",mountpoints="1",proxy="efs-stunnel",server="fs-0fedcba987654321f",upstream="fs-0fedcba987654321f.efs.eu-west-1.amazonaws.com",version="4.1"} 1`,
 		`nfstune_mount_info{backend="generic",client_group="tcp://127.0.0.1:30049/v4.1",device="0:62",export="/data",fstype="nfs4",mountpoint="/mnt/forwarded",mountpoints="1",proxy="loopback",server="127.0.0.1",upstream="",version="4.1"} 1`,
 		`nfstune_client_group_connections{client_group="tcp://127.0.0.1:20049/v4.1",proto="tcp",server_addr="127.0.0.1",version="4.1"} 1`,
 		`nfstune_client_group_connections{client_group="tcp://127.0.0.1:20050/v4.1",proto="tcp",server_addr="127.0.0.1",version="4.1"} 1`,
