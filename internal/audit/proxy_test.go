@@ -63,7 +63,7 @@ func TestProxiedEFS(t *testing.T) {
 		f != nil && (strings.Contains(f.Fix, "port=") || !strings.Contains(f.Fix, "stunnel") || !strings.Contains(f.Fix, "_netdev")) {
 		t.Errorf("NFS022 fix is not a mount.efs line keeping the fstab options: %s", f.Fix)
 	}
-	if f := findingOf(rep, "0:62", "NFS081"); f != nil && !strings.Contains(f.Fix, `mountPoint: "/mnt/forwarded"`) {
+	if f := findingOf(rep, "0:62", "NFS081"); f != nil && !strings.Contains(f.Fix, `mountpoint: "/mnt/forwarded"`) {
 		t.Errorf("NFS081 fix must match by mount point: %s", f.Fix)
 	}
 	for _, dev := range []string{"0:60", "0:61"} {

@@ -144,7 +144,7 @@ func checkUnknownProxy(c *mountCtx) []Finding {
 	f.Message = fmt.Sprintf("%s goes through a local forwarder on port %d that no efs-utils or AZNFS state names; nfstune treats it as a generic server until the config says otherwise", c.m.Server, c.m.Proxy.Port)
 	f.Expected = "the service behind the forwarder known (helper state, or the config)"
 	f.Actual = fmt.Sprintf("backend generic (server %s, port=%d)", c.m.Server, c.m.Proxy.Port)
-	f.Fix = fmt.Sprintf("declare it under rules: in the config, by mount point (the address is shared by every forwarded mount): - {match: {mountPoint: %q}, backend: <service>}", firstOr(c.m.MountPoints, "<mountpoint>"))
+	f.Fix = fmt.Sprintf("declare it under rules: in the config, by mount point (the address is shared by every forwarded mount): - {match: {mountpoint: %q}, backend: <service>}", firstOr(c.m.MountPoints, "<mountpoint>"))
 	f.Reason = "efs-utils (efs-proxy, stunnel) and AZNFS (Azure Files encryption in transit) mount 127.0.0.1 with port= and keep state naming the real server; without it the address says nothing"
 	f.Source = "aws/efs-utils src/efs_utils_common/mount_utils.py mount_nfs (127.0.0.1:<path>, port=<tlsport>); Azure/AZNFS-mount src/nfsv4mountscript.sh; Linux fs/nfs/super.c nfs_show_mount_options (port=)"
 	return []Finding{f}
