@@ -63,8 +63,18 @@ func TestProxiedEFS(t *testing.T) {
 		f != nil && (strings.Contains(f.Fix, "port=") || !strings.Contains(f.Fix, "stunnel") || !strings.Contains(f.Fix, "_netdev")) {
 		t.Errorf("NFS022 fix is not a mount.efs line keeping the fstab options: %s", f.Fix)
 	}
-	if f := findingOf(rep, "0:62", "NFS081"); f != nil && !strings.Contains(f.Fix, `mountpoint: "/mnt/forwarded"`) {
-		t.Errorf("NFS081 fix must match by mount point: %s", f.Fix)
+	if f := findingOf(rep, "0:62", "NFS081"); f != nil {
+		// The fix's rule, with a service filled in, must parse and select the mount.
+		_, rule, _ := strings.Cut(f.Fix, ": - ")
+		cfg := "apiVersion: nfstune.io/v1alpha1\nkind: Policy\nrules:\n  - " + strings.ReplaceAll(rule, "<service>", "aws-efs") + "\n"
+		pol, err := policy.Parse("fix.yaml", []byte(cfg))
+		if err != nil {
+			t.Fatalf("NFS081 fix %q: %v", f.Fix, err)
+		}
+		m := rep.Mounts[slices.IndexFunc(rep.Mounts, func(m inventory.Mount) bool { return m.Device == "0:62" })]
+		if res := pol.Resolve(&m); res.Backend != policy.BackendAWSEFS || !strings.Contains(rule, `"/mnt/forwarded"`) {
+			t.Errorf("NFS081 fix %q resolves the mount to %s", f.Fix, res.Backend)
+		}
 	}
 	for _, dev := range []string{"0:60", "0:61"} {
 		if res := rep.Desired[dev]; res.ReadAheadBy != "efs-utils" || res.Backend != policy.BackendAWSEFS {
