@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/expfmt"
@@ -49,6 +50,26 @@ func TestCollectorProxied(t *testing.T) {
 		kind, _, _ := strings.Cut(rest, `"`)
 		if kind != "" && !slices.Contains(inventory.ProxyKinds, kind) {
 			t.Errorf("proxy label %q is not one of %v", kind, inventory.ProxyKinds)
+		}
+	}
+}
+
+// TestRatesProxiedServer: nfstune stats names the file system behind efs-proxy, not
+// 127.0.0.1, as the metrics do.
+func TestRatesProxiedServer(t *testing.T) {
+	t.Parallel()
+	inv, err := inventory.Read(hostfs.Root("../inventory/testdata/synthetic-efs-proxy"), inventory.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers := map[string]string{}
+	for _, r := range Rates(inv, inv, time.Second) {
+		servers[r.Device] = r.Server
+	}
+	want := map[string]string{"0:60": "fs-0123456789abcdef0", "0:61": "fs-0fedcba987654321f", "0:62": "127.0.0.1"}
+	for dev, w := range want {
+		if servers[dev] != w {
+			t.Errorf("%s: server %q, want %q", dev, servers[dev], w)
 		}
 	}
 }
