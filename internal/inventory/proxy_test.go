@@ -3,6 +3,7 @@ package inventory
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -253,5 +254,48 @@ func TestRemountSpec(t *testing.T) {
 	}
 	if !IsMountType(&efs.Mounts[0], "efs") || IsMountType(&efs.Mounts[0], "aznfs") || !IsMountType(&az.Mounts[0], "aznfs") || IsMountType(&efs.Mounts[2], "efs") {
 		t.Error("IsMountType does not follow the helper")
+	}
+}
+
+// TestClientGroupFromNFSFS: a superblock whose nfsfs row names another client than its
+// port= (NFSv4.1 trunking detection gave it an existing client of the same server) is in
+// that client's group: it shares that client's transports and nconnect.
+func TestClientGroupFromNFSFS(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	if err := os.CopyFS(root, os.DirFS("testdata/synthetic-efs-proxy")); err != nil {
+		t.Fatal(err)
+	}
+	vols := filepath.Join(root, "proc", "fs", "nfsfs", "volumes")
+	b, err := os.ReadFile(vols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 0:62 asked port=30049 (0x7561) but uses the client on 2049 (0x801).
+	edited := strings.Replace(string(b), "v4 7f000001 7561 0:62", "v4 7f000001  801 0:62", 1)
+	if edited == string(b) {
+		t.Fatal("fixture row of 0:62 not found")
+	}
+	if err := os.WriteFile(vols, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inv, err := Read(hostfs.Root(root), ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, m := range inv.Mounts {
+		got[m.Device] = m.ClientGroup
+	}
+	want := map[string]string{
+		"0:60": "tcp://127.0.0.1:20049/v4.1",
+		"0:61": "tcp://127.0.0.1:20050/v4.1",
+		"0:62": "tcp://127.0.0.1/v4.1",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("client groups (-want +got):\n%s", diff)
+	}
+	if m := inv.ByMountPoint("/mnt/forwarded"); m == nil || m.Proxy == nil || m.Proxy.Port != 30049 {
+		t.Errorf("the proxy keeps the port the mount asked for: %+v", m)
 	}
 }
