@@ -303,3 +303,55 @@ func optionsLine(o map[string]string) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// TestProxiedMountTrunking mounts over NFSv4.1 through a forwarder, with nosharecache so
+// that it gets a superblock of its own, while the scenario already mounts the same nfsd
+// over NFSv4.1 on 127.0.0.1:2049 with nconnect=4. The kernel's trunking detection may
+// hand the new mount that client (same server owner) or keep its own on the forwarder's
+// port; /proc/fs/nfsfs/volumes says which, and nfstune's client group must follow it.
+func TestProxiedMountTrunking(t *testing.T) {
+	RequireGuest(t)
+	fw := startForwarder(t)
+	port := fw.port()
+	m := Mount(t, MountSpec{Version: "4.1", Options: "nosharecache,port=" + strconv.Itoa(port)})
+	var opts map[string]string
+	for _, e := range MountInfo(t) {
+		if e.Device == m.Device {
+			opts = e.Options
+			t.Logf("mountinfo %s %s: %s", e.Device, e.Source, optionsLine(e.Options))
+		}
+	}
+	if opts["port"] != strconv.Itoa(port) {
+		t.Errorf("mountinfo %s: port=%q, want %d", m.Device, opts["port"], port)
+	}
+	used := nfsfsPort(t, m.Device)
+	before := fw.sent()
+	writeDirect(t, filepath.Join(m.Dir, "trunking"), 1)
+	t.Logf("nfsfs: %s uses the client on port %d; %d bytes of a 1 MiB write went through the forwarder on %d", m.Device, used, fw.sent()-before, port)
+
+	_, r := audit(t, "--stall-window", "0")
+	var rep struct {
+		Mounts []struct {
+			Device      string `json:"device"`
+			ClientGroup string `json:"client_group"`
+			NConnect    int    `json:"nconnect"`
+		} `json:"mounts"`
+	}
+	if err := json.Unmarshal(r.Stdout, &rep); err != nil {
+		t.Fatal(err)
+	}
+	want := "tcp://127.0.0.1/v4.1"
+	if used != 2049 {
+		want = fmt.Sprintf("tcp://127.0.0.1:%d/v4.1", used)
+	}
+	for _, mm := range rep.Mounts {
+		if mm.Device == m.Device {
+			t.Logf("nfstune: %s in client group %s, nconnect=%d", mm.Device, mm.ClientGroup, mm.NConnect)
+			if mm.ClientGroup != want {
+				t.Errorf("%s: client group %s, want %s (the client nfsfs names)", mm.Device, mm.ClientGroup, want)
+			}
+			return
+		}
+	}
+	t.Errorf("audit does not list %s", m.Device)
+}
