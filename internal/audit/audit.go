@@ -104,6 +104,7 @@ func mountChecks() []mountCheck {
 		checkNoEffect,       // NFS070
 		checkLikelyBackend,  // NFS080
 		checkUnknownProxy,   // NFS081
+		checkProxyBypassed,  // NFS082
 		checkStalled,        // NFS093
 		checkStats,          // NFS090, NFS091
 	}

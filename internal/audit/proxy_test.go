@@ -169,3 +169,25 @@ func TestProxiedNConnectGroups(t *testing.T) {
 		t.Errorf("NFS012 on share2 must name share1 (same stunnel, same client) and not logs: %+v", f)
 	}
 }
+
+// TestProxiedBypassed: an EFS mount trunked onto another client of its server (nfsfs shows
+// port 2049, not efs-proxy's 20049) gets NFS082; the others do not.
+func TestProxiedBypassed(t *testing.T) {
+	t.Parallel()
+	inv := readTree(t, "synthetic-efs-proxy")
+	if ids := findingIDs(Run(inv, policy.Default())); slices.Contains(ids["0:60"], "NFS082") || slices.Contains(ids["0:61"], "NFS082") {
+		t.Fatalf("NFS082 without a bypass: %v", ids)
+	}
+	inv.Mounts[0].Proxy.BypassPort = 2049
+	rep := Run(inv, policy.Default())
+	f := findingOf(rep, "0:60", "NFS082")
+	if f == nil {
+		t.Fatalf("no NFS082 for a bypassed proxy; findings %v", findingIDs(rep))
+	}
+	if f.Severity != SeverityWarning || !strings.Contains(f.Message, "efs-proxy on port 20049") || !strings.Contains(f.Message, "port 2049") {
+		t.Errorf("NFS082: %s %s", f.Severity, f.Message)
+	}
+	if slices.Contains(findingIDs(rep)["0:61"], "NFS082") {
+		t.Error("NFS082 on a mount that uses its proxy")
+	}
+}

@@ -150,6 +150,27 @@ func checkUnknownProxy(c *mountCtx) []Finding {
 	return []Finding{f}
 }
 
+// checkProxyBypassed is NFS082: a mount made through a local proxy whose requests go over
+// another kernel NFS client of the same server, not through the proxy. The kernel's
+// NFSv4.1 trunking detection hands a new mount an existing client with the same server
+// owner, whatever its port=; the proxy's TLS (and efs-proxy's connection scaling) then do
+// not apply. Seen in the lab: mountinfo shows the proxy's port, nfsfs the other client's,
+// and no byte of a write goes through the proxy.
+func checkProxyBypassed(c *mountCtx) []Finding {
+	p := c.m.Proxy
+	if p == nil || p.BypassPort == 0 {
+		return nil
+	}
+	f := c.finding("NFS082", SeverityWarning)
+	f.Message = fmt.Sprintf("mounted through %s on port %d, but the kernel sends its requests over its client of the same server on port %d (NFSv4.1 trunking): they do not go through the proxy, so its TLS does not apply", p.Kind, p.Port, p.BypassPort)
+	f.Expected = fmt.Sprintf("client on port %d (the proxy)", p.Port)
+	f.Actual = fmt.Sprintf("client on port %d (/proc/fs/nfsfs/volumes), client group %s", p.BypassPort, c.m.ClientGroup)
+	f.Fix = fmt.Sprintf("mount every file system of this server the same way: unmount the mounts of client %s that do not go through %s, then mount them and this one again through the helper", c.m.ClientGroup, p.Kind)
+	f.Reason = "the kernel shares one NFSv4.1 client per server owner (nfs4_discover_server_trunking); a second connection through a proxy to the same server is dropped for the existing one"
+	f.Source = "Linux fs/nfs/nfs4client.c nfs41_walk_client_list, fs/nfs/client.c nfs_volume_list_show; Azure/AZNFS-mount src/nfsv4mountscript.sh (TLS and notls mounts of one endpoint \"use the same connection\"); nfstune lab TestProxiedMountTrunking"
+	return []Finding{f}
+}
+
 // checkNConnect is NFS010 (absent or below the profile where the backend gains from it),
 // NFS011 (above the backend's useful maximum) and NFS012 (requested but not in effect).
 func checkNConnect(c *mountCtx) []Finding {

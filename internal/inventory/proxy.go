@@ -57,6 +57,10 @@ type Proxy struct {
 	// ReadAheadKB is what the helper itself writes to read_ahead_kb after the mount (efs-utils
 	// optimize_readahead: 15 x rsize); 0 when it writes nothing or it is not known.
 	ReadAheadKB int `json:"read_ahead_kb,omitempty"`
+	// BypassPort is set when /proc/fs/nfsfs/volumes shows that the superblock uses a kernel
+	// NFS client on another port than the proxy's: NFSv4.1 trunking detection gave it an
+	// existing client of the same server, and its requests do not go through the proxy.
+	BypassPort int `json:"bypass_port,omitempty"`
 }
 
 // Where the helpers keep their state (sources: aws/efs-utils src/efs_utils_common/constants.py

@@ -295,7 +295,12 @@ func TestClientGroupFromNFSFS(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("client groups (-want +got):\n%s", diff)
 	}
-	if m := inv.ByMountPoint("/mnt/forwarded"); m == nil || m.Proxy == nil || m.Proxy.Port != 30049 {
-		t.Errorf("the proxy keeps the port the mount asked for: %+v", m)
+	if m := inv.ByMountPoint("/mnt/forwarded"); m == nil || m.Proxy == nil || m.Proxy.Port != 30049 || m.Proxy.BypassPort != 2049 {
+		t.Errorf("want the proxy's port 30049 and the client's 2049 as bypass: %+v", m.Proxy)
+	}
+	for _, mp := range []string{"/mnt/efs", "/mnt/efs-legacy"} {
+		if m := inv.ByMountPoint(mp); m.Proxy.BypassPort != 0 {
+			t.Errorf("%s: bypass port %d on a mount that uses its proxy", mp, m.Proxy.BypassPort)
+		}
 	}
 }

@@ -162,6 +162,9 @@ func completeMounts(root hostfs.Root, mounts []Mount, stats map[string]mountStat
 				port = strconv.Itoa(v.Port)
 			}
 			m.ClientGroup = groupKeyPort(m, port)
+			if m.Proxy != nil {
+				m.Proxy.BypassPort = v.Port
+			}
 		}
 		if bdi, err := root.BDI(dev); err == nil {
 			if v, err := hostfs.ReadInt(filepath.Join(bdi, "read_ahead_kb")); err == nil {

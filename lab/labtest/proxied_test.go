@@ -308,7 +308,8 @@ func optionsLine(o map[string]string) string {
 // that it gets a superblock of its own, while the scenario already mounts the same nfsd
 // over NFSv4.1 on 127.0.0.1:2049 with nconnect=4. The kernel's trunking detection may
 // hand the new mount that client (same server owner) or keep its own on the forwarder's
-// port; /proc/fs/nfsfs/volumes says which, and nfstune's client group must follow it.
+// port; /proc/fs/nfsfs/volumes says which, nfstune's client group must follow it, and
+// NFS082 must say when the mount's requests do not go through the forwarder.
 func TestProxiedMountTrunking(t *testing.T) {
 	RequireGuest(t)
 	fw := startForwarder(t)
@@ -336,9 +337,20 @@ func TestProxiedMountTrunking(t *testing.T) {
 			ClientGroup string `json:"client_group"`
 			NConnect    int    `json:"nconnect"`
 		} `json:"mounts"`
+		Findings []struct {
+			ID     string `json:"id"`
+			Device string `json:"device"`
+		} `json:"findings"`
 	}
 	if err := json.Unmarshal(r.Stdout, &rep); err != nil {
 		t.Fatal(err)
+	}
+	bypassed := false
+	for _, f := range rep.Findings {
+		bypassed = bypassed || f.Device == m.Device && f.ID == "NFS082"
+	}
+	if bypassed != (used != port) {
+		t.Errorf("NFS082 reported = %v, but the mount uses the client on port %d and asked %d", bypassed, used, port)
 	}
 	want := "tcp://127.0.0.1/v4.1"
 	if used != 2049 {
