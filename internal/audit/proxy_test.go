@@ -190,4 +190,10 @@ func TestProxiedBypassed(t *testing.T) {
 	if slices.Contains(findingIDs(rep)["0:61"], "NFS082") {
 		t.Error("NFS082 on a mount that uses its proxy")
 	}
+	// Trunked onto the client of another proxied mount (the same file system mounted twice
+	// through efs-utils): its requests still go through a proxy.
+	inv.Mounts[0].Proxy.BypassPort = inv.Mounts[1].Proxy.Port
+	if ids := findingIDs(Run(inv, policy.Default())); slices.Contains(ids["0:60"], "NFS082") {
+		t.Errorf("NFS082 for a mount whose client is another proxy's: %v", ids["0:60"])
+	}
 }

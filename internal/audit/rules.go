@@ -161,6 +161,13 @@ func checkProxyBypassed(c *mountCtx) []Finding {
 	if p == nil || p.BypassPort == 0 {
 		return nil
 	}
+	for _, o := range c.byDev {
+		if o.Proxy != nil && o.Proxy.Port == p.BypassPort && o.Proxy.BypassPort == 0 {
+			// The same file system mounted twice through the helper (one proxy per mount
+			// point): the requests go through the other mount's proxy.
+			return nil
+		}
+	}
 	f := c.finding("NFS082", SeverityWarning)
 	f.Message = fmt.Sprintf("mounted through %s on port %d, but the kernel sends its requests over its client of the same server on port %d (NFSv4.1 trunking): they do not go through the proxy, so its TLS does not apply", p.Kind, p.Port, p.BypassPort)
 	f.Expected = fmt.Sprintf("client on port %d (the proxy)", p.Port)
