@@ -36,12 +36,14 @@ type Desired struct {
 	// policy.Profile: derived from rsize, or exact.
 	ReadAheadRSizes int
 	ReadAheadExact  bool
+	// ReadAheadBy names the mount helper whose own value ReadAheadKB is (policy.Profile).
+	ReadAheadBy string
 }
 
 // change reports whether read-ahead cur on a mount with rsize bytes should be set to
 // d.ReadAheadKB (policy.Profile.ReadAheadChange).
 func (d Desired) change(cur, rsize int, exact bool) bool {
-	p := policy.Profile{ReadAheadKB: d.ReadAheadKB, ReadAheadRSizes: d.ReadAheadRSizes, ReadAheadExact: d.ReadAheadExact}
+	p := policy.Profile{ReadAheadKB: d.ReadAheadKB, ReadAheadRSizes: d.ReadAheadRSizes, ReadAheadExact: d.ReadAheadExact, ReadAheadBy: d.ReadAheadBy}
 	return p.ReadAheadChange(cur, rsize, exact)
 }
 

@@ -7,8 +7,9 @@ import (
 	"github.com/nfstune/nfstune/internal/inventory"
 )
 
-// ReadMountTable is the reconcile's read: /proc/<pid>/mountinfo (/proc/self for pid 0)
-// and nothing else, the NFS superblocks with what resolving the policy needs. Every
+// ReadMountTable is the reconcile's read: /proc/<pid>/mountinfo (/proc/self for pid 0),
+// and the proxy helpers' state when a mount goes through a loopback proxy
+// (inventory.AttributeProxies): the NFS superblocks with what resolving the policy needs. Every
 // ReadAheadKB is nil: the reconcile reads read-ahead itself, that of new superblocks first,
 // so that a new mount is tuned after one mountinfo read, however many mounts the host
 // has. inventory.Read also reads mountstats, nfsfs, sysctls, fstab and the udev rule
@@ -20,6 +21,7 @@ func ReadMountTable(root hostfs.Root, pid int) (*inventory.Inventory, error) {
 		return nil, fmt.Errorf("reading %q: %w", p, err)
 	}
 	mounts, warnings := inventory.ParseMountInfo(b)
+	warnings = append(warnings, inventory.AttributeProxies(root, mounts)...)
 	return &inventory.Inventory{Mounts: mounts, Warnings: warnings}, nil
 }
 

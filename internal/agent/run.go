@@ -152,7 +152,7 @@ func LoadPolicy(path string, observe bool) (*Policy, error) {
 	return &Policy{
 		Resolve: func(m *inventory.Mount) Desired {
 			r := pol.Resolve(m)
-			d := Desired{ReadAheadKB: r.ReadAheadKB, Mode: r.Mode, ReadAheadRSizes: r.ReadAheadRSizes, ReadAheadExact: r.ReadAheadExact}
+			d := Desired{ReadAheadKB: r.ReadAheadKB, Mode: r.Mode, ReadAheadRSizes: r.ReadAheadRSizes, ReadAheadExact: r.ReadAheadExact, ReadAheadBy: r.ReadAheadBy}
 			if observe {
 				d.Mode = policy.ModeObserve
 			}

@@ -103,6 +103,8 @@ func mountChecks() []mountCheck {
 		checkReadAheadRules, // NFS050
 		checkNoEffect,       // NFS070
 		checkLikelyBackend,  // NFS080
+		checkUnknownProxy,   // NFS081
+		checkProxyBypassed,  // NFS082
 		checkStalled,        // NFS093
 		checkStats,          // NFS090, NFS091
 	}
@@ -250,10 +252,12 @@ func fstabLine(m *inventory.Mount, profile policy.MountOptions, set map[string]s
 	if _, ok := set["soft"]; ok {
 		drop = append(drop, "hard")
 	}
-	for _, k := range append(drop, noEffectOptions...) {
+	spec := inventory.RemountSpec(m)
+	for _, k := range append(append(drop, spec.Drop...), noEffectOptions...) {
 		delete(opts, k)
 	}
 	delete(opts, "defaults")
+	maps.Copy(opts, spec.Set)
 	maps.Copy(opts, set)
 	var words []string
 	for _, k := range slices.Sorted(maps.Keys(opts)) {
@@ -266,19 +270,11 @@ func fstabLine(m *inventory.Mount, profile policy.MountOptions, set map[string]s
 	if len(words) == 0 {
 		words = []string{"defaults"}
 	}
-	server := m.Server
-	if strings.Contains(server, ":") {
-		server = "[" + server + "]"
-	}
 	mp := "<mountpoint>"
 	if len(m.MountPoints) > 0 {
 		mp = escapeFstab(m.MountPoints[0])
 	}
-	fstype := m.FSType
-	if fstype == "" {
-		fstype = "nfs"
-	}
-	return fmt.Sprintf("%s:%s %s %s %s 0 0", server, escapeFstab(m.Export), mp, fstype, strings.Join(words, ","))
+	return fmt.Sprintf("%s:%s %s %s %s 0 0", spec.Server, escapeFstab(spec.Export), mp, spec.FSType, strings.Join(words, ","))
 }
 
 // escapeFstab octal-escapes the characters fstab(5) cannot hold literally.

@@ -3,6 +3,7 @@ package audit
 import (
 	"fmt"
 	"maps"
+	"net"
 	"net/netip"
 	"regexp"
 	"slices"
@@ -41,6 +42,9 @@ func checkReadAhead(c *mountCtx) []Finding {
 	got := *c.m.ReadAheadKB
 	derived := c.res.ReadAheadRSizes > 0
 	asks := fmt.Sprintf("the %s the %s/%s profile asks for", kib(want), c.res.Backend, c.res.Workload)
+	if c.res.ReadAheadBy != "" {
+		asks = fmt.Sprintf("the %s %s itself writes after each mount", kib(want), c.res.ReadAheadBy)
+	}
 	if derived {
 		asks += fmt.Sprintf(" (%d x rsize %s)", c.res.ReadAheadRSizes, kib(c.m.RSize/1024))
 	}
@@ -109,7 +113,7 @@ var azureFilesExport = regexp.MustCompile(`^/[a-z0-9]{3,24}/[^/]+/?$`)
 // version look like a known service. nfstune never applies a guessed backend; the finding
 // gives the config line that declares it.
 func checkLikelyBackend(c *mountCtx) []Finding {
-	if c.res.Backend != policy.BackendGeneric || c.res.Rule != policy.RuleBuiltIn {
+	if c.res.Backend != policy.BackendGeneric || c.res.Rule != policy.RuleBuiltIn || c.m.Proxy != nil {
 		return nil
 	}
 	if _, err := netip.ParseAddr(strings.Trim(c.m.Server, "[]")); err != nil {
@@ -126,6 +130,51 @@ func checkLikelyBackend(c *mountCtx) []Finding {
 	f.Fix = fmt.Sprintf("if this is Azure Files, add under rules: in the config: - {match: {server: %q, export: %q}, backend: %s}", c.m.Server, "/"+account+"/*", policy.BackendAzureFiles)
 	f.Reason = "a bare IP tells nothing about the service; Azure Files serves NFS only over 4.1 and exports /<storage account>/<share>, so the export is a hint, never proof"
 	f.Source = "kubernetes-sigs/azurefile-csi-driver pkg/azurefile (vers=4,minorversion=1; source <account>.file.core.windows.net:/<account>/<share>); Microsoft Learn, Azure Files NFS private endpoints"
+	return []Finding{f}
+}
+
+// checkUnknownProxy is NFS081: a server on a loopback address with its own port, which no
+// helper's state attributes. Every file system behind such forwarders shows the same
+// address, so the server cannot tell the service; the mount point can.
+func checkUnknownProxy(c *mountCtx) []Finding {
+	if c.m.Proxy == nil || c.m.Proxy.Kind != inventory.ProxyLoopback || c.res.Rule != policy.RuleBuiltIn {
+		return nil
+	}
+	f := c.finding("NFS081", SeverityInfo)
+	f.Message = fmt.Sprintf("%s goes through a local forwarder on port %d that no efs-utils or AZNFS state names; nfstune treats it as a generic server until the config says otherwise", c.m.Server, c.m.Proxy.Port)
+	f.Expected = "the service behind the forwarder known (helper state, or the config)"
+	f.Actual = fmt.Sprintf("backend generic (server %s, port=%d)", c.m.Server, c.m.Proxy.Port)
+	f.Fix = fmt.Sprintf("declare it under rules: in the config, by mount point (the address is shared by every forwarded mount): - {match: {mountpoint: %q}, backend: <service>}", firstOr(c.m.MountPoints, "<mountpoint>"))
+	f.Reason = "efs-utils (efs-proxy, stunnel) and AZNFS (Azure Files encryption in transit) mount 127.0.0.1 with port= and keep state naming the real server; without it the address says nothing"
+	f.Source = "aws/efs-utils src/efs_utils_common/mount_utils.py mount_nfs (127.0.0.1:<path>, port=<tlsport>); Azure/AZNFS-mount src/nfsv4mountscript.sh; Linux fs/nfs/super.c nfs_show_mount_options (port=)"
+	return []Finding{f}
+}
+
+// checkProxyBypassed is NFS082: a mount made through a local proxy whose requests go over
+// another kernel NFS client of the same server, not through the proxy. The kernel's
+// NFSv4.1 trunking detection hands a new mount an existing client with the same server
+// owner, whatever its port=; the proxy's TLS (and efs-proxy's connection scaling) then do
+// not apply. Seen in the lab: mountinfo shows the proxy's port, nfsfs the other client's,
+// and no byte of a write goes through the proxy.
+func checkProxyBypassed(c *mountCtx) []Finding {
+	p := c.m.Proxy
+	if p == nil || p.BypassPort == 0 {
+		return nil
+	}
+	for _, o := range c.byDev {
+		if o.Proxy != nil && o.Proxy.Port == p.BypassPort && o.Proxy.BypassPort == 0 {
+			// The same file system mounted twice through the helper (one proxy per mount
+			// point): the requests go through the other mount's proxy.
+			return nil
+		}
+	}
+	f := c.finding("NFS082", SeverityWarning)
+	f.Message = fmt.Sprintf("mounted through %s on port %d, but the kernel sends its requests over its client of the same server on port %d (NFSv4.1 trunking): they do not go through the proxy, so its TLS does not apply", p.Kind, p.Port, p.BypassPort)
+	f.Expected = fmt.Sprintf("client on port %d (the proxy)", p.Port)
+	f.Actual = fmt.Sprintf("client on port %d (/proc/fs/nfsfs/volumes), client group %s", p.BypassPort, c.m.ClientGroup)
+	f.Fix = fmt.Sprintf("mount every file system of this server the same way: unmount the mounts of client %s that do not go through %s, then mount them and this one again through the helper", c.m.ClientGroup, p.Kind)
+	f.Reason = "the kernel shares one NFSv4.1 client per server owner (nfs4_discover_server_trunking); a second connection through a proxy to the same server is dropped for the existing one"
+	f.Source = "Linux fs/nfs/nfs4client.c nfs41_walk_client_list, fs/nfs/client.c nfs_volume_list_show; Azure/AZNFS-mount src/nfsv4mountscript.sh (TLS and notls mounts of one endpoint \"use the same connection\"); nfstune lab TestProxiedMountTrunking"
 	return []Finding{f}
 }
 
@@ -482,7 +531,8 @@ func leadingInt(v string) (int, error) {
 // read-ahead when the mount is next mounted gives less than the profile.
 func checkReadAheadRules(c *mountCtx) []Finding {
 	want := c.res.ReadAheadKB
-	if want == 0 {
+	if want == 0 || c.res.ReadAheadBy != "" {
+		// The mount helper writes read-ahead after the mount, over what udev set.
 		return nil
 	}
 	got, from, active, ok := nextMountReadAhead(c.inv, c.m, want)
@@ -589,10 +639,7 @@ func checkTimeouts(c *mountCtx) []Finding {
 	f.Message = fmt.Sprintf("the server left %d of %d requests unanswered past timeo and retrans since the mount (most: %s, %d): it has been unresponsive or unreachable", timeouts, ops, worst, worstN)
 	f.Expected = "0 major timeouts"
 	f.Actual = fmt.Sprintf("%d major timeouts", timeouts)
-	addr := c.m.ServerAddr
-	if addr == "" {
-		addr = c.m.Server
-	}
+	addr := serverDesc(c.m)
 	f.Fix = fmt.Sprintf("check the server and the network path to %s; watch it with nfstune stats %s ; if the server is gone for good (Linux >= 6.6): nfstune shutdown %s (the processes using it get EIO), then umount", addr, firstOr(c.m.MountPoints, ""), c.m.Device)
 	f.Reason = "a major timeout is an RPC that got no reply after retrans retransmissions; on a hard mount the application blocks meanwhile, on a soft mount it gets an error"
 	f.Source = srcMountstats + "; " + srcNFSMan + " (timeo, retrans)"
@@ -667,14 +714,13 @@ func checkSysctls(inv *inventory.Inventory, mounts []inventory.Mount, resolved [
 
 // checkStalled is NFS093: the transports to this mount's server hold requests that got no
 // reply, with no activity over a sampling window (inventory.SampleStalls). Every mount of
-// that server address is named: they all wait on the same server.
+// that server address and port is named: they all wait on the same server. Mounts behind
+// local proxies share 127.0.0.1 and differ by port, so one stuck file system does not
+// implicate the others.
 func checkStalled(c *mountCtx) []Finding {
-	addr := c.m.ServerAddr
-	if addr == "" {
-		addr = c.m.Server
-	}
+	addr := serverDesc(c.m)
 	for _, s := range c.inv.Stalled {
-		if s.Addr != addr {
+		if !s.Reaches(c.m) {
 			continue
 		}
 		f := c.finding("NFS093", SeverityError)
@@ -692,4 +738,25 @@ func checkStalled(c *mountCtx) []Finding {
 		return []Finding{f}
 	}
 	return nil
+}
+
+// serverDesc names the server a mount talks to, for messages: its address, and for a
+// mount through a local proxy the port, the helper and the server behind it.
+func serverDesc(m *inventory.Mount) string {
+	addr := m.ServerAddr
+	if addr == "" {
+		addr = m.Server
+	}
+	p := m.Proxy
+	if p == nil {
+		return addr
+	}
+	s := net.JoinHostPort(addr, strconv.Itoa(p.Port))
+	switch {
+	case p.Upstream != "":
+		return fmt.Sprintf("%s (%s to %s)", s, p.Kind, p.Upstream)
+	case p.FileSystemID != "":
+		return fmt.Sprintf("%s (%s to %s)", s, p.Kind, p.FileSystemID)
+	}
+	return fmt.Sprintf("%s (%s)", s, p.Kind)
 }

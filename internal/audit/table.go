@@ -63,6 +63,9 @@ func WriteTable(w io.Writer, rep Report) error {
 		tw.Printf("  version\t%s\trsize/wsize\t%s/%s\n", orDash(m.Version), size(m.RSize), size(m.WSize))
 		tw.Printf("  nconnect\t%s\tconnections\t%s\n", num(m.NConnect), num(m.Connections))
 		tw.Printf("  read-ahead\t%s\tprofile\t%s/%s (%s)\n", readAhead(m), orDash(res.Backend), orDash(res.Workload), orDash(res.Rule))
+		if p := m.Proxy; p != nil {
+			tw.Printf("  proxy\t%s\tserver\t%s\n", proxyKind(p), orDash(upstream(p)))
+		}
 		if err := cols.Flush(); err != nil {
 			return err
 		}
@@ -88,6 +91,23 @@ func writeFindings(ew *printer.Writer, fs []Finding) {
 		ew.Printf("          expected: %s; actual: %s\n", f.Expected, f.Actual)
 		ew.Printf("          fix: %s\n", f.Fix)
 	}
+}
+
+// proxyKind is the helper's kind, local port and whether it encrypts: "efs-proxy :20049 TLS".
+func proxyKind(p *inventory.Proxy) string {
+	s := fmt.Sprintf("%s :%d", p.Kind, p.Port)
+	if p.TLS != nil && *p.TLS {
+		s += " TLS"
+	}
+	return s
+}
+
+// upstream is the server behind a proxy, with the EFS file system when the name lacks it.
+func upstream(p *inventory.Proxy) string {
+	if p.FileSystemID != "" && !strings.Contains(p.Upstream, p.FileSystemID) {
+		return strings.TrimSpace(p.FileSystemID + " " + p.Upstream)
+	}
+	return p.Upstream
 }
 
 func readAhead(m *inventory.Mount) string {

@@ -26,9 +26,11 @@ type FstabEntry struct {
 	Options map[string]string
 }
 
-// ParseFstab returns the nfs and nfs4 entries of an fstab file. Fields are separated by
-// blanks and "\040"-style escapes are decoded, as mount(8) does. Lines with fewer than three
-// fields are skipped with a warning; other filesystems are ignored.
+// ParseFstab returns the nfs and nfs4 entries of an fstab file, and those of the mount
+// helpers that end in an NFS mount through a local proxy: efs (efs-utils' mount.efs) and
+// aznfs (AZNFS' mount.aznfs). Fields are separated by blanks and "\040"-style escapes are
+// decoded, as mount(8) does. Lines with fewer than three fields are skipped with a
+// warning; other filesystems are ignored.
 func ParseFstab(r io.Reader) ([]FstabEntry, []string) {
 	var out []FstabEntry
 	var warnings []string
@@ -45,7 +47,7 @@ func ParseFstab(r io.Reader) ([]FstabEntry, []string) {
 			continue
 		}
 		fstype := UnescapeOctal(f[2])
-		if !isNFSType(fstype) {
+		if !isNFSType(fstype) && fstype != "efs" && fstype != "aznfs" {
 			continue
 		}
 		e := FstabEntry{

@@ -13,7 +13,10 @@ import (
 // groupKey names the kernel NFS client a mount uses: "<proto>://<addr>[:port]/v<version>",
 // e.g. "tcp://10.0.0.5/v4.1" or "tcp://[fd00::5]:2049/v3". The port appears only when the
 // mount names one.
-func groupKey(m *Mount) string {
+func groupKey(m *Mount) string { return groupKeyPort(m, m.Options["port"]) }
+
+// groupKeyPort is groupKey with the port given ("" or "0": none).
+func groupKeyPort(m *Mount, port string) string {
 	proto := m.Options["proto"]
 	if proto == "" {
 		proto = "tcp"
@@ -26,8 +29,8 @@ func groupKey(m *Mount) string {
 	if a, err := netip.ParseAddr(addr); err == nil && a.Is6() {
 		host = "[" + addr + "]"
 	}
-	if p := m.Options["port"]; p != "" && p != "0" {
-		host = net.JoinHostPort(addr, p)
+	if port != "" && port != "0" {
+		host = net.JoinHostPort(addr, port)
 	}
 	return fmt.Sprintf("%s://%s/v%s", proto, host, m.Version)
 }

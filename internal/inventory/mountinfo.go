@@ -75,9 +75,11 @@ func thirdField(line []byte) ([]byte, bool) {
 // one per device with every mount point, sorted by device, with what mountinfo alone
 // tells: type, server and export, options (the superblock's, with the first mount point's
 // added), the address the client uses (addr=), the effective version, transfer sizes,
-// nconnect, backend and client group. Lines the parser rejects are dropped with a warning.
-// Read completes the mounts from mountstats, nfsfs and sysfs; the agent's reconcile and
-// the udev helper use ParseMountInfo alone, so all of nfstune sees a mount the same way.
+// nconnect, backend, client group, and whether a loopback proxy sits in front of the
+// server (Proxy, kind ProxyLoopback until AttributeProxies names the helper). Lines the
+// parser rejects are dropped with a warning. Read completes the mounts from mountstats,
+// nfsfs, sysfs and the helpers' state; the agent's reconcile and the udev helper use
+// ParseMountInfo and AttributeProxies, so all of nfstune sees a mount the same way.
 func ParseMountInfo(b []byte) ([]Mount, []string) {
 	infos, warnings := parseMountInfo(b, nfsOnly)
 	return mountsFromInfo(infos), warnings
@@ -146,6 +148,9 @@ func mountsFromInfo(infos []*mountinfo.Info) []Mount {
 		m.WSize = atoiOr0(m.Options["wsize"])
 		m.NConnect = atoiOr0(m.Options["nconnect"])
 		m.Backend = DetectBackend(m.Server)
+		if port := loopbackPort(m); port > 0 {
+			m.Proxy = &Proxy{Kind: ProxyLoopback, Port: port}
+		}
 		m.ClientGroup = groupKey(m)
 		out = append(out, *m)
 	}

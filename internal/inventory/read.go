@@ -30,14 +30,16 @@ type ReadOptions struct {
 }
 
 // Read builds the inventory of NFS mounts under root. Only kernel pseudo-files under
-// /proc and /sys and configuration under /etc (and the udev directories) are read; no
+// /proc and /sys, configuration under /etc (and the udev directories) and the state of
+// the NFS proxy helpers (efs-utils, AZNFS) are read; no
 // path below a mount point is ever opened or stat'ed, so a dead hard mount cannot hang it.
 //
 // Sources: /proc/<pid>/mountinfo and mountstats (proc(5),
 // https://docs.kernel.org/filesystems/proc.html), /proc/fs/nfsfs/{servers,volumes}
 // (fs/nfs/client.c), /sys/class/bdi/<maj:min>/read_ahead_kb
 // (https://docs.kernel.org/admin-guide/abi-stable.html, /sys/class/bdi), /proc/version and
-// /proc/sys, /etc/fstab, /etc/nfsmount.conf, nfs.conf and the udev rules directories.
+// /proc/sys, /etc/fstab, /etc/nfsmount.conf, nfs.conf and the udev rules directories; for a
+// mount through a loopback proxy, the helpers' state (AttributeProxies).
 //
 // The only error is an unreadable or unusable mountinfo: without it there is no
 // inventory. Every other problem (a malformed mountstats entry, a missing bdi attribute,
@@ -63,6 +65,8 @@ func Read(root hostfs.Root, opts ReadOptions) (*Inventory, error) {
 	warn(w...)
 	mounts := mountsFromInfo(infos)
 	done("mountinfo")
+	warn(AttributeProxies(root, mounts)...)
+	done("proxy helpers")
 
 	var nfsfsDir []string
 	if opts.PID > 0 {
@@ -131,20 +135,36 @@ func stageTimer(log *slog.Logger) func(stage string) {
 }
 
 // completeMounts adds to the mounts of ParseMountInfo what mountinfo does not tell: the
-// server address from nfsfs volumes when there is no addr=, read-ahead from sysfs, the
+// server address from nfsfs volumes when there is no addr=, the client group from the
+// client nfsfs says the superblock uses, read-ahead from sysfs, the
 // mountstats entry (by device, see statsByDevice) and the options the user asked for.
 func completeMounts(root hostfs.Root, mounts []Mount, stats map[string]mountStatsEntry,
 	volumes []NFSVolume, req requested, warn func(...string)) []Mount {
-	volAddr := map[string]string{}
+	vols := map[string]NFSVolume{}
 	for _, v := range volumes {
-		volAddr[v.Device] = v.Addr
+		vols[v.Device] = v
 	}
 	for i := range mounts {
 		m := &mounts[i]
 		dev := m.Device
-		if m.ServerAddr == "" && volAddr[dev] != "" {
-			m.ServerAddr = volAddr[dev]
+		v, known := vols[dev]
+		if m.ServerAddr == "" && v.Addr != "" {
+			m.ServerAddr = v.Addr
 			m.ClientGroup = groupKey(m)
+		}
+		if known && v.Port > 0 && v.Port != mountPort(m) {
+			// The superblock uses another client than its port= says: NFSv4.1 trunking
+			// detection (nfs4_discover_server_trunking) hands a new mount an existing
+			// client of the same server, e.g. one reached without the proxy. nfsfs shows
+			// the client in use (fs/nfs/client.c nfs_volume_list_show).
+			port := ""
+			if v.Port != nfsPort {
+				port = strconv.Itoa(v.Port)
+			}
+			m.ClientGroup = groupKeyPort(m, port)
+			if m.Proxy != nil {
+				m.Proxy.BypassPort = v.Port
+			}
 		}
 		if bdi, err := root.BDI(dev); err == nil {
 			if v, err := hostfs.ReadInt(filepath.Join(bdi, "read_ahead_kb")); err == nil {
@@ -165,6 +185,14 @@ func completeMounts(root hostfs.Root, mounts []Mount, stats map[string]mountStat
 		m.Requested = req.forMount(m.Server, m.MountPoints)
 	}
 	return mounts
+}
+
+// mountPort is the port a mount asked for: its port= option, else the NFS port.
+func mountPort(m *Mount) int {
+	if p := atoiOr0(m.Options["port"]); p > 0 {
+		return p
+	}
+	return nfsPort
 }
 
 // ByMountPoint returns the mount shown at path, or nil.

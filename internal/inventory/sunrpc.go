@@ -25,6 +25,9 @@ type Transport struct {
 	Name string `json:"name"`
 	// DstAddr is the server address the transport connects to.
 	DstAddr string `json:"dst_addr"`
+	// DstPort is xprt_info's dst_port (Linux 6.1 and later print it), 0 when unknown.
+	// Mounts through a local proxy share the loopback address and differ only by port.
+	DstPort int `json:"dst_port,omitempty"`
 	// State are the flags of xprt_state: CONNECTED, CONNECTING, BOUND, CLOSING, ...
 	State []string `json:"state"`
 	// Pending, Backlog and Sending are the requests waiting for a reply, for a slot and to
@@ -147,6 +150,10 @@ func parseXprtInfo(b []byte, t *Transport) {
 			if n, err := strconv.ParseUint(v, 10, 64); err == nil {
 				t.LastUsed = &n
 			}
+		case "dst_port":
+			if n, err := strconv.Atoi(v); err == nil && n > 0 && n <= 65535 {
+				t.DstPort = n
+			}
 		}
 	}
 }
@@ -164,10 +171,14 @@ func parseSwitchQueueLen(b []byte) *int {
 	return nil
 }
 
-// StalledServer is a server address whose transports hold requests that got no reply and
-// saw no activity over a sampling window: the server is not answering.
+// StalledServer is a server address (and port, when the kernel shows it) whose transports
+// hold requests that got no reply and saw no activity over a sampling window: the server
+// is not answering.
 type StalledServer struct {
 	Addr string `json:"addr"`
+	// Port is the transports' dst_port, 0 when the kernel does not show it. Several file
+	// systems behind local proxies share 127.0.0.1 and differ only by port.
+	Port int `json:"port,omitempty"`
 	// Transports are the names of the stalled transports.
 	Transports []string `json:"transports"`
 	// Waiting is the number of requests queued on them.
@@ -219,7 +230,7 @@ func connectedSwitches(ts []Transport) map[string]bool {
 }
 
 // Stalls compares two samples of the transports taken window apart and returns, per
-// server address, those that were suspect in both with no activity in between (last_used
+// server address and port, those that were suspect in both with no activity in between (last_used
 // unchanged, when xprt_info shows it): requests sat unanswered for at least the window.
 // A healthy server answers in milliseconds and every reply moves last_used, so this does
 // not fire on a busy mount. Waiting counts the requests queued on the stalled transports
@@ -231,7 +242,11 @@ func Stalls(before, after []Transport, window time.Duration) []StalledServer {
 	}
 	wasSuspect, isSuspect := suspects(before), suspects(after)
 	connected := connectedSwitches(after)
-	byAddr := map[string]*StalledServer{}
+	type dst struct {
+		addr string
+		port int
+	}
+	byAddr := map[dst]*StalledServer{}
 	switchCounted := map[string]bool{}
 	for _, t := range after {
 		p, ok := prev[t.Name]
@@ -241,10 +256,11 @@ func Stalls(before, after []Transport, window time.Duration) []StalledServer {
 		if p.LastUsed != nil && t.LastUsed != nil && *p.LastUsed != *t.LastUsed {
 			continue
 		}
-		s := byAddr[t.DstAddr]
+		d := dst{t.DstAddr, t.DstPort}
+		s := byAddr[d]
 		if s == nil {
-			s = &StalledServer{Addr: t.DstAddr, Window: window}
-			byAddr[t.DstAddr] = s
+			s = &StalledServer{Addr: t.DstAddr, Port: t.DstPort, Window: window}
+			byAddr[d] = s
 		}
 		s.Transports = append(s.Transports, t.Name)
 		s.Waiting += t.Waiting()
@@ -257,8 +273,36 @@ func Stalls(before, after []Transport, window time.Duration) []StalledServer {
 	for _, s := range byAddr {
 		out = append(out, *s)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Addr < out[j].Addr })
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Addr != out[j].Addr {
+			return out[i].Addr < out[j].Addr
+		}
+		return out[i].Port < out[j].Port
+	})
 	return out
+}
+
+// Reaches reports whether the stalled transports are the ones mount m uses: the same
+// server address and, when both are known, the same port. A mount without port= uses
+// 2049 for NFSv4 and whatever rpcbind said for NFSv3, so only NFSv4 is compared then.
+func (s StalledServer) Reaches(m *Mount) bool {
+	addr := m.ServerAddr
+	if addr == "" {
+		addr = m.Server
+	}
+	if s.Addr != addr {
+		return false
+	}
+	if s.Port == 0 {
+		return true
+	}
+	if p, err := strconv.Atoi(m.Options["port"]); err == nil && p > 0 {
+		return p == s.Port
+	}
+	if strings.HasPrefix(m.Version, "4") {
+		return s.Port == nfsPort
+	}
+	return true
 }
 
 // DefaultStallWindow is how long SampleStalls watches queued requests for progress by

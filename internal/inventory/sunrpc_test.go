@@ -21,7 +21,7 @@ func TestParseXprtInfo(t *testing.T) {
 		"main_xprt=1\nsrc_port=800\ntasks_queuelen=1\ndst_port=2049\n"
 	var got Transport
 	parseXprtInfo([]byte(in), &got)
-	want := Transport{Pending: intp(1), Backlog: intp(0), Sending: intp(0), LastUsed: u64p(4294939163)}
+	want := Transport{DstPort: 2049, Pending: intp(1), Backlog: intp(0), Sending: intp(0), LastUsed: u64p(4294939163)}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
@@ -115,6 +115,47 @@ func TestStalls(t *testing.T) {
 	}
 	if got := Stalls(nil, after, time.Second); len(got) != 0 {
 		t.Errorf("with no first sample: %+v, want none", got)
+	}
+}
+
+// TestStallsByPort: two EFS file systems behind efs-proxy share 127.0.0.1 and differ by
+// port; only the one whose transport is stuck is stalled, and only its mount is reached.
+func TestStallsByPort(t *testing.T) {
+	conn := []string{"CONNECTED", "BOUND"}
+	tr := func(name string, port, pending int, last uint64) Transport {
+		return Transport{Name: name, DstAddr: "127.0.0.1", DstPort: port, State: conn, Pending: intp(pending), Backlog: intp(0), Sending: intp(0), LastUsed: u64p(last)}
+	}
+	before := []Transport{tr("switch-1/xprt-2-tcp", 20049, 3, 100), tr("switch-2/xprt-3-tcp", 20050, 1, 100)}
+	after := []Transport{tr("switch-1/xprt-2-tcp", 20049, 3, 100), tr("switch-2/xprt-3-tcp", 20050, 1, 140)}
+	got := Stalls(before, after, time.Second)
+	want := []StalledServer{{Addr: "127.0.0.1", Port: 20049, Transports: []string{"switch-1/xprt-2-tcp"}, Waiting: 3, Window: time.Second}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+	mount := func(line string) *Mount {
+		ms, _ := ParseMountInfo([]byte(line + "\n"))
+		return &ms[0]
+	}
+	efsA := mount("101 22 0:60 / /mnt/a rw - nfs4 127.0.0.1:/ rw,vers=4.1,hard,proto=tcp,port=20049,addr=127.0.0.1")
+	efsB := mount("102 22 0:61 / /mnt/b rw - nfs4 127.0.0.1:/ rw,vers=4.1,hard,proto=tcp,port=20050,addr=127.0.0.1")
+	lab := mount("103 22 0:62 / /mnt/c rw - nfs4 127.0.0.1:/tmp rw,vers=4.1,hard,proto=tcp,addr=127.0.0.1")
+	v3 := mount("104 22 0:63 / /mnt/d rw - nfs 127.0.0.1:/srv rw,vers=3,hard,proto=tcp,addr=127.0.0.1")
+	for _, c := range []struct {
+		m    *Mount
+		s    StalledServer
+		want bool
+	}{
+		{efsA, got[0], true},
+		{efsB, got[0], false},
+		{lab, got[0], false}, // NFSv4 without port= is on 2049
+		{v3, got[0], true},   // NFSv3's port came from rpcbind: unknown
+		{lab, StalledServer{Addr: "127.0.0.1", Port: 2049}, true},
+		{efsB, StalledServer{Addr: "127.0.0.1"}, true}, // no dst_port (before 6.1): address only
+		{efsA, StalledServer{Addr: "10.0.0.1"}, false},
+	} {
+		if r := c.s.Reaches(c.m); r != c.want {
+			t.Errorf("%+v reaches %s (%s) = %v, want %v", c.s, c.m.Device, c.m.Options["port"], r, c.want)
+		}
 	}
 }
 

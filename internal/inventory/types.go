@@ -39,8 +39,14 @@ type Mount struct {
 	RSize int `json:"rsize"`
 	WSize int `json:"wsize"`
 	// Backend is the service behind the server: azure-files, azure-blob-nfs,
-	// azure-netapp-files, aws-efs, gcp-filestore or generic.
+	// azure-netapp-files, aws-efs, gcp-filestore or generic. For a proxied mount it is the
+	// service the helper forwards to (see Proxy).
 	Backend string `json:"backend"`
+	// Proxy is set when the kernel reaches the server through a local helper (a loopback
+	// server address and a port other than 2049): efs-utils' efs-proxy or stunnel, AZNFS'
+	// stunnel. Server and ServerAddr are then the loopback address; Proxy names what is
+	// behind it.
+	Proxy *Proxy `json:"proxy,omitempty"`
 	// Options are the effective mount options from mountinfo's super options (and the
 	// per-mount options), keyed by name; flags such as "hard" have an empty value.
 	Options map[string]string `json:"options"`

@@ -74,7 +74,7 @@ var mountLabels = []string{"device", "mountpoint", "server", "export", "version"
 
 // The labels some mount series add to mountLabels.
 var (
-	infoLabels     = []string{"fstype", "client_group", "mountpoints"}
+	infoLabels     = []string{"fstype", "client_group", "mountpoints", "proxy", "upstream"}
 	podLabels      = []string{"pod_uid", "volume", "pv", "driver"}
 	findingLabels  = []string{"rule", "severity"}
 	sourceLabel    = []string{"source"}
@@ -179,7 +179,7 @@ func NewCollector(src Source, logger *slog.Logger, opts Options) *Collector {
 		maxSeries: opts.MaxSeries,
 		timeout:   opts.Timeout,
 
-		info:        m("info", "NFS superblock known to nfstune (value 1), with its filesystem type, mount point count and kernel client group.", infoLabels...),
+		info:        m("info", "NFS superblock known to nfstune (value 1), with its filesystem type, mount point count, kernel client group, and for a mount through a local proxy the helper (efs-proxy, efs-stunnel, aznfs-stunnel, loopback) and the server behind it.", infoLabels...),
 		podInfo:     m("pod_info", "Pod using the superblock (value 1), one per pod, from kubelet's mount paths: pod UID, and the volume, PersistentVolume and driver where the paths name them.", podLabels...),
 		age:         m("age_seconds", "Time since the superblock was mounted (mountstats age:)."),
 		readAhead:   m("read_ahead_bytes", "Current read-ahead of the superblock's backing device (/sys/class/bdi/<device>/read_ahead_kb times 1024)."),
@@ -384,7 +384,9 @@ func (c *Collector) mountMetrics(out []prometheus.Metric, m *inventory.Mount, fi
 	if len(m.MountPoints) > 0 {
 		first = m.MountPoints[0]
 	}
-	lv := []string{m.Device, first, m.Server, m.Export, m.Version, m.Backend}
+	// The server behind a local proxy, not 127.0.0.1: sums by server and export (the
+	// headroom rule) must not add up different file systems.
+	lv := []string{m.Device, first, m.ServerName(), m.Export, m.Version, m.Backend}
 	base := labelPairs(mountLabels, lv)
 	// with returns the mount's label pairs with more; the result is shared by every
 	// series that carries the same extra values.
@@ -395,7 +397,13 @@ func (c *Collector) mountMetrics(out []prometheus.Metric, m *inventory.Mount, fi
 		out = append(out, &sample{desc: d, labels: labels, typ: typ, value: v})
 	}
 
-	add(c.info, prometheus.GaugeValue, 1, with(infoLabels, m.FSType, m.ClientGroup, fmt.Sprint(len(m.MountPoints))))
+	var proxy, upstream string
+	if p := m.Proxy; p != nil {
+		// Kind is one of inventory.ProxyKinds; the upstream is one name per file system,
+		// bounded like the server label.
+		proxy, upstream = p.Kind, p.Upstream
+	}
+	add(c.info, prometheus.GaugeValue, 1, with(infoLabels, m.FSType, m.ClientGroup, fmt.Sprint(len(m.MountPoints)), proxy, upstream))
 	for _, p := range kubelet.PodVolumes(m.MountPoints) {
 		add(c.podInfo, prometheus.GaugeValue, 1, with(podLabels, p.PodUID, p.Volume, p.PV, p.Driver))
 	}

@@ -37,8 +37,10 @@ func SumTransports(ts []procfs.NFSTransportStats) TransportTotals {
 // MountRates are one mount's rates over an interval, as nfsiostat prints them, but with the
 // transport counters of every connection counted.
 type MountRates struct {
-	Device      string  `json:"device"`
-	MountPoint  string  `json:"mountpoint"`
+	Device     string `json:"device"`
+	MountPoint string `json:"mountpoint"`
+	// Server is the server the data lives on: for a mount through a local proxy, the one
+	// behind it (inventory.Mount.ServerName), as in the metrics.
 	Server      string  `json:"server"`
 	Export      string  `json:"export"`
 	Version     string  `json:"version"`
@@ -116,7 +118,7 @@ func wentBack(prev, cur *inventory.Stats) bool {
 
 func mountRates(m *inventory.Mount, prev, cur *inventory.Stats, dt float64) MountRates {
 	r := MountRates{
-		Device: m.Device, Server: m.Server, Export: m.Export, Version: m.Version,
+		Device: m.Device, Server: m.ServerName(), Export: m.Export, Version: m.Version,
 		Connections: len(cur.Transports), Seconds: dt,
 		Ops: []OpRates{}, // an idle interval is "ops": [] in JSON, not null
 	}

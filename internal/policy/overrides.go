@@ -49,6 +49,11 @@ type Overrides struct {
 	ReadAheadExact  *bool
 }
 
+// setsReadAhead reports whether o sets the read-ahead, fixed or derived from rsize.
+func (o *Overrides) setsReadAhead() bool {
+	return o.ReadAheadKB != nil || o.ReadAheadRSizes != nil
+}
+
 // apply layers o over p. Sysctl maps are merged key by key.
 func (o *Overrides) apply(p *Profile) {
 	// A fixed read-ahead and one derived from rsize replace each other.

@@ -64,7 +64,8 @@ type Rule struct {
 // applies to every mount. Globs use path.Match syntax ("*" does not cross "/").
 type Match struct {
 	// Server is a glob matched against the server name and against its address,
-	// case-insensitively, e.g. "*.file.core.windows.net".
+	// case-insensitively, e.g. "*.file.core.windows.net"; for a mount through a local
+	// proxy also against the server the helper forwards to (Proxy.Upstream).
 	Server string
 	// CIDR is an address prefix the server's address must fall in, e.g. 10.0.0.0/24.
 	CIDR netip.Prefix
@@ -284,7 +285,8 @@ func (r *Rule) Matches(m *inventory.Mount) bool { return r.Match.matches(m) }
 func (mt *Match) matches(m *inventory.Mount) bool {
 	if mt.Server != "" {
 		pat := strings.ToLower(mt.Server)
-		if !globOK(pat, strings.ToLower(m.Server)) && !globOK(pat, strings.ToLower(m.ServerAddr)) {
+		if !globOK(pat, strings.ToLower(m.Server)) && !globOK(pat, strings.ToLower(m.ServerAddr)) &&
+			(m.Proxy == nil || !globOK(pat, strings.ToLower(m.Proxy.Upstream))) {
 			return false
 		}
 	}
@@ -372,11 +374,30 @@ func (p *Policy) ResolveAs(m *inventory.Mount, forceBackend, forceWorkload strin
 		rule.Overrides.apply(&prof)
 	}
 	prof.ReadAheadKB = prof.ReadAheadFor(m.RSize)
+	if m.Proxy != nil && m.Proxy.ReadAheadKB > 0 && (rule == nil || !rule.Overrides.setsReadAhead()) {
+		// The mount helper writes read-ahead itself after every mount (efs-utils'
+		// optimize_readahead, 15 x rsize; its watchdog rewrites it on Ubuntu 24): its value
+		// is the target, as a minimum, so that nfstune and the helper never rewrite each
+		// other. A config rule that sets read-ahead still wins.
+		prof.ReadAheadKB, prof.ReadAheadRSizes, prof.ReadAheadExact = m.Proxy.ReadAheadKB, 0, false
+		prof.ReadAheadBy = helperOf(m.Proxy.Kind)
+	}
 	st := p.cat.workloads[prof.Workload].Static
 	if static != nil {
 		st = *static
 	}
 	return Resolved{Profile: prof, Mode: mode, Static: st, Rule: src, Service: service}
+}
+
+// helperOf names the tool behind a proxy kind, as the user installed it.
+func helperOf(kind string) string {
+	switch kind {
+	case inventory.ProxyEFS, inventory.ProxyEFSStunnel:
+		return "efs-utils"
+	case inventory.ProxyAZNFS:
+		return "aznfs"
+	}
+	return kind
 }
 
 // KernelReadAheadKB is the read-ahead of a new NFS superblock since Linux 5.4
@@ -405,13 +426,15 @@ func (p Profile) ReadAheadFor(rsize int) int {
 // a minimum: a larger value stays unless exact (--exact) or p.ReadAheadExact. A value
 // derived from rsize (ReadAheadRSizes) is a minimum only for read-ahead that nobody chose:
 // the kernel default, or less than one rsize. Any other value was set on purpose (an
-// optimum measured below 15 x rsize is common) and stays unless exact. See docs/policy.md.
+// optimum measured below 15 x rsize is common) and stays unless exact. A mount helper's own
+// value (ReadAheadBy) is only ever a minimum: exact never lowers what the helper would
+// write back. See docs/policy.md.
 func (p Profile) ReadAheadChange(cur, rsize int, exact bool) bool {
 	want := p.ReadAheadKB
 	switch {
 	case want <= 0 || cur == want:
 		return false
-	case exact || p.ReadAheadExact:
+	case (exact || p.ReadAheadExact) && p.ReadAheadBy == "":
 		return true
 	case cur > want:
 		return false

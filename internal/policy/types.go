@@ -48,6 +48,10 @@ type Profile struct {
 	// ReadAheadExact makes ReadAheadKB the value to set, not a minimum: read-ahead above it
 	// is lowered too (a value measured by bench sweep).
 	ReadAheadExact bool `json:"read_ahead_exact,omitempty"`
+	// ReadAheadBy names the mount helper whose own read-ahead is the target ("efs-utils"):
+	// it writes that value after every mount, so nfstune asks the same, as a minimum.
+	// Empty when the profile's value is the target.
+	ReadAheadBy string `json:"read_ahead_by,omitempty"`
 	// Mount are the mount options that matter.
 	Mount MountOptions `json:"mount_options"`
 	// Sysctls are NFS-relevant sysctls by dotted name with their minimum values.

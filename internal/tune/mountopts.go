@@ -2,6 +2,7 @@ package tune
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -247,13 +248,6 @@ func shellQuote(s string) string {
 }
 
 // mountSource is "server:/export", with an IPv6 address in brackets.
-func mountSource(server, export string) string {
-	if strings.Contains(server, ":") {
-		server = "[" + server + "]"
-	}
-	return server + ":" + export
-}
-
 func isNFSType(t string) bool { return t == "nfs" || t == "nfs4" }
 
 // planMountOptions lists, per client group, the mounts whose options must change, with their
@@ -286,7 +280,7 @@ func planMountOptions(root hostfs.Root, p *Plan, inv *inventory.Inventory, desir
 		}
 		r := Remount{Device: m.Device, MountPoints: slices.Clone(m.MountPoints), Changes: changes}
 		for _, mp := range m.MountPoints {
-			idx := slices.IndexFunc(parsed, func(l fstabLine) bool { return l.ok && isNFSType(l.vfstype) && l.file == mp })
+			idx := slices.IndexFunc(parsed, func(l fstabLine) bool { return l.ok && inventory.IsMountType(m, l.vfstype) && l.file == mp })
 			var line string
 			if idx >= 0 {
 				l := parsed[idx]
@@ -306,14 +300,20 @@ func planMountOptions(root hostfs.Root, p *Plan, inv *inventory.Inventory, desir
 				}
 				r.Commands = append(r.Commands, fmt.Sprintf("mount -t %s -o %s %s %s", l.vfstype, shellQuote(merged), shellQuote(l.spec), shellQuote(mp)))
 			} else {
-				base := ""
+				// A proxied mount is mounted again through its helper (inventory.RemountSpec).
+				rs := inventory.RemountSpec(m)
+				base := map[string]string{}
 				if m.Requested != nil {
-					base = joinOptions(m.Requested.Options)
+					maps.Copy(base, m.Requested.Options)
 				}
-				merged := mergeOptions(base, changes)
-				spec := mountSource(m.Server, m.Export)
-				line = fmt.Sprintf("%s %s %s %s 0 0", spec, escapeOctal(mp), m.FSType, merged)
-				r.Commands = append(r.Commands, fmt.Sprintf("mount -t %s -o %s %s %s", m.FSType, shellQuote(merged), shellQuote(spec), shellQuote(mp)))
+				for _, k := range rs.Drop {
+					delete(base, k)
+				}
+				maps.Copy(base, rs.Set)
+				merged := mergeOptions(joinOptions(base), changes)
+				spec := rs.Source()
+				line = fmt.Sprintf("%s %s %s %s 0 0", spec, escapeOctal(mp), rs.FSType, merged)
+				r.Commands = append(r.Commands, fmt.Sprintf("mount -t %s -o %s %s %s", rs.FSType, shellQuote(merged), shellQuote(spec), shellQuote(mp)))
 				if opts.Fstab {
 					p.note("%s is not in /etc/fstab; add this line by hand: %s", mp, line)
 				}

@@ -86,12 +86,15 @@ func UdevReadAhead(ctx context.Context, root hostfs.Root, dev string, resolve fu
 	return want, m, nil
 }
 
-// findMount looks for dev in the mountinfo of this process, then of PID 1.
+// findMount looks for dev in the mountinfo of this process, then of PID 1, with the
+// service behind a loopback proxy attributed (inventory.AttributeProxies).
 func findMount(root hostfs.Root, dev string) *inventory.Mount {
 	for _, pid := range []string{"self", "1"} {
 		if b, err := hostfs.ReadSmall(root.Proc(pid, "mountinfo")); err == nil {
 			if m := inventory.MountOfDevice(b, dev); m != nil {
-				return m
+				ms := []inventory.Mount{*m}
+				inventory.AttributeProxies(root, ms)
+				return &ms[0]
 			}
 		}
 	}
