@@ -412,3 +412,53 @@ func unescapeMountinfo(s string) string {
 	}
 	return b.String()
 }
+
+// BlockedMount is a superblock whose server is not answering (Inventory.Stalled), with
+// the processes that use it: they block on it (hard) or get errors (soft).
+type BlockedMount struct {
+	Device      string   `json:"device"`
+	MountPoints []string `json:"mountpoints"`
+	// ServerAddr is the stalled server's address.
+	ServerAddr string `json:"server_addr"`
+	// Holders are the processes using the superblock, by PID (ReadHolders).
+	Holders []Holder `json:"holders"`
+}
+
+// ReadBlocked fills inv.Blocked with every mount of a server in inv.Stalled and the
+// processes using it (ReadHolders), and adds ReadHolders' warnings. It reads /proc only
+// when a server is stalled: scanning every process's files is the one costly part, and
+// only a dead server needs it.
+func ReadBlocked(root hostfs.Root, inv *Inventory, limits HolderLimits) {
+	inv.Blocked = nil
+	if len(inv.Stalled) == 0 {
+		return
+	}
+	stalled := make(map[string]bool, len(inv.Stalled))
+	for _, s := range inv.Stalled {
+		stalled[s.Addr] = true
+	}
+	var devices []string
+	for i := range inv.Mounts {
+		m := &inv.Mounts[i]
+		if addr := m.serverAddr(); stalled[addr] {
+			devices = append(devices, m.Device)
+			inv.Blocked = append(inv.Blocked, BlockedMount{Device: m.Device, MountPoints: m.MountPoints, ServerAddr: addr, Holders: []Holder{}})
+		}
+	}
+	holders, warnings := ReadHolders(root, devices, limits)
+	inv.Warnings = append(inv.Warnings, warnings...)
+	for i := range inv.Blocked {
+		if h := holders[inv.Blocked[i].Device]; h != nil {
+			inv.Blocked[i].Holders = h
+		}
+	}
+}
+
+// serverAddr is the address the mount's transports connect to: the addr= option, or
+// the server name of the mount source when there is none.
+func (m *Mount) serverAddr() string {
+	if m.ServerAddr != "" {
+		return m.ServerAddr
+	}
+	return m.Server
+}

@@ -214,3 +214,33 @@ func TestReadStat(t *testing.T) {
 		}
 	}
 }
+
+func TestReadBlocked(t *testing.T) {
+	root := holdersRoot(t)
+	inv := &Inventory{
+		Mounts: []Mount{
+			{Device: "0:52", MountPoints: []string{"/mnt/data", "/srv/projects"}, Server: "files.example", ServerAddr: "10.0.0.1"},
+			{Device: "0:53", MountPoints: []string{"/mnt/with space"}, Server: "10.0.0.2"},
+			{Device: "0:60", MountPoints: []string{"/mnt/other"}, Server: "other.example", ServerAddr: "10.0.0.1"},
+			{Device: "0:61", MountPoints: []string{"/mnt/fine"}, ServerAddr: "10.0.0.9"},
+		},
+	}
+	ReadBlocked(root, inv, HolderLimits{})
+	if inv.Blocked != nil {
+		t.Fatalf("no server stalled, yet blocked: %+v", inv.Blocked)
+	}
+	inv.Stalled = []StalledServer{{Addr: "10.0.0.1"}, {Addr: "10.0.0.2"}}
+	ReadBlocked(root, inv, HolderLimits{})
+	got := map[string][]int{}
+	for _, b := range inv.Blocked {
+		pids := []int{}
+		for _, h := range b.Holders {
+			pids = append(pids, h.PID)
+		}
+		got[b.Device+" "+b.ServerAddr] = pids
+	}
+	want := map[string][]int{"0:52 10.0.0.1": {100, 200, 300}, "0:53 10.0.0.2": {400}, "0:60 10.0.0.1": {400}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("blocked (-want +got):\n%s", diff)
+	}
+}
