@@ -116,8 +116,10 @@ type Tier string
 
 const (
 	// TierDefault is a bounded set per mount (see DefaultOperations): at most 36 series,
-	// plus one per failing audit rule and one per pod using the superblock. It is what
-	// dashboards and alerts need on hosts with many mounts.
+	// plus one per failing audit rule, one per pod using the superblock, and the blocked
+	// processes while its server is not answering; and two per server address (its
+	// transports, and the stuck ones). It is what dashboards and alerts need on hosts with
+	// many mounts.
 	TierDefault Tier = "default"
 	// TierFull is every counter of every NFS operation in use.
 	TierFull Tier = "full"
