@@ -150,6 +150,9 @@ func writeStalled(ew *printer.Writer, rep Report) error {
 		}
 	}
 	ew.Printf("\nprocesses using the stalled mounts\n")
+	if len(rep.Blocked) > 0 && rep.Blocked[0].Uninspected > 0 {
+		ew.Printf("  (%d processes could not be inspected, see the warnings: the lists below may miss some)\n", rep.Blocked[0].Uninspected)
+	}
 	for _, b := range rep.Blocked {
 		ew.Printf("  %s (%s), server %s: ", strings.Join(b.MountPoints, ", "), b.Device, b.ServerAddr)
 		if len(b.Holders) == 0 {

@@ -55,3 +55,19 @@ processes using the stalled mounts
 		t.Errorf("stalled sections (-want +got):\n%s", diff)
 	}
 }
+
+// TestWriteTableUninspected: when some processes could not be inspected, the list says it
+// may be incomplete.
+func TestWriteTableUninspected(t *testing.T) {
+	rep := Report{
+		Stalled: []inventory.StalledServer{{Addr: "10.0.0.1", Transports: []string{"switch-3/xprt-4-tcp"}}},
+		Blocked: []inventory.BlockedMount{{Device: "0:52", MountPoints: []string{"/mnt/data"}, ServerAddr: "10.0.0.1", Holders: []inventory.Holder{}, Uninspected: 17}},
+	}
+	var b bytes.Buffer
+	if err := WriteTable(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "(17 processes could not be inspected, see the warnings: the lists below may miss some)") {
+		t.Errorf("no word of the uninspected processes:\n%s", b.String())
+	}
+}

@@ -76,6 +76,13 @@ const (
 // page fault may hold. Processes it may not inspect (other users', without
 // CAP_SYS_PTRACE) are counted in a warning.
 func ReadHolders(root hostfs.Root, devices []string, limits HolderLimits) (map[string][]Holder, []string) {
+	out, warnings, _ := readHolders(root, devices, limits)
+	return out, warnings
+}
+
+// readHolders is ReadHolders, and also counts the processes it could not inspect or left
+// out under MaxProcesses: the holders it returns are a lower bound when that is not 0.
+func readHolders(root hostfs.Root, devices []string, limits HolderLimits) (map[string][]Holder, []string, int) {
 	if limits.MaxProcesses <= 0 {
 		limits.MaxProcesses = DefaultMaxProcesses
 	}
@@ -84,7 +91,7 @@ func ReadHolders(root hostfs.Root, devices []string, limits HolderLimits) (map[s
 	}
 	out := make(map[string][]Holder)
 	if len(devices) == 0 {
-		return out, nil
+		return out, nil, 0
 	}
 	want := make(map[string]bool, len(devices))
 	for _, d := range devices {
@@ -92,7 +99,7 @@ func ReadHolders(root hostfs.Root, devices []string, limits HolderLimits) (map[s
 	}
 	entries, err := os.ReadDir(root.Proc())
 	if err != nil {
-		return out, []string{fmt.Sprintf("listing processes: %v", err)}
+		return out, []string{fmt.Sprintf("listing processes: %v", err)}, 0
 	}
 	var pids []int
 	for _, e := range entries {
@@ -102,7 +109,9 @@ func ReadHolders(root hostfs.Root, devices []string, limits HolderLimits) (map[s
 	}
 	sort.Ints(pids)
 	var warnings []string
+	skipped := 0
 	if len(pids) > limits.MaxProcesses {
+		skipped = len(pids) - limits.MaxProcesses
 		warnings = append(warnings, fmt.Sprintf("processes: looked at %d of %d (limit); holders among the others are not listed", limits.MaxProcesses, len(pids)))
 		pids = pids[:limits.MaxProcesses]
 	}
@@ -119,7 +128,7 @@ func ReadHolders(root hostfs.Root, devices []string, limits HolderLimits) (map[s
 	for dev := range out {
 		sort.Slice(out[dev], func(i, j int) bool { return out[dev][i].PID < out[dev][j].PID })
 	}
-	return out, warnings
+	return out, warnings, skipped + r.denied
 }
 
 // holderReader is the state of one ReadHolders scan.
@@ -422,6 +431,10 @@ type BlockedMount struct {
 	ServerAddr string `json:"server_addr"`
 	// Holders are the processes using the superblock, by PID (ReadHolders).
 	Holders []Holder `json:"holders"`
+	// Uninspected counts the processes of the host that could not be inspected
+	// (permission denied) or were left out under HolderLimits: when it is not 0, Holders
+	// may miss some. It is the same for every mount of one ReadBlocked.
+	Uninspected int `json:"uninspected"`
 }
 
 // ReadBlocked fills inv.Blocked with every mount of a server in inv.Stalled and the
@@ -445,12 +458,13 @@ func ReadBlocked(root hostfs.Root, inv *Inventory, limits HolderLimits) {
 			inv.Blocked = append(inv.Blocked, BlockedMount{Device: m.Device, MountPoints: m.MountPoints, ServerAddr: addr, Holders: []Holder{}})
 		}
 	}
-	holders, warnings := ReadHolders(root, devices, limits)
+	holders, warnings, uninspected := readHolders(root, devices, limits)
 	inv.Warnings = append(inv.Warnings, warnings...)
 	for i := range inv.Blocked {
 		if h := holders[inv.Blocked[i].Device]; h != nil {
 			inv.Blocked[i].Holders = h
 		}
+		inv.Blocked[i].Uninspected = uninspected
 	}
 }
 

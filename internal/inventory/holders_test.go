@@ -243,4 +243,14 @@ func TestReadBlocked(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("blocked (-want +got):\n%s", diff)
 	}
+	if inv.Blocked[0].Uninspected != 0 {
+		t.Errorf("every fixture process is readable, yet %d uninspected", inv.Blocked[0].Uninspected)
+	}
+	// Four of the six processes left out: the holders are a lower bound, and say so.
+	ReadBlocked(root, inv, HolderLimits{MaxProcesses: 2})
+	for _, b := range inv.Blocked {
+		if b.Uninspected != 4 {
+			t.Errorf("%s: %d uninspected with 2 of 6 processes looked at, want 4", b.Device, b.Uninspected)
+		}
+	}
 }

@@ -101,7 +101,7 @@ type Collector struct {
 	groupSends, groupRecvs, groupBadXIDs, groupBacklog *prometheus.Desc
 	groupConnects, groupConnections, groupMounts       *prometheus.Desc
 
-	serverTransports, serverStuck *prometheus.Desc
+	serverTransports, serverStuck, uninspected *prometheus.Desc
 
 	scrapeDuration, scrapeSuccess, seriesDropped, mountsDropped *prometheus.Desc
 
@@ -217,6 +217,9 @@ func NewCollector(src Source, logger *slog.Logger, opts Options) *Collector {
 		serverTransports: prometheus.NewDesc(prometheus.BuildFQName(Namespace, "server", "transports"),
 			"RPC transports to the server address (/sys/kernel/sunrpc/xprt-switches, Linux 5.14 and later; absent before).",
 			[]string{"server_addr"}, nil),
+		uninspected: prometheus.NewDesc(prometheus.BuildFQName(Namespace, "blocked", "uninspected_processes"),
+			"Processes that could not be inspected (permission denied: reading other processes' fdinfo takes CAP_SYS_PTRACE) or were over the scan limit when the processes using a stalled server's superblocks were last looked for: nfstune_mount_blocked_processes may miss that many. Exported only while a server is stalled.",
+			nil, nil),
 		serverStuck: prometheus.NewDesc(prometheus.BuildFQName(Namespace, "server", "stuck_transports"),
 			"Transports to the server address that held requests with no reply and no progress since the previous scrape (at least 1 s apart): one of nconnect's connections stuck, or all of them when the server is gone.",
 			[]string{"server_addr"}, nil),
@@ -249,7 +252,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		c.ops, c.retrans, c.majorTimeouts, c.opErrors, c.sentBytes, c.recvBytes,
 		c.rttSeconds, c.exeSeconds, c.queueSec, c.findings, c.compliant,
 		c.groupSends, c.groupRecvs, c.groupBadXIDs, c.groupBacklog, c.groupConnects,
-		c.groupConnections, c.groupMounts, c.blocked, c.serverTransports, c.serverStuck,
+		c.groupConnections, c.groupMounts, c.blocked, c.serverTransports, c.serverStuck, c.uninspected,
 	} {
 		ch <- d
 	}
@@ -574,12 +577,15 @@ func (c *Collector) serverMetrics(inv *inventory.Inventory) []prometheus.Metric 
 		addrs = append(addrs, a)
 	}
 	sort.Strings(addrs)
-	out := make([]prometheus.Metric, 0, 2*len(addrs))
+	out := make([]prometheus.Metric, 0, 2*len(addrs)+1)
 	for _, a := range addrs {
 		out = append(out,
 			prometheus.MustNewConstMetric(c.serverTransports, prometheus.GaugeValue, float64(count[a]), a),
 			prometheus.MustNewConstMetric(c.serverStuck, prometheus.GaugeValue, float64(stuck[a]), a),
 		)
+	}
+	if len(inv.Blocked) > 0 {
+		out = append(out, prometheus.MustNewConstMetric(c.uninspected, prometheus.GaugeValue, float64(inv.Blocked[0].Uninspected)))
 	}
 	return out
 }
