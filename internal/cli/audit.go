@@ -101,11 +101,10 @@ func runAudit(ctx context.Context, g *globals, streams IOStreams, flags *auditFl
 	}
 	log.Debug("audit", "stage", "inventory", "elapsed", time.Since(start), "mounts", len(inv.Mounts), "transports", len(inv.Transports))
 	start = time.Now()
-	inventory.SampleStalls(ctx, g.Root(), inv, first, flags.stall)
-	log.Debug("audit", "stage", "stall sample", "elapsed", time.Since(start), "stalled", len(inv.Stalled))
-	start = time.Now()
-	inventory.ReadBlocked(g.Root(), inv, inventory.HolderLimits{})
-	log.Debug("audit", "stage", "blocked processes", "elapsed", time.Since(start), "mounts", len(inv.Blocked))
+	// The processes using the mounts of a server that looks stuck are read while the
+	// window runs.
+	inventory.SampleBlocked(ctx, g.Root(), inv, first, flags.stall, inventory.HolderLimits{})
+	log.Debug("audit", "stage", "stall sample", "elapsed", time.Since(start), "stalled", len(inv.Stalled), "blocked mounts", len(inv.Blocked))
 	start = time.Now()
 	rep := audit.Run(inv, pol)
 	log.Debug("audit", "stage", "rules", "elapsed", time.Since(start), "findings", len(rep.Findings))

@@ -3,6 +3,7 @@ package inventory
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/kubelet"
@@ -73,16 +75,17 @@ const (
 // by the longest mount point (a path the kernel marks "(deleted)" or cannot reach is
 // left out); /proc/<pid>/stat and task/*/stat for the state; and /proc/<pid>/cgroup.
 // Memory maps are not read: /proc/<pid>/maps waits on the lock that a process blocked in a
-// page fault may hold. Processes it may not inspect (other users', without
+// page fault may hold. A process blocked in open() or stat() of a path on the mount holds
+// no file there yet: it is found only when its working directory or root is on the mount. Processes it may not inspect (other users', without
 // CAP_SYS_PTRACE) are counted in a warning.
 func ReadHolders(root hostfs.Root, devices []string, limits HolderLimits) (map[string][]Holder, []string) {
-	out, warnings, _ := readHolders(root, devices, limits)
-	return out, warnings
+	scan := readHolders(root, devices, limits)
+	return scan.holders, scan.warnings
 }
 
 // readHolders is ReadHolders, and also counts the processes it could not inspect or left
 // out under MaxProcesses: the holders it returns are a lower bound when that is not 0.
-func readHolders(root hostfs.Root, devices []string, limits HolderLimits) (map[string][]Holder, []string, int) {
+func readHolders(root hostfs.Root, devices []string, limits HolderLimits) holderScan {
 	if limits.MaxProcesses <= 0 {
 		limits.MaxProcesses = DefaultMaxProcesses
 	}
@@ -91,7 +94,7 @@ func readHolders(root hostfs.Root, devices []string, limits HolderLimits) (map[s
 	}
 	out := make(map[string][]Holder)
 	if len(devices) == 0 {
-		return out, nil, 0
+		return holderScan{holders: out}
 	}
 	want := make(map[string]bool, len(devices))
 	for _, d := range devices {
@@ -99,7 +102,7 @@ func readHolders(root hostfs.Root, devices []string, limits HolderLimits) (map[s
 	}
 	entries, err := os.ReadDir(root.Proc())
 	if err != nil {
-		return out, []string{fmt.Sprintf("listing processes: %v", err)}, 0
+		return holderScan{holders: out, warnings: []string{fmt.Sprintf("listing processes: %v", err)}}
 	}
 	var pids []int
 	for _, e := range entries {
@@ -128,7 +131,7 @@ func readHolders(root hostfs.Root, devices []string, limits HolderLimits) (map[s
 	for dev := range out {
 		sort.Slice(out[dev], func(i, j int) bool { return out[dev][i].PID < out[dev][j].PID })
 	}
-	return out, warnings, skipped + r.denied
+	return holderScan{holders: out, warnings: warnings, uninspected: skipped + r.denied}
 }
 
 // holderReader is the state of one ReadHolders scan.
@@ -458,13 +461,69 @@ func ReadBlocked(root hostfs.Root, inv *Inventory, limits HolderLimits) {
 			inv.Blocked = append(inv.Blocked, BlockedMount{Device: m.Device, MountPoints: m.MountPoints, ServerAddr: addr, Holders: []Holder{}})
 		}
 	}
-	holders, warnings, uninspected := readHolders(root, devices, limits)
-	inv.Warnings = append(inv.Warnings, warnings...)
+	setBlocked(inv, readHolders(root, devices, limits))
+}
+
+// SampleBlocked is SampleStalls followed by ReadBlocked, with the processes read while the
+// stall window runs: for the mounts of every server with a transport that looks stuck in
+// first, at the cost of a scan that may turn out unneeded when the server answers. On a
+// host where that scan takes most of a second, the audit still returns within about the
+// window.
+func SampleBlocked(ctx context.Context, root hostfs.Root, inv *Inventory, first TransportSample, window time.Duration, limits HolderLimits) {
+	inv.Blocked = nil
+	suspect := map[string]bool{}
+	looksStuck := suspects(first.Transports)
+	for _, t := range first.Transports {
+		if looksStuck[t.Name] && t.DstAddr != "" {
+			suspect[t.DstAddr] = true
+		}
+	}
+	var devices []string
+	for i := range inv.Mounts {
+		if suspect[inv.Mounts[i].serverAddr()] {
+			devices = append(devices, inv.Mounts[i].Device)
+		}
+	}
+	if window <= 0 || len(devices) == 0 {
+		SampleStalls(ctx, root, inv, first, window)
+		ReadBlocked(root, inv, limits)
+		return
+	}
+	scanned := make(chan holderScan, 1)
+	go func() { scanned <- readHolders(root, devices, limits) }()
+	SampleStalls(ctx, root, inv, first, window)
+	scan := <-scanned
+	stalled := make(map[string]bool, len(inv.Stalled))
+	for _, s := range inv.Stalled {
+		stalled[s.Addr] = true
+	}
+	for i := range inv.Mounts {
+		m := &inv.Mounts[i]
+		if addr := m.serverAddr(); stalled[addr] {
+			inv.Blocked = append(inv.Blocked, BlockedMount{Device: m.Device, MountPoints: m.MountPoints, ServerAddr: addr, Holders: []Holder{}})
+		}
+	}
+	if len(inv.Blocked) == 0 {
+		return
+	}
+	setBlocked(inv, scan)
+}
+
+// holderScan is what one readHolders scan found.
+type holderScan struct {
+	holders     map[string][]Holder
+	warnings    []string
+	uninspected int
+}
+
+// setBlocked fills the holders of inv.Blocked from a scan that covered their devices.
+func setBlocked(inv *Inventory, scan holderScan) {
+	inv.Warnings = append(inv.Warnings, scan.warnings...)
 	for i := range inv.Blocked {
-		if h := holders[inv.Blocked[i].Device]; h != nil {
+		if h := scan.holders[inv.Blocked[i].Device]; h != nil {
 			inv.Blocked[i].Holders = h
 		}
-		inv.Blocked[i].Uninspected = uninspected
+		inv.Blocked[i].Uninspected = scan.uninspected
 	}
 }
 

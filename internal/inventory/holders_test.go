@@ -1,11 +1,13 @@
 package inventory
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -252,5 +254,48 @@ func TestReadBlocked(t *testing.T) {
 		if b.Uninspected != 4 {
 			t.Errorf("%s: %d uninspected with 2 of 6 processes looked at, want 4", b.Device, b.Uninspected)
 		}
+	}
+}
+
+// TestSampleBlocked: a transport to 10.0.0.1 holds a request through the window, so the
+// processes using that server's mounts, read while the window ran, are the blocked ones.
+func TestSampleBlocked(t *testing.T) {
+	root := holdersRoot(t)
+	dir := root.Sys("kernel", "sunrpc", "xprt-switches", "switch-0", "xprt-0-tcp")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{
+		"dstaddr":    "10.0.0.1\n",
+		"xprt_state": "state= CONNECTED BOUND\n",
+		"xprt_info":  "last_used=4294916354\npending_q_len=1\nbacklog_q_len=0\nsending_q_len=0\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newInv := func() *Inventory {
+		return &Inventory{Mounts: []Mount{
+			{Device: "0:52", MountPoints: []string{"/mnt/data"}, ServerAddr: "10.0.0.1"},
+			{Device: "0:53", MountPoints: []string{"/mnt/with space"}, ServerAddr: "10.0.0.2"},
+		}}
+	}
+	inv := newInv()
+	SampleBlocked(context.Background(), root, inv, SampleTransports(root), 50*time.Millisecond, HolderLimits{})
+	if len(inv.Stalled) != 1 || len(inv.Blocked) != 1 || inv.Blocked[0].Device != "0:52" {
+		t.Fatalf("stalled %+v, blocked %+v; want 10.0.0.1 and its mount 0:52", inv.Stalled, inv.Blocked)
+	}
+	var pids []int
+	for _, h := range inv.Blocked[0].Holders {
+		pids = append(pids, h.PID)
+	}
+	if diff := cmp.Diff([]int{100, 200, 300}, pids); diff != "" {
+		t.Errorf("holders of 0:52 (-want +got):\n%s", diff)
+	}
+	// No window: nothing is sampled, and no process is read.
+	inv = newInv()
+	SampleBlocked(context.Background(), root, inv, SampleTransports(root), 0, HolderLimits{})
+	if inv.Stalled != nil || inv.Blocked != nil {
+		t.Errorf("with no window: stalled %+v, blocked %+v", inv.Stalled, inv.Blocked)
 	}
 }
