@@ -62,11 +62,20 @@ func TestStuckServerView(t *testing.T) {
 	}
 	base := median(up)
 
-	// The shell enters the mount while the server answers, then sleeps there.
+	// The shell enters the mount while the server answers, then sleeps there. The reader
+	// opens the file while the server answers, as a program that already has its files
+	// open, and reads it once the server is gone: a process that blocks in open() has no
+	// file descriptor on the mount yet (NFSv4 OPEN goes to the server unless the client
+	// holds a delegation), so only its working directory or root can name it.
 	shell := startIn(t, cgroupfsCG, "cd "+shellQuote(m.Dir)+" && exec sleep 600")
-	time.Sleep(500 * time.Millisecond)
+	goRead := filepath.Join(t.TempDir(), "go")
+	reader := startIn(t, systemdCG, "exec 3<"+shellQuote(m.Dir+"/data")+
+		" && while [ ! -e "+shellQuote(goRead)+" ]; do sleep 0.1; done && exec cat <&3 >/dev/null")
+	time.Sleep(time.Second)
 	ServerGone(t, GoneLoss)
-	reader := startIn(t, systemdCG, "exec cat "+shellQuote(m.Dir+"/data")+" >/dev/null")
+	if err := os.WriteFile(goRead, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(stuckReaderSettle)
 	if st := procState(reader.Process.Pid); st == "" || st == "Z" {
 		t.Fatalf("the reader of %s finished with the server gone (state %q): nothing was blocked", m.Dir, st)
