@@ -68,16 +68,18 @@ const (
 // that hold it open, have their working directory or root on it, sorted by PID; and
 // warnings for what it could not read or left out under limits. It reads only /proc:
 // the mount table of each mount namespace and root once (/proc/<pid>/mountinfo, keyed by
-// the /proc/<pid>/ns/mnt and root links), then for processes in a namespace where a device is mounted,
-// the mnt_id of /proc/<pid>/fdinfo/<fd> (Linux 3.15 and later), which names the mount
-// of an open file exactly; the /proc/<pid>/cwd and /proc/<pid>/root links, whose text
-// the kernel formats from memory and which are mapped to the process's own mount table
-// by the longest mount point (a path the kernel marks "(deleted)" or cannot reach is
-// left out); /proc/<pid>/stat and task/*/stat for the state; and /proc/<pid>/cgroup.
-// Memory maps are not read: /proc/<pid>/maps waits on the lock that a process blocked in a
-// page fault may hold. A process blocked in open() or stat() of a path on the mount holds
-// no file there yet: it is found only when its working directory or root is on the mount. Processes it may not inspect (other users', without
-// CAP_SYS_PTRACE) are counted in a warning.
+// the /proc/<pid>/ns/mnt and root links); then, for processes in a namespace where a
+// device is mounted, the mnt_id of /proc/<pid>/fdinfo/<fd> (Linux 3.15 and later), which
+// names the mount of an open file exactly; the /proc/<pid>/cwd and root links, whose text
+// the kernel formats from memory and which are mapped to the process's own mount table by
+// the longest mount point (a path the kernel marks "(deleted)" or cannot reach is left
+// out); /proc/<pid>/stat and task/*/stat for the state; and /proc/<pid>/cgroup.
+//
+// Memory maps are not read: /proc/<pid>/maps waits on the lock that a process blocked in
+// a page fault may hold. A process blocked in open() or stat() of a path on the mount
+// holds no file there yet: it is found only when its working directory or root is on the
+// mount. Processes it may not inspect (ptrace access: CAP_SYS_PTRACE for other users' and
+// for those with more capabilities) are counted in a warning.
 func ReadHolders(root hostfs.Root, devices []string, limits HolderLimits) (map[string][]Holder, []string) {
 	scan := readHolders(root, devices, limits)
 	return scan.holders, scan.warnings
@@ -139,7 +141,7 @@ type holderReader struct {
 	root   hostfs.Root
 	want   map[string]bool
 	maxFDs int
-	// tables caches each mount namespace's table, keyed by the ns/mnt link's text.
+	// tables caches each mount namespace's table, keyed by the ns/mnt and root links.
 	tables   map[string]*nsMounts
 	denied   int
 	fdCapped int
@@ -167,8 +169,14 @@ func (r *holderReader) process(pid int, out map[string][]Holder) {
 	// mountinfo names mount points below the process's root, so a table is shared by the
 	// processes of one namespace with one root.
 	rootPath, rootErr := os.Readlink(r.root.Proc(dir, "root"))
-	key := "pid:" + dir // no namespace link (permission, old kernel): this process's own table
-	if ns, err := os.Readlink(r.root.Proc(dir, "ns", "mnt")); err == nil && rootErr == nil {
+	ns, nsErr := os.Readlink(r.root.Proc(dir, "ns", "mnt"))
+	if errors.Is(rootErr, fs.ErrPermission) || errors.Is(nsErr, fs.ErrPermission) {
+		// Its fds, cwd and root are guarded by the same ptrace check: not ours to read.
+		r.denied++
+		return
+	}
+	key := "pid:" + dir // no namespace link (old kernel, exiting process): its own table
+	if nsErr == nil && rootErr == nil {
 		key = ns + " " + rootPath
 	}
 	t, ok := r.tables[key]
