@@ -2,14 +2,15 @@
 # Run the lab's smoke suite on each kernel line in turn, one boot per kernel (lab/README.md):
 #   lab/matrix.sh [LINE...]       default: every line but 6.1, which make lab-test covers
 # The suite: the audit of the scenario, apply and its exact revert, the kernel-version gates,
-# the agent tuning new mounts, the audit with the server gone, and nfstune shutdown (refused
-# before Linux 6.6). Every kernel runs even when one fails; the exit status is the first
-# failure's, and a summary names each kernel's result and wall time.
+# the agent tuning new mounts, the audit with the server gone and the processes blocked on
+# it, and nfstune shutdown (refused before Linux 6.6). Every kernel runs even when one fails;
+# the exit status is the first failure's, and a summary names each kernel's result and wall
+# time.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
-smoke='^(TestAuditListsEveryMount|TestApplyReadAheadUdevRevert|TestKernelGates|TestAuditWithServerGone|TestShutdown|TestNewMountsTuned)$'
+smoke='^(TestAuditListsEveryMount|TestApplyReadAheadUdevRevert|TestKernelGates|TestAuditWithServerGone|TestStuckServerView|TestShutdown|TestNewMountsTuned)$'
 lines=("$@")
 if ((${#lines[@]} == 0)); then
 	for line in $LAB_KERNEL_LINES; do

@@ -111,6 +111,11 @@ type Agent struct {
 	lastOK     time.Time
 	lastResync time.Time
 	ready      bool
+
+	// transports is the sunrpc transport sample a scrape's is compared with, and stalled
+	// the result of the last comparison (see sampleStalls).
+	transports inventory.TransportSample
+	stalled    []inventory.StalledServer
 }
 
 // New checks cfg and returns an Agent.
@@ -415,6 +420,7 @@ func (a *Agent) Snapshot(ctx context.Context) (metrics.Snapshot, error) {
 	a.mu.Lock()
 	pol := a.policy
 	a.mu.Unlock()
+	a.sampleStalls(inv, time.Now())
 	s := metrics.Snapshot{Inventory: inv}
 	if pol != nil && pol.Audit != nil {
 		s.Findings = pol.Audit(inv)
@@ -423,6 +429,24 @@ func (a *Agent) Snapshot(ctx context.Context) (metrics.Snapshot, error) {
 		s.Limits = pol.Limits(inv)
 	}
 	return s, nil
+}
+
+// sampleStalls fills inv.Stalled by comparing the transports read now with the sample
+// kept from an earlier scrape, at least inventory.DefaultStallWindow before, so that a
+// scrape never waits for a second sample; scrapes closer together than that reuse the
+// last result. For the mounts of a stalled server it reads the processes using them
+// (inv.Blocked); only then does a scrape look at other processes.
+func (a *Agent) sampleStalls(inv *inventory.Inventory, now time.Time) {
+	a.mu.Lock()
+	if since := now.Sub(a.transports.At); a.transports.At.IsZero() || since >= inventory.DefaultStallWindow {
+		if !a.transports.At.IsZero() {
+			a.stalled = inventory.Stalls(a.transports.Transports, inv.Transports, since)
+		}
+		a.transports = inventory.TransportSample{Transports: inv.Transports, At: now}
+	}
+	inv.Stalled = a.stalled
+	a.mu.Unlock()
+	inventory.ReadBlocked(a.cfg.Root, inv, inventory.HolderLimits{})
 }
 
 // Ready reports whether the first reconcile has completed.

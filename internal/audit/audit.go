@@ -57,6 +57,11 @@ type Report struct {
 	Desired map[string]policy.Resolved `json:"desired"`
 	// Findings are sorted worst first, then by device, then by ID.
 	Findings []Finding `json:"findings"`
+	// Stalled are the servers that did not answer over the stall window, each with its
+	// transports, and Blocked their superblocks with the processes using them: the
+	// inventory's, as SampleStalls and ReadBlocked left them.
+	Stalled []inventory.StalledServer `json:"stalled,omitempty"`
+	Blocked []inventory.BlockedMount  `json:"blocked,omitempty"`
 }
 
 // Worst returns the highest severity among the findings, or "" when there are none.
@@ -117,6 +122,8 @@ func Run(inv *inventory.Inventory, pol *policy.Policy) Report {
 		Mounts:   slices.Clone(inv.Mounts),
 		Desired:  make(map[string]policy.Resolved, len(inv.Mounts)),
 		Findings: []Finding{},
+		Stalled:  slices.Clone(inv.Stalled),
+		Blocked:  slices.Clone(inv.Blocked),
 	}
 	byDev := make(map[string]*inventory.Mount, len(inv.Mounts))
 	for i := range inv.Mounts {

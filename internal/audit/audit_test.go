@@ -388,8 +388,9 @@ defaults: {workload: static-tools}
 	},
 	"NFS093": {
 		{name: "server not answering", mutate: func(inv *inventory.Inventory) {
-			inv.Stalled = []inventory.StalledServer{{Addr: m0(inv).ServerAddr, Transports: []string{"switch-3/xprt-3-tcp"}, Waiting: 1, Window: time.Second}}
-		}, want: 1, severity: SeverityError, contains: []string{"is not answering: 1 request(s) waiting on 1 transport(s)", "nfstune shutdown 0:53 "}},
+			inv.Stalled = []inventory.StalledServer{{Addr: m0(inv).ServerAddr, Transports: []string{"switch-3/xprt-3-tcp"}, Waiting: 1, Window: time.Second,
+				Each: []inventory.TransportStatus{{Name: "switch-3/xprt-3-tcp", Queued: 1, Stuck: true}, {Name: "switch-3/xprt-4-tcp"}}}}
+		}, want: 1, severity: SeverityError, contains: []string{"is not answering: 1 request(s) waiting on 1 of 2 transport(s)", "nfstune shutdown 0:53 "}},
 		{name: "another server stalled", mutate: func(inv *inventory.Inventory) {
 			inv.Stalled = []inventory.StalledServer{{Addr: "192.0.2.99", Transports: []string{"switch-9/xprt-9-tcp"}, Waiting: 2, Window: time.Second}}
 		}},

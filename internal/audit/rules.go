@@ -728,8 +728,8 @@ func checkStalled(c *mountCtx) []Finding {
 		if s.Waiting == 0 {
 			state = "reconnecting with requests held"
 		}
-		f.Message = fmt.Sprintf("server %s is not answering: %s on %d transport(s) with no reply for at least %s; processes using %s block (hard) or fail (soft)",
-			addr, state, len(s.Transports), s.Window, firstOr(c.m.MountPoints, "this mount"))
+		f.Message = fmt.Sprintf("server %s is not answering: %s on %d of %d transport(s) with no reply for at least %s; processes using %s block (hard) or fail (soft)",
+			addr, state, len(s.Transports), max(len(s.Each), len(s.Transports)), s.Window, firstOr(c.m.MountPoints, "this mount"))
 		f.Expected = "replies within the window"
 		f.Actual = fmt.Sprintf("no progress on %s", strings.Join(s.Transports, ", "))
 		f.Fix = fmt.Sprintf("check the server and the network path to %s; watch it with nfstune stats %s ; if the server is gone for good (Linux >= 6.6): nfstune shutdown %s (the processes using it get EIO), then umount", addr, firstOr(c.m.MountPoints, ""), c.m.Device)

@@ -79,6 +79,9 @@ func WriteTable(w io.Writer, rep Report) error {
 		ew.Printf("\nhost\n")
 		writeFindings(ew, host)
 	}
+	if err := writeStalled(ew, rep); err != nil {
+		return err
+	}
 	if err := ew.Err(); err != nil {
 		return err
 	}
@@ -141,4 +144,67 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// writeStalled writes the servers that did not answer, each transport with its queue and
+// whether it moved, and the processes using their superblocks.
+func writeStalled(ew *printer.Writer, rep Report) error {
+	if len(rep.Stalled) == 0 {
+		return nil
+	}
+	ew.Printf("\nstalled servers\n")
+	for _, s := range rep.Stalled {
+		ew.Printf("  %s: %d of %d transport(s) stuck, no progress for at least %s\n", s.Addr, len(s.Transports), max(len(s.Each), len(s.Transports)), s.Window)
+		cols := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+		tw := printer.New(cols)
+		tw.Printf("    TRANSPORT\tQUEUED\tCONNECTED\tPROGRESS\tSTUCK\n")
+		for _, t := range s.Each {
+			progress := "-"
+			if t.Progressed != nil {
+				progress = yesNo(*t.Progressed)
+			}
+			tw.Printf("    %s\t%d\t%s\t%s\t%s\n", t.Name, t.Queued, yesNo(t.Connected), progress, yesNo(t.Stuck))
+		}
+		if err := cols.Flush(); err != nil {
+			return err
+		}
+	}
+	ew.Printf("\nprocesses using the stalled mounts\n")
+	if len(rep.Blocked) > 0 && rep.Blocked[0].Uninspected > 0 {
+		ew.Printf("  (%d processes could not be inspected, see the warnings: the lists below may miss some)\n", rep.Blocked[0].Uninspected)
+	}
+	for _, b := range rep.Blocked {
+		ew.Printf("  %s (%s), server %s: ", strings.Join(b.MountPoints, ", "), b.Device, b.ServerAddr)
+		if len(b.Holders) == 0 {
+			ew.Printf("none found\n")
+			continue
+		}
+		ew.Printf("%d\n", len(b.Holders))
+		cols := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+		tw := printer.New(cols)
+		tw.Printf("    PID\tSTATE\tD-THREADS\tVIA\tCOMMAND\tPOD UID\tCONTAINER\n")
+		for _, h := range b.Holders {
+			tw.Printf("    %d\t%s\t%d\t%s\t%s\t%s\t%s\n", h.PID, h.State, h.BlockedThreads, strings.Join(h.Via, ","),
+				h.Comm, orDash(h.PodUID), orDash(shortID(h.ContainerID)))
+		}
+		if err := cols.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// shortID is the 12-character prefix container runtimes print for a container ID.
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }

@@ -62,6 +62,10 @@ type auditOutput struct {
 	Findings []audit.Finding            `json:"findings"`
 	Warnings []string                   `json:"warnings"`
 	Desired  map[string]policy.Resolved `json:"desired"`
+	// Stalled are the servers that did not answer over the stall window, with each of
+	// their transports; Blocked their superblocks with the processes using them.
+	Stalled []inventory.StalledServer `json:"stalled"`
+	Blocked []inventory.BlockedMount  `json:"blocked"`
 }
 
 func runAudit(ctx context.Context, g *globals, streams IOStreams, flags *auditFlags) error {
@@ -97,8 +101,10 @@ func runAudit(ctx context.Context, g *globals, streams IOStreams, flags *auditFl
 	}
 	log.Debug("audit", "stage", "inventory", "elapsed", time.Since(start), "mounts", len(inv.Mounts), "transports", len(inv.Transports))
 	start = time.Now()
-	inventory.SampleStalls(ctx, g.Root(), inv, first, flags.stall)
-	log.Debug("audit", "stage", "stall sample", "elapsed", time.Since(start), "stalled", len(inv.Stalled))
+	// The processes using the mounts of a server that looks stuck are read while the
+	// window runs.
+	inventory.SampleBlocked(ctx, g.Root(), inv, first, flags.stall, inventory.HolderLimits{})
+	log.Debug("audit", "stage", "stall sample", "elapsed", time.Since(start), "stalled", len(inv.Stalled), "blocked mounts", len(inv.Blocked))
 	start = time.Now()
 	rep := audit.Run(inv, pol)
 	log.Debug("audit", "stage", "rules", "elapsed", time.Since(start), "findings", len(rep.Findings))
@@ -118,9 +124,16 @@ func runAudit(ctx context.Context, g *globals, streams IOStreams, flags *auditFl
 		if warnings == nil {
 			warnings = []string{}
 		}
-		out := auditOutput{Mounts: rep.Mounts, Findings: rep.Findings, Warnings: warnings, Desired: rep.Desired}
+		out := auditOutput{Mounts: rep.Mounts, Findings: rep.Findings, Warnings: warnings, Desired: rep.Desired,
+			Stalled: rep.Stalled, Blocked: rep.Blocked}
 		if out.Mounts == nil {
 			out.Mounts = []inventory.Mount{}
+		}
+		if out.Stalled == nil {
+			out.Stalled = []inventory.StalledServer{}
+		}
+		if out.Blocked == nil {
+			out.Blocked = []inventory.BlockedMount{}
 		}
 		if err := writeStructured(streams.Out, flags.output, out); err != nil {
 			return fmt.Errorf("writing report: %w", err)

@@ -13,6 +13,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
+
+	"github.com/nfstune/nfstune/internal/inventory"
 )
 
 // auditRoot is the inventory's fixture tree: Azure Files with nconnect and a shared client,
@@ -305,5 +307,45 @@ func TestAuditDebugTimings(t *testing.T) {
 	_, errOut, _ = runVerb(t, "--root", auditRoot, "audit", "-o", "json", "--fail-on", "none")
 	if errOut != "" {
 		t.Errorf("stderr at the default log level: %q, want nothing", errOut)
+	}
+}
+
+// TestAuditJSONStalled: -o json gives the stalled server with each of its transports and
+// the mounts of that server with the processes using them (none in a recorded tree,
+// which holds no process directories).
+func TestAuditJSONStalled(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join("..", "inventory", "testdata", "lab-6.1.0-50-amd64-server-gone")
+	out, errOut, code := runVerb(t, "--root", dir, "audit", "--stall-window", "1ms", "--fail-on", "none", "-o", "json")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var doc struct {
+		Stalled []inventory.StalledServer `json:"stalled"`
+		Blocked []inventory.BlockedMount  `json:"blocked"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Stalled) != 1 || doc.Stalled[0].Addr != "127.0.0.1" {
+		t.Fatalf("stalled: %+v", doc.Stalled)
+	}
+	s := doc.Stalled[0]
+	stuck := 0
+	for _, x := range s.Each {
+		if x.Stuck {
+			stuck++
+		}
+	}
+	if stuck != len(s.Transports) || len(s.Each) <= stuck {
+		t.Errorf("each transport of %s: %d stuck of %d listed, %d named stuck; want the stuck ones and the others", s.Addr, stuck, len(s.Each), len(s.Transports))
+	}
+	if len(doc.Blocked) == 0 {
+		t.Fatal("no mounts of the stalled server in blocked")
+	}
+	for _, b := range doc.Blocked {
+		if b.ServerAddr != "127.0.0.1" || b.Holders == nil {
+			t.Errorf("blocked %+v: want server 127.0.0.1 and a holders list", b)
+		}
 	}
 }

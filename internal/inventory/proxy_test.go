@@ -11,8 +11,6 @@ import (
 	"github.com/nfstune/nfstune/internal/hostfs"
 )
 
-func boolp(v bool) *bool { return &v }
-
 // TestReadEFSProxy reads a host with two EFS file systems mounted by efs-utils through
 // 127.0.0.1 (efs-proxy with TLS, and stunnel mode) and one loopback forwarder no helper
 // owns: each is attributed from the state files, and none shares a client group.

@@ -17,6 +17,8 @@ import (
 
 func intp(v int) *int { return &v }
 
+func boolp(v bool) *bool { return &v }
+
 func TestReadMixed(t *testing.T) {
 	t.Parallel()
 	inv, err := Read(hostfs.Root("testdata/mixed"), ReadOptions{})

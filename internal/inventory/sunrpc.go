@@ -185,6 +185,24 @@ type StalledServer struct {
 	Waiting int `json:"waiting"`
 	// Window is how long the requests were seen waiting without progress.
 	Window time.Duration `json:"window_ns"`
+	// Each is every transport to the address in the second sample, stuck or not, by
+	// name: one stuck connection among nconnect's shows as one stuck of eight.
+	Each []TransportStatus `json:"each"`
+}
+
+// TransportStatus is one transport to a stalled server over the sampling window.
+type TransportStatus struct {
+	// Name is "switch-N/xprt-M-tcp".
+	Name string `json:"name"`
+	// Queued is the requests waiting on it at the end of the window (Transport.Waiting).
+	Queued int `json:"queued"`
+	// Connected is whether xprt_state shows CONNECTED at the end of the window.
+	Connected bool `json:"connected"`
+	// Progressed is whether last_used moved during the window: a request was sent or a
+	// reply received. Nil when xprt_info was unreadable in either sample.
+	Progressed *bool `json:"progressed,omitempty"`
+	// Stuck is whether the transport is one of StalledServer.Transports.
+	Stuck bool `json:"stuck"`
 }
 
 // ReadTransports reads the sunrpc transports under root (see Transport).
@@ -271,6 +289,24 @@ func Stalls(before, after []Transport, window time.Duration) []StalledServer {
 	}
 	out := make([]StalledServer, 0, len(byAddr))
 	for _, s := range byAddr {
+		stuck := make(map[string]bool, len(s.Transports))
+		for _, name := range s.Transports {
+			stuck[name] = true
+		}
+		for _, t := range after {
+			// Another port is another server behind the same address (a local proxy); a
+			// transport that shows no port (closed, never connected) is counted with its
+			// address.
+			if t.DstAddr != s.Addr || (s.Port != 0 && t.DstPort != 0 && t.DstPort != s.Port) {
+				continue
+			}
+			st := TransportStatus{Name: t.Name, Queued: t.Waiting(), Connected: t.Has("CONNECTED"), Stuck: stuck[t.Name]}
+			if p, ok := prev[t.Name]; ok && p.LastUsed != nil && t.LastUsed != nil {
+				moved := *p.LastUsed != *t.LastUsed
+				st.Progressed = &moved
+			}
+			s.Each = append(s.Each, st)
+		}
 		out = append(out, *s)
 	}
 	sort.Slice(out, func(i, j int) bool {

@@ -107,8 +107,14 @@ func TestStalls(t *testing.T) {
 	}
 	got := Stalls(before, after, time.Second)
 	want := []StalledServer{
-		{Addr: "10.0.0.1", Transports: []string{"switch-3/xprt-3-tcp"}, Waiting: 1, Window: time.Second},
-		{Addr: "10.0.0.4", Transports: []string{"switch-7/xprt-10-tcp"}, Waiting: 0, Window: time.Second},
+		// One stuck transport of two: the idle one is listed, not stuck.
+		{Addr: "10.0.0.1", Transports: []string{"switch-3/xprt-3-tcp"}, Waiting: 1, Window: time.Second, Each: []TransportStatus{
+			{Name: "switch-3/xprt-3-tcp", Queued: 1, Connected: true, Progressed: boolp(false), Stuck: true},
+			{Name: "switch-3/xprt-4-tcp", Queued: 0, Connected: true, Progressed: boolp(false)},
+		}},
+		{Addr: "10.0.0.4", Transports: []string{"switch-7/xprt-10-tcp"}, Waiting: 0, Window: time.Second, Each: []TransportStatus{
+			{Name: "switch-7/xprt-10-tcp", Stuck: true},
+		}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -128,7 +134,10 @@ func TestStallsByPort(t *testing.T) {
 	before := []Transport{tr("switch-1/xprt-2-tcp", 20049, 3, 100), tr("switch-2/xprt-3-tcp", 20050, 1, 100)}
 	after := []Transport{tr("switch-1/xprt-2-tcp", 20049, 3, 100), tr("switch-2/xprt-3-tcp", 20050, 1, 140)}
 	got := Stalls(before, after, time.Second)
-	want := []StalledServer{{Addr: "127.0.0.1", Port: 20049, Transports: []string{"switch-1/xprt-2-tcp"}, Waiting: 3, Window: time.Second}}
+	// The transport of the other file system, on another port, is not listed.
+	want := []StalledServer{{Addr: "127.0.0.1", Port: 20049, Transports: []string{"switch-1/xprt-2-tcp"}, Waiting: 3, Window: time.Second, Each: []TransportStatus{
+		{Name: "switch-1/xprt-2-tcp", Queued: 3, Connected: true, Progressed: boolp(false), Stuck: true},
+	}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("(-want +got):\n%s", diff)
 	}
@@ -194,9 +203,15 @@ func TestStallsRefused(t *testing.T) {
 	}
 	got := Stalls(before, after, time.Second)
 	want := []StalledServer{
-		{Addr: "10.0.0.1", Transports: []string{"switch-3/xprt-3-tcp", "switch-3/xprt-4-tcp"}, Waiting: 2, Window: time.Second},
+		{Addr: "10.0.0.1", Transports: []string{"switch-3/xprt-3-tcp", "switch-3/xprt-4-tcp"}, Waiting: 2, Window: time.Second, Each: []TransportStatus{
+			{Name: "switch-3/xprt-3-tcp", Stuck: true},
+			{Name: "switch-3/xprt-4-tcp", Stuck: true},
+		}},
 		// A switch with a connected transport counts that transport's queue, not queue_len.
-		{Addr: "10.0.0.6", Transports: []string{"switch-8/xprt-12-tcp", "switch-8/xprt-13-tcp"}, Waiting: 1, Window: time.Second},
+		{Addr: "10.0.0.6", Transports: []string{"switch-8/xprt-12-tcp", "switch-8/xprt-13-tcp"}, Waiting: 1, Window: time.Second, Each: []TransportStatus{
+			{Name: "switch-8/xprt-12-tcp", Queued: 1, Connected: true, Progressed: boolp(false), Stuck: true},
+			{Name: "switch-8/xprt-13-tcp", Stuck: true},
+		}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)

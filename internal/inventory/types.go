@@ -118,6 +118,9 @@ type Inventory struct {
 	// Stalled are the server addresses whose requests went unanswered over a sampling
 	// window; filled by SampleStalls, not by Read.
 	Stalled []StalledServer `json:"stalled,omitempty"`
+	// Blocked are the superblocks of the stalled servers with the processes using them;
+	// filled by ReadBlocked, not by Read.
+	Blocked []BlockedMount `json:"blocked,omitempty"`
 	// Warnings are entries that were dropped or could not be read; the rest of the
 	// inventory is still valid.
 	Warnings []string `json:"warnings,omitempty"`

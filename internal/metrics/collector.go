@@ -96,10 +96,12 @@ type Collector struct {
 	readBytes, writeBytes                                  *prometheus.Desc
 	ops, retrans, majorTimeouts, opErrors                  *prometheus.Desc
 	sentBytes, recvBytes, rttSeconds, exeSeconds, queueSec *prometheus.Desc
-	findings, compliant                                    *prometheus.Desc
+	findings, compliant, blocked                           *prometheus.Desc
 
 	groupSends, groupRecvs, groupBadXIDs, groupBacklog *prometheus.Desc
 	groupConnects, groupConnections, groupMounts       *prometheus.Desc
+
+	serverTransports, serverStuck, uninspected *prometheus.Desc
 
 	scrapeDuration, scrapeSuccess, seriesDropped, mountsDropped *prometheus.Desc
 
@@ -114,8 +116,10 @@ type Tier string
 
 const (
 	// TierDefault is a bounded set per mount (see DefaultOperations): at most 36 series,
-	// plus one per failing audit rule and one per pod using the superblock. It is what
-	// dashboards and alerts need on hosts with many mounts.
+	// plus one per failing audit rule, one per pod using the superblock, and the blocked
+	// processes while its server is not answering; and two per server address (its
+	// transports, and the stuck ones). It is what dashboards and alerts need on hosts with
+	// many mounts.
 	TierDefault Tier = "default"
 	// TierFull is every counter of every NFS operation in use.
 	TierFull Tier = "full"
@@ -200,6 +204,7 @@ func NewCollector(src Source, logger *slog.Logger, opts Options) *Collector {
 
 		findings:  m("findings", "Audit findings for the mount, per rule and severity.", findingLabels...),
 		compliant: m("compliant", "1 when the audit found nothing for the mount, else 0."),
+		blocked:   m("blocked_processes", "Processes with an open file, working directory or root on the superblock, while its server is not answering (nfstune_server_stuck_transports > 0); exported only then. They block (hard mount) or get errors (soft)."),
 
 		groupSends:       g("sends_total", "RPC requests sent over all transports of the kernel NFS client."),
 		groupRecvs:       g("receives_total", "RPC replies received over all transports of the kernel NFS client."),
@@ -208,6 +213,16 @@ func NewCollector(src Source, logger *slog.Logger, opts Options) *Collector {
 		groupConnects:    g("connects_total", "Transport (re)connections over all transports of the kernel NFS client."),
 		groupConnections: g("connections", "Transports (xprt: lines) of the kernel NFS client."),
 		groupMounts:      g("mounts", "NFS superblocks using the kernel NFS client."),
+
+		serverTransports: prometheus.NewDesc(prometheus.BuildFQName(Namespace, "server", "transports"),
+			"RPC transports to the server address (/sys/kernel/sunrpc/xprt-switches, Linux 5.14 and later; absent before).",
+			[]string{"server_addr"}, nil),
+		uninspected: prometheus.NewDesc(prometheus.BuildFQName(Namespace, "blocked", "uninspected_processes"),
+			"Processes that could not be inspected (permission denied: reading other processes' fdinfo takes CAP_SYS_PTRACE) or were over the scan limit when the processes using a stalled server's superblocks were last looked for: nfstune_mount_blocked_processes may miss that many. Exported only while a server is stalled.",
+			nil, nil),
+		serverStuck: prometheus.NewDesc(prometheus.BuildFQName(Namespace, "server", "stuck_transports"),
+			"Transports to the server address that held requests with no reply and no progress since the previous scrape (at least 1 s apart): one of nconnect's connections stuck, or all of them when the server is gone.",
+			[]string{"server_addr"}, nil),
 
 		scrapeDuration: s("duration_seconds", "Time the last scrape of NFS state took."),
 		scrapeSuccess:  s("success", "1 when the last scrape read the NFS state, else 0."),
@@ -237,7 +252,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		c.ops, c.retrans, c.majorTimeouts, c.opErrors, c.sentBytes, c.recvBytes,
 		c.rttSeconds, c.exeSeconds, c.queueSec, c.findings, c.compliant,
 		c.groupSends, c.groupRecvs, c.groupBadXIDs, c.groupBacklog, c.groupConnects,
-		c.groupConnections, c.groupMounts,
+		c.groupConnections, c.groupMounts, c.blocked, c.serverTransports, c.serverStuck, c.uninspected,
 	} {
 		ch <- d
 	}
@@ -282,7 +297,7 @@ func (c *Collector) collectInventory(ch chan<- prometheus.Metric, snap Snapshot)
 		budget = int(^uint(0) >> 1)
 	}
 
-	groups := c.groupMetrics(inv)
+	groups := append(c.serverMetrics(inv), c.groupMetrics(inv)...)
 	if len(groups) > budget {
 		droppedSeries += len(groups) - budget
 		groups = groups[:budget]
@@ -296,9 +311,18 @@ func (c *Collector) collectInventory(ch chan<- prometheus.Metric, snap Snapshot)
 	for _, f := range snap.Findings {
 		byDevice[f.Device] = append(byDevice[f.Device], f)
 	}
+	blocked := make(map[string]int, len(inv.Blocked))
+	for _, b := range inv.Blocked {
+		blocked[b.Device] = len(b.Holders)
+	}
 	buf := make([]prometheus.Metric, 0, 128)
 	for _, i := range exportOrder(inv.Mounts) {
-		buf = c.mountMetrics(buf[:0], &inv.Mounts[i], byDevice[inv.Mounts[i].Device])
+		dev := inv.Mounts[i].Device
+		var holders *int
+		if n, ok := blocked[dev]; ok {
+			holders = &n
+		}
+		buf = c.mountMetrics(buf[:0], &inv.Mounts[i], byDevice[dev], holders)
 		if len(buf) > budget {
 			droppedSeries += len(buf)
 			droppedMounts++
@@ -379,7 +403,9 @@ func labelPairs(names, values []string) []*dto.LabelPair {
 	return pairs
 }
 
-func (c *Collector) mountMetrics(out []prometheus.Metric, m *inventory.Mount, findings []Finding) []prometheus.Metric {
+// mountMetrics appends the series of one mount; blocked is the number of processes using
+// it when its server is stalled, nil otherwise.
+func (c *Collector) mountMetrics(out []prometheus.Metric, m *inventory.Mount, findings []Finding, blocked *int) []prometheus.Metric {
 	first := ""
 	if len(m.MountPoints) > 0 {
 		first = m.MountPoints[0]
@@ -438,6 +464,9 @@ func (c *Collector) mountMetrics(out []prometheus.Metric, m *inventory.Mount, fi
 		compliant = 1
 	}
 	add(c.compliant, prometheus.GaugeValue, compliant, base)
+	if blocked != nil {
+		add(c.blocked, prometheus.GaugeValue, float64(*blocked), base)
+	}
 
 	st := m.Stats
 	if st == nil {
@@ -533,6 +562,38 @@ func (c *Collector) defaultOperations(out []prometheus.Metric, st *inventory.Sta
 			&sample{desc: c.rttSeconds, labels: l, typ: prometheus.CounterValue, value: msToSeconds(b.rttMS)},
 			&sample{desc: c.exeSeconds, labels: l, typ: prometheus.CounterValue, value: msToSeconds(b.exeMS)},
 		)
+	}
+	return out
+}
+
+// serverMetrics returns, per server address the sunrpc transports connect to, their
+// number and how many are stuck (inv.Stalled); none when the kernel shows no transports.
+// The series are bounded by the servers, not by the mounts or their nconnect.
+func (c *Collector) serverMetrics(inv *inventory.Inventory) []prometheus.Metric {
+	count := map[string]int{}
+	for _, t := range inv.Transports {
+		if t.DstAddr != "" {
+			count[t.DstAddr]++
+		}
+	}
+	stuck := make(map[string]int, len(inv.Stalled))
+	for _, s := range inv.Stalled {
+		stuck[s.Addr] = len(s.Transports)
+	}
+	addrs := make([]string, 0, len(count))
+	for a := range count {
+		addrs = append(addrs, a)
+	}
+	sort.Strings(addrs)
+	out := make([]prometheus.Metric, 0, 2*len(addrs)+1)
+	for _, a := range addrs {
+		out = append(out,
+			prometheus.MustNewConstMetric(c.serverTransports, prometheus.GaugeValue, float64(count[a]), a),
+			prometheus.MustNewConstMetric(c.serverStuck, prometheus.GaugeValue, float64(stuck[a]), a),
+		)
+	}
+	if len(inv.Blocked) > 0 {
+		out = append(out, prometheus.MustNewConstMetric(c.uninspected, prometheus.GaugeValue, float64(inv.Blocked[0].Uninspected)))
 	}
 	return out
 }

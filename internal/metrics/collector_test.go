@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -427,5 +428,49 @@ func TestParseTier(t *testing.T) {
 	}
 	if _, err := ParseTier("all"); err == nil {
 		t.Error("ParseTier(all) succeeded")
+	}
+}
+
+// TestCollectorStuckTransports: one series pair per server address, however many
+// transports (nconnect) lead there, the stuck ones counted; and the processes using a
+// stalled server's superblocks, only for those superblocks, in both tiers.
+func TestCollectorStuckTransports(t *testing.T) {
+	t.Parallel()
+	snap := twoMounts(t)
+	inv := snap.Inventory
+	for i := range 4 {
+		inv.Transports = append(inv.Transports, inventory.Transport{Name: fmt.Sprintf("switch-3/xprt-%d-tcp", i), DstAddr: "10.0.0.5"})
+	}
+	inv.Transports = append(inv.Transports, inventory.Transport{Name: "switch-4/xprt-9-tcp", DstAddr: "10.0.0.6"})
+	inv.Stalled = []inventory.StalledServer{{Addr: "10.0.0.5", Transports: []string{"switch-3/xprt-2-tcp"}}}
+	inv.Blocked = []inventory.BlockedMount{{Device: "0:53", ServerAddr: "10.0.0.5", Holders: []inventory.Holder{{PID: 1}, {PID: 2}}, Uninspected: 3}}
+	want := `
+# HELP nfstune_server_stuck_transports Transports to the server address that held requests with no reply and no progress since the previous scrape (at least 1 s apart): one of nconnect's connections stuck, or all of them when the server is gone.
+# TYPE nfstune_server_stuck_transports gauge
+nfstune_server_stuck_transports{server_addr="10.0.0.5"} 1
+nfstune_server_stuck_transports{server_addr="10.0.0.6"} 0
+# HELP nfstune_server_transports RPC transports to the server address (/sys/kernel/sunrpc/xprt-switches, Linux 5.14 and later; absent before).
+# TYPE nfstune_server_transports gauge
+nfstune_server_transports{server_addr="10.0.0.5"} 4
+nfstune_server_transports{server_addr="10.0.0.6"} 1
+# HELP nfstune_mount_blocked_processes Processes with an open file, working directory or root on the superblock, while its server is not answering (nfstune_server_stuck_transports > 0); exported only then. They block (hard mount) or get errors (soft).
+# TYPE nfstune_mount_blocked_processes gauge
+nfstune_mount_blocked_processes{backend="generic",device="0:53",export="/export/scratch",mountpoint="/mnt/scratch",server="files.example",version="4.2"} 2
+# HELP nfstune_blocked_uninspected_processes Processes that could not be inspected (permission denied: reading other processes' fdinfo takes CAP_SYS_PTRACE) or were over the scan limit when the processes using a stalled server's superblocks were last looked for: nfstune_mount_blocked_processes may miss that many. Exported only while a server is stalled.
+# TYPE nfstune_blocked_uninspected_processes gauge
+nfstune_blocked_uninspected_processes 3
+`
+	for _, tier := range []Tier{TierDefault, TierFull} {
+		c := newTestCollector(snap, nil, Options{Tier: tier})
+		if err := testutil.CollectAndCompare(c, strings.NewReader(want),
+			"nfstune_server_stuck_transports", "nfstune_server_transports", "nfstune_mount_blocked_processes", "nfstune_blocked_uninspected_processes"); err != nil {
+			t.Errorf("tier %s: %v", tier, err)
+		}
+	}
+	// A kernel without sunrpc sysfs shows no transports: no server series, rather than 0.
+	inv.Transports, inv.Stalled, inv.Blocked = nil, nil, nil
+	c := newTestCollector(snap, nil, Options{})
+	if n := testutil.CollectAndCount(c, "nfstune_server_stuck_transports", "nfstune_server_transports", "nfstune_mount_blocked_processes", "nfstune_blocked_uninspected_processes"); n != 0 {
+		t.Errorf("without transports: %d server or blocked series, want none", n)
 	}
 }

@@ -478,3 +478,80 @@ func TestDeadServerScrape(t *testing.T) {
 		}
 	}
 }
+
+// TestDeadServerStuckMetrics: a reader that opened its file while the server answered
+// blocks in a READ once the server is gone. Two scrapes more than the stall window apart
+// count the stuck transport to 127.0.0.1 and the blocked reader on the mount's
+// superblock; neither scrape sleeps for it.
+func TestDeadServerStuckMetrics(t *testing.T) {
+	la := startAgent(t, 30*time.Second)
+	dir := filepath.Join(mntBase, "stuck")
+	mount(t, dir, "vers=4.1,hard,nosharecache")
+	dev := deviceOf(t, dir)
+	if err := os.WriteFile(dir+"/data", make([]byte, 4<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("dd", "if="+dir+"/data", "iflag=nocache", "count=0", "status=none").CombinedOutput(); err != nil {
+		t.Fatalf("dropping cached pages: %v: %s", err, out)
+	}
+	f, err := os.Open(dir + "/data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	la.metric(t, "nfstune_scrape_success") // the first transport sample, server up
+	if out, err := exec.Command("labctl", "server-gone", "loss").CombinedOutput(); err != nil {
+		t.Fatalf("labctl server-gone: %v\n%s", err, out)
+	}
+	reader := exec.Command("cat")
+	reader.Stdin = f
+	if err := reader.Start(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	t.Cleanup(func() {
+		if out, err := exec.Command("labctl", "server-back").CombinedOutput(); err != nil {
+			t.Errorf("labctl server-back: %v\n%s", err, out)
+		}
+		_ = reader.Process.Kill()
+		_ = reader.Wait()
+		unix.Unmount(dir, unix.MNT_DETACH)
+	})
+	time.Sleep(2 * time.Second)
+	var body string
+	for i := range 2 {
+		start := time.Now()
+		rec := httptest.NewRecorder()
+		la.h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		body = rec.Body.String()
+		t.Logf("scrape %d with the server gone: %v", i, time.Since(start))
+		time.Sleep(inventory.DefaultStallWindow + 500*time.Millisecond)
+	}
+	stuck := lineValue(t, body, "nfstune_server_stuck_transports{", `server_addr="127.0.0.1"`)
+	total := lineValue(t, body, "nfstune_server_transports{", `server_addr="127.0.0.1"`)
+	blocked := lineValue(t, body, "nfstune_mount_blocked_processes{", `device="`+dev+`"`)
+	t.Logf("127.0.0.1: %v of %v transports stuck; %v process(es) blocked on %s (%s)", stuck, total, blocked, dir, dev)
+	if stuck < 1 || stuck > total {
+		t.Errorf("stuck transports to 127.0.0.1 = %v of %v, want at least 1", stuck, total)
+	}
+	if blocked < 1 {
+		t.Errorf("blocked processes on %s = %v, want at least the reader %d", dev, blocked, reader.Process.Pid)
+	}
+}
+
+// lineValue returns the value of the series of family (its name and "{") whose labels
+// contain label; it fails the test when there is none.
+func lineValue(t *testing.T, body, family, label string) float64 {
+	t.Helper()
+	for _, line := range strings.Split(body, "\n") {
+		if !strings.HasPrefix(line, family) || !strings.Contains(line, label) {
+			continue
+		}
+		f, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	t.Fatalf("no %s...%s...} series in /metrics", family, label)
+	return 0
+}

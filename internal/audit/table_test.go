@@ -1,0 +1,73 @@
+package audit
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/nfstune/nfstune/internal/inventory"
+)
+
+// TestWriteTableStalled: a stalled server shows each of its transports, so one stuck
+// connection among several is visible, and its mounts list the processes using them.
+func TestWriteTableStalled(t *testing.T) {
+	no, yes := false, true
+	rep := Report{
+		Stalled: []inventory.StalledServer{{
+			Addr: "10.0.0.1", Transports: []string{"switch-3/xprt-4-tcp"}, Waiting: 2, Window: time.Second,
+			Each: []inventory.TransportStatus{
+				{Name: "switch-3/xprt-3-tcp", Connected: true, Progressed: &yes},
+				{Name: "switch-3/xprt-4-tcp", Queued: 2, Connected: true, Progressed: &no, Stuck: true},
+				{Name: "switch-3/xprt-5-tcp"},
+			},
+		}},
+		Blocked: []inventory.BlockedMount{
+			{Device: "0:52", MountPoints: []string{"/mnt/data"}, ServerAddr: "10.0.0.1", Holders: []inventory.Holder{
+				{PID: 4242, Comm: "cat\nforged", State: "D", BlockedThreads: 1, Via: []string{"fd", "cwd"}, FDs: 1,
+					PodUID: "8f3d2c1a-5b6e-4f70-9a81-2b3c4d5e6f70", ContainerID: "4b825dc642cb6eb9a060e54bf8d69288fbee4904a1b2c3d4e5f60718293a4b5c"},
+				{PID: 4300, Comm: "sh", State: "S", Via: []string{"cwd"}},
+			}},
+			{Device: "0:53", MountPoints: []string{"/mnt/idle"}, ServerAddr: "10.0.0.1", Holders: []inventory.Holder{}},
+		},
+	}
+	var b bytes.Buffer
+	if err := WriteTable(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	_, got, _ := strings.Cut(b.String(), "\nstalled servers\n")
+	want := `  10.0.0.1: 1 of 3 transport(s) stuck, no progress for at least 1s
+    TRANSPORT            QUEUED  CONNECTED  PROGRESS  STUCK
+    switch-3/xprt-3-tcp  0       yes        yes       no
+    switch-3/xprt-4-tcp  2       yes        no        yes
+    switch-3/xprt-5-tcp  0       no         -         no
+
+processes using the stalled mounts
+  /mnt/data (0:52), server 10.0.0.1: 2
+    PID   STATE  D-THREADS  VIA     COMMAND      POD UID                               CONTAINER
+    4242  D      1          fd,cwd  cat\nforged  8f3d2c1a-5b6e-4f70-9a81-2b3c4d5e6f70  4b825dc642cb
+    4300  S      0          cwd     sh           -                                     -
+  /mnt/idle (0:53), server 10.0.0.1: none found
+`
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("stalled sections (-want +got):\n%s", diff)
+	}
+}
+
+// TestWriteTableUninspected: when some processes could not be inspected, the list says it
+// may be incomplete.
+func TestWriteTableUninspected(t *testing.T) {
+	rep := Report{
+		Stalled: []inventory.StalledServer{{Addr: "10.0.0.1", Transports: []string{"switch-3/xprt-4-tcp"}}},
+		Blocked: []inventory.BlockedMount{{Device: "0:52", MountPoints: []string{"/mnt/data"}, ServerAddr: "10.0.0.1", Holders: []inventory.Holder{}, Uninspected: 17}},
+	}
+	var b bytes.Buffer
+	if err := WriteTable(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "(17 processes could not be inspected, see the warnings: the lists below may miss some)") {
+		t.Errorf("no word of the uninspected processes:\n%s", b.String())
+	}
+}

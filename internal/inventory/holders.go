@@ -1,0 +1,545 @@
+package inventory
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nfstune/nfstune/internal/hostfs"
+	"github.com/nfstune/nfstune/internal/kubelet"
+)
+
+// How a Holder uses a superblock (Holder.Via).
+const (
+	ViaFD   = "fd"   // an open file descriptor on it
+	ViaCwd  = "cwd"  // its working directory is on it
+	ViaRoot = "root" // its root directory is on it
+)
+
+// Holder is a process that uses an NFS superblock through an open file, its working
+// directory or its root: when the server stops answering, it is the process that blocks
+// (hard mount) or gets errors (soft mount, or nfstune shutdown). Everything comes from
+// /proc/<pid> (proc(5)); nothing inside the mount is touched.
+type Holder struct {
+	PID int `json:"pid"`
+	// Comm is the command name of /proc/<pid>/stat.
+	Comm string `json:"comm"`
+	// State is the state letter of /proc/<pid>/stat, the main thread's: "D" waits
+	// uninterruptibly (a hard mount's RPC), "S" sleeps interruptibly.
+	State string `json:"state"`
+	// BlockedThreads counts the threads in state D (/proc/<pid>/task/*/stat): a
+	// multi-threaded program can have a worker blocked while its main thread sleeps.
+	BlockedThreads int `json:"blocked_threads"`
+	// Via lists how the process uses the superblock: ViaFD, ViaCwd, ViaRoot.
+	Via []string `json:"via"`
+	// FDs counts its open file descriptors on the superblock.
+	FDs int `json:"fds,omitempty"`
+	// PodUID and ContainerID are the Kubernetes pod and container the process runs in,
+	// from the kubelet-named cgroup of /proc/<pid>/cgroup (kubelet.CgroupPod); empty
+	// outside a pod.
+	PodUID      string `json:"pod_uid,omitempty"`
+	ContainerID string `json:"container_id,omitempty"`
+}
+
+// HolderLimits bound the work of ReadHolders; a zero field takes its default.
+type HolderLimits struct {
+	// MaxProcesses is how many processes of /proc are looked at (default 100,000).
+	// A process whose mount namespace has none of the devices costs one readlink.
+	MaxProcesses int
+	// MaxFDs is how many file descriptors of one process are looked at (default 4,096).
+	MaxFDs int
+}
+
+// The default HolderLimits.
+const (
+	DefaultMaxProcesses = 100_000
+	DefaultMaxFDs       = 4096
+)
+
+// ReadHolders returns, per device ("major:minor" of an NFS superblock), the processes
+// that hold it open, have their working directory or root on it, sorted by PID; and
+// warnings for what it could not read or left out under limits. It reads only /proc:
+// the mount table of each mount namespace and root once (/proc/<pid>/mountinfo, keyed by
+// the /proc/<pid>/ns/mnt and root links); then, for processes in a namespace where a
+// device is mounted, the mnt_id of /proc/<pid>/fdinfo/<fd> (Linux 3.15 and later), which
+// names the mount of an open file exactly; the /proc/<pid>/cwd and root links, whose text
+// the kernel formats from memory and which are mapped to the process's own mount table by
+// the longest mount point (a path the kernel marks "(deleted)" or cannot reach is left
+// out); /proc/<pid>/stat and task/*/stat for the state; and /proc/<pid>/cgroup.
+//
+// Memory maps are not read: /proc/<pid>/maps waits on the lock that a process blocked in
+// a page fault may hold. A process blocked in open() or stat() of a path on the mount
+// holds no file there yet: it is found only when its working directory or root is on the
+// mount. Processes it may not inspect (ptrace access: CAP_SYS_PTRACE for other users' and
+// for those with more capabilities) are counted in a warning.
+func ReadHolders(root hostfs.Root, devices []string, limits HolderLimits) (map[string][]Holder, []string) {
+	scan := readHolders(root, devices, limits)
+	return scan.holders, scan.warnings
+}
+
+// readHolders is ReadHolders, and also counts the processes it could not inspect or left
+// out under MaxProcesses: the holders it returns are a lower bound when that is not 0.
+func readHolders(root hostfs.Root, devices []string, limits HolderLimits) holderScan {
+	if limits.MaxProcesses <= 0 {
+		limits.MaxProcesses = DefaultMaxProcesses
+	}
+	if limits.MaxFDs <= 0 {
+		limits.MaxFDs = DefaultMaxFDs
+	}
+	out := make(map[string][]Holder)
+	if len(devices) == 0 {
+		return holderScan{holders: out}
+	}
+	want := make(map[string]bool, len(devices))
+	for _, d := range devices {
+		want[d] = true
+	}
+	entries, err := os.ReadDir(root.Proc())
+	if err != nil {
+		return holderScan{holders: out, warnings: []string{fmt.Sprintf("listing processes: %v", err)}}
+	}
+	var pids []int
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil && pid > 0 {
+			pids = append(pids, pid)
+		}
+	}
+	sort.Ints(pids)
+	var warnings []string
+	skipped := 0
+	if len(pids) > limits.MaxProcesses {
+		skipped = len(pids) - limits.MaxProcesses
+		warnings = append(warnings, fmt.Sprintf("processes: looked at %d of %d (limit); holders among the others are not listed", limits.MaxProcesses, len(pids)))
+		pids = pids[:limits.MaxProcesses]
+	}
+	r := holderReader{root: root, want: want, maxFDs: limits.MaxFDs, tables: map[string]*nsMounts{}}
+	for _, pid := range pids {
+		r.process(pid, out)
+	}
+	if r.denied > 0 {
+		warnings = append(warnings, fmt.Sprintf("processes: %d could not be inspected (permission denied: reading other processes' fdinfo takes CAP_SYS_PTRACE); holders among them are not listed", r.denied))
+	}
+	if r.fdCapped > 0 {
+		warnings = append(warnings, fmt.Sprintf("processes: %d have more than %d open files; only the first %d of each were looked at", r.fdCapped, r.maxFDs, r.maxFDs))
+	}
+	for dev := range out {
+		sort.Slice(out[dev], func(i, j int) bool { return out[dev][i].PID < out[dev][j].PID })
+	}
+	return holderScan{holders: out, warnings: warnings, uninspected: skipped + r.denied}
+}
+
+// holderReader is the state of one ReadHolders scan.
+type holderReader struct {
+	root   hostfs.Root
+	want   map[string]bool
+	maxFDs int
+	// tables caches each mount namespace's table, keyed by the ns/mnt and root links.
+	tables   map[string]*nsMounts
+	denied   int
+	fdCapped int
+}
+
+// nsMounts is what a mount table tells about the wanted devices.
+type nsMounts struct {
+	// byID maps the mount ID of each mount of a wanted device to the device.
+	byID map[int]string
+	// devices are the wanted devices mounted in the namespace.
+	devices map[string]bool
+	// points are every mount point with its device, in mountinfo order, to map a cwd or
+	// root path to its mount; nil when no wanted device is mounted.
+	points []mountPoint
+}
+
+type mountPoint struct {
+	path, device string
+}
+
+// process adds pid to out for each wanted device it uses. A process that exits meanwhile
+// is skipped without a warning.
+func (r *holderReader) process(pid int, out map[string][]Holder) {
+	dir := strconv.Itoa(pid)
+	// mountinfo names mount points below the process's root, so a table is shared by the
+	// processes of one namespace with one root.
+	rootPath, rootErr := os.Readlink(r.root.Proc(dir, "root"))
+	ns, nsErr := os.Readlink(r.root.Proc(dir, "ns", "mnt"))
+	if errors.Is(rootErr, fs.ErrPermission) || errors.Is(nsErr, fs.ErrPermission) {
+		// Its fds, cwd and root are guarded by the same ptrace check: not ours to read.
+		r.denied++
+		return
+	}
+	key := "pid:" + dir // no namespace link (old kernel, exiting process): its own table
+	if nsErr == nil && rootErr == nil {
+		key = ns + " " + rootPath
+	}
+	t, ok := r.tables[key]
+	if !ok {
+		t = r.readTable(dir)
+		if t != nil {
+			r.tables[key] = t
+		}
+	}
+	if t == nil || len(t.byID) == 0 {
+		return
+	}
+	uses := map[string]*Holder{}
+	use := func(dev, via string) {
+		h := uses[dev]
+		if h == nil {
+			h = &Holder{PID: pid}
+			uses[dev] = h
+		}
+		if via == ViaFD {
+			h.FDs++
+		}
+		for _, v := range h.Via {
+			if v == via {
+				return
+			}
+		}
+		h.Via = append(h.Via, via)
+	}
+	denied := r.fds(dir, t, use)
+	for _, via := range []string{ViaCwd, ViaRoot} {
+		p, err := os.Readlink(r.root.Proc(dir, via))
+		denied = denied || errors.Is(err, fs.ErrPermission)
+		if err != nil || rootErr != nil {
+			continue
+		}
+		if dev := t.deviceOf(relativeTo(p, rootPath)); dev != "" {
+			use(dev, via)
+		}
+	}
+	if denied {
+		r.denied++
+	}
+	if len(uses) == 0 {
+		return
+	}
+	comm, state := readStat(r.root.Proc(dir, "stat"))
+	if state == "" {
+		return // exited
+	}
+	blocked := r.blockedThreads(dir)
+	var podUID, containerID string
+	if b, err := hostfs.ReadSmall(r.root.Proc(dir, "cgroup")); err == nil {
+		podUID, containerID = cgroupPod(b)
+	}
+	for dev, h := range uses {
+		h.Comm, h.State, h.BlockedThreads = comm, state, blocked
+		h.PodUID, h.ContainerID = podUID, containerID
+		out[dev] = append(out[dev], *h)
+	}
+}
+
+// readTable reads /proc/<dir>/mountinfo, nil when it cannot be read.
+func (r *holderReader) readTable(dir string) *nsMounts {
+	b, err := hostfs.ReadSmall(r.root.Proc(dir, "mountinfo"))
+	if err != nil {
+		return nil
+	}
+	return parseNSMounts(b, r.want)
+}
+
+// parseNSMounts reads the mount ID, device and mount point of each mountinfo line
+// (proc_pid_mountinfo(5)); it keeps the mount points only when a wanted device is there.
+func parseNSMounts(b []byte, want map[string]bool) *nsMounts {
+	t := &nsMounts{byID: map[int]string{}, devices: map[string]bool{}}
+	var points []mountPoint
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 5 {
+			continue
+		}
+		id, err := strconv.Atoi(f[0])
+		if err != nil {
+			continue
+		}
+		dev := f[2]
+		if want[dev] {
+			t.byID[id] = dev
+			t.devices[dev] = true
+		}
+		points = append(points, mountPoint{path: unescapeMountinfo(f[4]), device: dev})
+	}
+	if len(t.byID) > 0 {
+		t.points = points
+	}
+	return t
+}
+
+// deviceOf returns the wanted device that path lies on: the mount with the longest mount
+// point containing path, the last mounted on a tie (it hides the others); "" when that
+// mount is not a wanted device or path is empty.
+func (t *nsMounts) deviceOf(path string) string {
+	if path == "" {
+		return ""
+	}
+	best, bestLen := "", -1
+	for _, p := range t.points {
+		if !underPath(path, p.path) || len(p.path) < bestLen {
+			continue
+		}
+		best, bestLen = p.device, len(p.path)
+	}
+	if !t.devices[best] {
+		return ""
+	}
+	return best
+}
+
+// underPath reports whether path is mount point mp or below it.
+func underPath(path, mp string) bool {
+	if mp == "/" {
+		return strings.HasPrefix(path, "/")
+	}
+	return path == mp || strings.HasPrefix(path, mp+"/")
+}
+
+// relativeTo returns the cwd or root link text p as a path under the process's root
+// rootPath (both as the reader sees them), which is how the process's own mountinfo
+// names mount points; "" for a link the kernel marks "(deleted)" or that is not a path
+// (an unreachable directory, a pipe).
+func relativeTo(p, rootPath string) string {
+	if !strings.HasPrefix(p, "/") || strings.HasSuffix(p, " (deleted)") {
+		return ""
+	}
+	if rootPath == "/" || rootPath == "" {
+		return p
+	}
+	if p == rootPath {
+		return "/"
+	}
+	if rest, ok := strings.CutPrefix(p, rootPath+"/"); ok {
+		return "/" + rest
+	}
+	return p
+}
+
+// fds calls use for every open file of the process on a wanted mount, by the mnt_id line
+// of /proc/<dir>/fdinfo/<fd>. It reports whether the process's fds were not ours to read.
+func (r *holderReader) fds(dir string, t *nsMounts, use func(dev, via string)) (denied bool) {
+	d, err := os.Open(r.root.Proc(dir, "fdinfo"))
+	if err != nil {
+		return errors.Is(err, fs.ErrPermission)
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(r.maxFDs + 1)
+	if err != nil && len(names) == 0 {
+		return errors.Is(err, fs.ErrPermission)
+	}
+	if len(names) > r.maxFDs {
+		r.fdCapped++
+		names = names[:r.maxFDs]
+	}
+	for _, fd := range names {
+		b, err := hostfs.ReadSmall(r.root.Proc(dir, "fdinfo", fd))
+		if err != nil {
+			continue // closed meanwhile
+		}
+		if id, ok := fdinfoMountID(b); ok {
+			if dev, ok := t.byID[id]; ok {
+				use(dev, ViaFD)
+			}
+		}
+	}
+	return false
+}
+
+// blockedThreads counts the threads of the process in state D.
+func (r *holderReader) blockedThreads(dir string) int {
+	tids, err := os.ReadDir(r.root.Proc(dir, "task"))
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, tid := range tids {
+		if _, state := readStat(r.root.Proc(dir, "task", tid.Name(), "stat")); state == "D" {
+			n++
+		}
+	}
+	return n
+}
+
+// fdinfoMountID returns the mnt_id line of an fdinfo file ("pos:\t0\nflags:\t0100000\n
+// mnt_id:\t42\n...").
+func fdinfoMountID(b []byte) (int, bool) {
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "mnt_id:"); ok {
+			id, err := strconv.Atoi(strings.TrimSpace(v))
+			return id, err == nil
+		}
+	}
+	return 0, false
+}
+
+// readStat returns the command name and state letter of a /proc/<pid>/stat file
+// ("42 (cat) D 1 ..."); both empty when it cannot be read. The name may hold spaces and
+// parentheses: it ends at the last ") ".
+func readStat(path string) (comm, state string) {
+	b, err := hostfs.ReadSmall(path)
+	if err != nil {
+		return "", ""
+	}
+	s := string(b)
+	open, end := strings.IndexByte(s, '('), strings.LastIndex(s, ") ")
+	if open < 0 || end < open || end+3 > len(s) {
+		return "", ""
+	}
+	return s[open+1 : end], s[end+2 : end+3]
+}
+
+// cgroupPod returns the pod and container of the first /proc/<pid>/cgroup line
+// ("hierarchy-ID:controllers:path") whose path kubelet named (kubelet.CgroupPod); the
+// cgroup v2 line and any v1 controller's are equally good.
+func cgroupPod(b []byte) (podUID, containerID string) {
+	for _, line := range strings.Split(string(b), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if uid, cid := kubelet.CgroupPod(parts[2]); uid != "" {
+			return uid, cid
+		}
+	}
+	return "", ""
+}
+
+// unescapeMountinfo decodes the octal escapes (\040 for a space) of a mountinfo field.
+func unescapeMountinfo(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// BlockedMount is a superblock whose server is not answering (Inventory.Stalled), with
+// the processes that use it: they block on it (hard) or get errors (soft).
+type BlockedMount struct {
+	Device      string   `json:"device"`
+	MountPoints []string `json:"mountpoints"`
+	// ServerAddr is the stalled server's address.
+	ServerAddr string `json:"server_addr"`
+	// Holders are the processes using the superblock, by PID (ReadHolders).
+	Holders []Holder `json:"holders"`
+	// Uninspected counts the processes of the host that could not be inspected
+	// (permission denied) or were left out under HolderLimits: when it is not 0, Holders
+	// may miss some. It is the same for every mount of one ReadBlocked.
+	Uninspected int `json:"uninspected"`
+}
+
+// ReadBlocked fills inv.Blocked with every mount of a server in inv.Stalled and the
+// processes using it (ReadHolders), and adds ReadHolders' warnings. It reads /proc only
+// when a server is stalled: scanning every process's files is the one costly part, and
+// only a dead server needs it.
+func ReadBlocked(root hostfs.Root, inv *Inventory, limits HolderLimits) {
+	inv.Blocked = nil
+	if len(inv.Stalled) == 0 {
+		return
+	}
+	stalled := make(map[string]bool, len(inv.Stalled))
+	for _, s := range inv.Stalled {
+		stalled[s.Addr] = true
+	}
+	var devices []string
+	for i := range inv.Mounts {
+		m := &inv.Mounts[i]
+		if addr := m.serverAddr(); stalled[addr] {
+			devices = append(devices, m.Device)
+			inv.Blocked = append(inv.Blocked, BlockedMount{Device: m.Device, MountPoints: m.MountPoints, ServerAddr: addr, Holders: []Holder{}})
+		}
+	}
+	setBlocked(inv, readHolders(root, devices, limits))
+}
+
+// SampleBlocked is SampleStalls followed by ReadBlocked, with the processes read while the
+// stall window runs: for the mounts of every server with a transport that looks stuck in
+// first, at the cost of a scan that may turn out unneeded when the server answers. On a
+// host where that scan takes most of a second, the audit still returns within about the
+// window.
+func SampleBlocked(ctx context.Context, root hostfs.Root, inv *Inventory, first TransportSample, window time.Duration, limits HolderLimits) {
+	inv.Blocked = nil
+	suspect := map[string]bool{}
+	looksStuck := suspects(first.Transports)
+	for _, t := range first.Transports {
+		if looksStuck[t.Name] && t.DstAddr != "" {
+			suspect[t.DstAddr] = true
+		}
+	}
+	var devices []string
+	for i := range inv.Mounts {
+		if suspect[inv.Mounts[i].serverAddr()] {
+			devices = append(devices, inv.Mounts[i].Device)
+		}
+	}
+	if window <= 0 || len(devices) == 0 {
+		SampleStalls(ctx, root, inv, first, window)
+		ReadBlocked(root, inv, limits)
+		return
+	}
+	scanned := make(chan holderScan, 1)
+	go func() { scanned <- readHolders(root, devices, limits) }()
+	SampleStalls(ctx, root, inv, first, window)
+	scan := <-scanned
+	stalled := make(map[string]bool, len(inv.Stalled))
+	for _, s := range inv.Stalled {
+		stalled[s.Addr] = true
+	}
+	for i := range inv.Mounts {
+		m := &inv.Mounts[i]
+		if addr := m.serverAddr(); stalled[addr] {
+			inv.Blocked = append(inv.Blocked, BlockedMount{Device: m.Device, MountPoints: m.MountPoints, ServerAddr: addr, Holders: []Holder{}})
+		}
+	}
+	if len(inv.Blocked) == 0 {
+		return
+	}
+	setBlocked(inv, scan)
+}
+
+// holderScan is what one readHolders scan found.
+type holderScan struct {
+	holders     map[string][]Holder
+	warnings    []string
+	uninspected int
+}
+
+// setBlocked fills the holders of inv.Blocked from a scan that covered their devices.
+func setBlocked(inv *Inventory, scan holderScan) {
+	inv.Warnings = append(inv.Warnings, scan.warnings...)
+	for i := range inv.Blocked {
+		if h := scan.holders[inv.Blocked[i].Device]; h != nil {
+			inv.Blocked[i].Holders = h
+		}
+		inv.Blocked[i].Uninspected = scan.uninspected
+	}
+}
+
+// serverAddr is the address the mount's transports connect to: the addr= option, or
+// the server name of the mount source when there is none.
+func (m *Mount) serverAddr() string {
+	if m.ServerAddr != "" {
+		return m.ServerAddr
+	}
+	return m.Server
+}

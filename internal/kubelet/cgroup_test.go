@@ -1,0 +1,55 @@
+package kubelet
+
+import "testing"
+
+const (
+	testUID = "8f3d2c1a-5b6e-4f70-9a81-2b3c4d5e6f70"
+	testCID = "4b825dc642cb6eb9a060e54bf8d69288fbee4904a1b2c3d4e5f60718293a4b5c"
+)
+
+var cgroupTests = []struct {
+	name, path string
+	uid, cid   string
+}{
+	{name: "cgroupfs burstable", path: "/kubepods/burstable/pod" + testUID + "/" + testCID, uid: testUID, cid: testCID},
+	{name: "cgroupfs guaranteed", path: "/kubepods/pod" + testUID + "/" + testCID, uid: testUID, cid: testCID},
+	{name: "cgroupfs pod only", path: "/kubepods/besteffort/pod" + testUID, uid: testUID},
+	{name: "systemd containerd", path: "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod8f3d2c1a_5b6e_4f70_9a81_2b3c4d5e6f70.slice/cri-containerd-" + testCID + ".scope", uid: testUID, cid: testCID},
+	{name: "systemd guaranteed docker", path: "/kubepods.slice/kubepods-pod8f3d2c1a_5b6e_4f70_9a81_2b3c4d5e6f70.slice/docker-" + testCID + ".scope", uid: testUID, cid: testCID},
+	{name: "systemd crio", path: "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod8f3d2c1a_5b6e_4f70_9a81_2b3c4d5e6f70.slice/crio-" + testCID + ".scope", uid: testUID, cid: testCID},
+	{name: "systemd conmon", path: "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod8f3d2c1a_5b6e_4f70_9a81_2b3c4d5e6f70.slice/crio-conmon-" + testCID + ".scope", uid: testUID},
+	{name: "nested under a kind node", path: "/system.slice/docker-abc.scope/kubelet.slice/kubepods.slice/kubepods-pod8f3d2c1a_5b6e_4f70_9a81_2b3c4d5e6f70.slice/cri-containerd-" + testCID + ".scope", uid: testUID, cid: testCID},
+	{name: "static pod hash", path: "/kubepods/burstable/pod0123456789abcdef0123456789abcdef/" + testCID, uid: "0123456789abcdef0123456789abcdef", cid: testCID},
+	{name: "host process", path: "/system.slice/ssh.service"},
+	{name: "root", path: "/"},
+	{name: "qos slice only", path: "/kubepods.slice/kubepods-burstable.slice"},
+	{name: "bad uid", path: "/kubepods/burstable/podnot-a-uid/" + testCID},
+	{name: "short container id", path: "/kubepods/burstable/pod" + testUID + "/abc123", uid: testUID},
+	{name: "no kubepods", path: "/user.slice/pod" + testUID + "/" + testCID},
+}
+
+func TestCgroupPod(t *testing.T) {
+	for _, tt := range cgroupTests {
+		t.Run(tt.name, func(t *testing.T) {
+			uid, cid := CgroupPod(tt.path)
+			if uid != tt.uid || cid != tt.cid {
+				t.Errorf("CgroupPod(%q) = %q, %q; want %q, %q", tt.path, uid, cid, tt.uid, tt.cid)
+			}
+		})
+	}
+}
+
+func FuzzCgroupPod(f *testing.F) {
+	for _, tt := range cgroupTests {
+		f.Add(tt.path)
+	}
+	f.Fuzz(func(t *testing.T, path string) {
+		uid, cid := CgroupPod(path)
+		if uid == "" && cid != "" {
+			t.Errorf("container %q without a pod in %q", cid, path)
+		}
+		if uid != "" && !isPodUID(uid) {
+			t.Errorf("pod UID %q of %q is not a UID", uid, path)
+		}
+	})
+}
