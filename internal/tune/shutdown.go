@@ -76,32 +76,34 @@ type ShutdownPlan struct {
 	// SharedClient are the other superblocks of the same kernel NFS client (client group):
 	// they wait on the same server but are not shut down.
 	SharedClient []string `json:"shared_client,omitempty"`
+	// Warnings say what could not be read while looking for the processes that hold the
+	// superblock (processes that could not be inspected are counted there).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Who gets errors, by kind.
 const (
-	HolderMount = "mount"
-	HolderPod   = "pod"
+	HolderMount   = "mount"
+	HolderPod     = "pod"
+	HolderProcess = "process"
 )
 
 // Holder is one user of a superblock that gets EIO once it is shut down.
 type Holder struct {
 	Kind string `json:"kind"`
-	// Name is the mount point, or the pod's UID.
+	// Name is the mount point, the pod's UID, or a process's PID and command.
 	Name string `json:"name"`
-	// Detail says more when known: a pod's volume or PersistentVolume.
+	// Detail says more when known: a pod's volume or PersistentVolume; a process's
+	// state, how it holds the superblock, its pod and container.
 	Detail string `json:"detail,omitempty"`
 }
 
 // Affected returns who gets errors once the superblock m is shut down: every mount point
 // showing it (bind mounts and mounts into containers included; mountinfo lists them all),
-// and the pods whose kubelet paths are among them. It reads nothing and never opens a
-// mount point.
-//
-// The processes that hold the superblock (open files, working directories, memory maps,
-// from /proc/<pid>/fdinfo's mnt_id) are added here, by the reader of holders, when it is
-// available.
-func Affected(m inventory.Mount) []Holder {
+// the pods whose kubelet paths are among them, and procs, the processes that hold it
+// (inventory.ReadHolders: an open file, the working directory or the root, with their
+// state and pod). It reads nothing and never opens a mount point.
+func Affected(m inventory.Mount, procs []inventory.Holder) []Holder {
 	var out []Holder
 	for _, mp := range m.MountPoints {
 		out = append(out, Holder{Kind: HolderMount, Name: mp})
@@ -116,7 +118,25 @@ func Affected(m inventory.Mount) []Holder {
 		}
 		out = append(out, Holder{Kind: HolderPod, Name: p.PodUID, Detail: strings.Join(detail, ", ")})
 	}
+	for _, h := range procs {
+		detail := []string{"state " + h.State, "via " + strings.Join(h.Via, "+")}
+		if h.PodUID != "" {
+			detail = append(detail, "pod "+h.PodUID)
+		}
+		if h.ContainerID != "" {
+			detail = append(detail, "container "+shortID(h.ContainerID))
+		}
+		out = append(out, Holder{Kind: HolderProcess, Name: fmt.Sprintf("%d %s", h.PID, h.Comm), Detail: strings.Join(detail, ", ")})
+	}
 	return out
+}
+
+// shortID is a container ID as crictl and kubectl print it: its first 12 characters.
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
 }
 
 // PlanShutdown finds the superblock of target (a device "major:minor" or a mount point,
@@ -159,8 +179,10 @@ func PlanShutdown(ctx context.Context, root hostfs.Root, target string, opts Shu
 		Mounts:        m.MountPoints,
 		KernelRelease: inv.KernelRelease,
 		Forced:        opts.Force,
-		Affected:      Affected(*m),
 	}
+	procs, warnings := inventory.ReadHolders(root, []string{dev}, inventory.HolderLimits{})
+	p.Affected = Affected(*m, procs[dev])
+	p.Warnings = warnings
 	for _, o := range inv.Mounts {
 		if o.Device != dev && o.ClientGroup == m.ClientGroup {
 			p.SharedClient = append(p.SharedClient, o.Device+" "+strings.Join(o.MountPoints, ", "))
@@ -370,6 +392,9 @@ func WriteShutdownPlan(w io.Writer, p *ShutdownPlan) error {
 		} else {
 			ew.Printf("  %-6s %s\n", h.Kind, h.Name)
 		}
+	}
+	for _, w := range p.Warnings {
+		ew.Printf("  warning: %s\n", w)
 	}
 	if len(p.SharedClient) > 0 {
 		ew.Printf("Not shut down, but on the same server through the same kernel NFS client:\n")

@@ -186,3 +186,29 @@ func TestDeviceAtStacked(t *testing.T) {
 		t.Errorf("DeviceAt(%s) = %q, %v; want the top mount %s", mp, got, ok, dev)
 	}
 }
+
+// TestAffected: who gets errors lists every mount point, the pod of a kubelet path, and
+// the processes holding the superblock with their state, how they hold it, pod and
+// container.
+func TestAffected(t *testing.T) {
+	m := inventory.Mount{Device: "0:72", MountPoints: []string{
+		"/mnt/data",
+		"/var/lib/kubelet/pods/5f0c7a52-3d1e-4b8a-9c6d-7e8f90a1b2c3/volumes/kubernetes.io~nfs/data",
+	}}
+	procs := []inventory.Holder{
+		{PID: 499, Comm: "cat", State: "D", Via: []string{inventory.ViaFD}, PodUID: "5f0c7a52-3d1e-4b8a-9c6d-7e8f90a1b2c3",
+			ContainerID: "a3f1c2d4e5b60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9"},
+		{PID: 12, Comm: "sh", State: "S", Via: []string{inventory.ViaCwd, inventory.ViaRoot}},
+	}
+	got := Affected(m, procs)
+	want := []Holder{
+		{Kind: HolderMount, Name: "/mnt/data"},
+		{Kind: HolderMount, Name: m.MountPoints[1]},
+		{Kind: HolderPod, Name: "5f0c7a52-3d1e-4b8a-9c6d-7e8f90a1b2c3", Detail: "volume data"},
+		{Kind: HolderProcess, Name: "499 cat", Detail: "state D, via fd, pod 5f0c7a52-3d1e-4b8a-9c6d-7e8f90a1b2c3, container a3f1c2d4e5b6"},
+		{Kind: HolderProcess, Name: "12 sh", Detail: "state S, via cwd+root"},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Affected =\n%+v\nwant\n%+v", got, want)
+	}
+}

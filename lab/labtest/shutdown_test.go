@@ -85,6 +85,17 @@ func TestShutdown(t *testing.T) {
 	if out, err := exec.Command("dd", "if="+gone.Dir+"/data", "iflag=nocache", "count=0", "status=none").CombinedOutput(); err != nil {
 		t.Fatalf("dropping cached pages: %v: %s", err, out)
 	}
+	// A shell whose working directory is on the mount, entered while the server answers:
+	// the plan must name it among the processes that get errors (inventory.ReadHolders).
+	// It leaves before the unmount, which it would keep busy.
+	holder := exec.Command("sh", "-c", "cd "+shellQuote(gone.Dir)+" && exec sleep 600")
+	if err := holder.Start(); err != nil {
+		t.Fatalf("starting a shell in %s: %v", gone.Dir, err)
+	}
+	holderDone := make(chan error, 1)
+	go func() { holderDone <- holder.Wait() }()
+	t.Cleanup(func() { holder.Process.Kill(); <-holderDone })
+	time.Sleep(500 * time.Millisecond)
 	AddrGone(t, "127.0.0.2")
 	var readerErr bytes.Buffer
 	reader := exec.Command("cat", gone.Dir+"/data")
@@ -126,6 +137,10 @@ func TestShutdown(t *testing.T) {
 		!slices.ContainsFunc(dry.Plan.Affected, func(h struct{ Kind, Name string }) bool { return h.Kind == "mount" && h.Name == gone.Dir }) {
 		t.Errorf("dry run plan = %+v; want device %s, server 127.0.0.2 stalled, mount %s affected", dry.Plan, gone.Device, gone.Dir)
 	}
+	holderName := fmt.Sprintf("%d sleep", holder.Process.Pid)
+	if !slices.ContainsFunc(dry.Plan.Affected, func(h struct{ Kind, Name string }) bool { return h.Kind == "process" && h.Name == holderName }) {
+		t.Errorf("dry run: affected %+v; want the process %q, whose working directory is on %s", dry.Plan.Affected, holderName, gone.Dir)
+	}
 	if !slices.ContainsFunc(dry.Plan.Shared, func(s string) bool { return strings.HasPrefix(s, sibling.Device+" ") }) {
 		t.Errorf("dry run: superblocks sharing the client %q, want %s (%s) among them", dry.Plan.Shared, sibling.Device, sibling.Dir)
 	}
@@ -164,6 +179,10 @@ func TestShutdown(t *testing.T) {
 	if out, err := exec.CommandContext(ctx, "cat", gone.Dir+"/data").CombinedOutput(); err == nil || !strings.Contains(string(out), "Input/output error") {
 		t.Errorf("a new read of %s after the shutdown: %v, %q; want EIO", gone.Dir, err, out)
 	}
+
+	holder.Process.Kill()
+	<-holderDone
+	holderDone <- nil // for the cleanup
 
 	// The kernel's unmount, neither forced nor lazy. umount(8) would first have
 	// umount.nfs send UMNT to 127.0.0.2's mountd, which is gone as well.
