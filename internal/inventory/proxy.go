@@ -78,7 +78,8 @@ var (
 // agent's hostPath volumes in package render).
 func ProxyStateDirs() []string {
 	var dirs []string
-	for _, d := range append(slices.Clone(efsStateDirs), efsConfig[:len(efsConfig)-1], aznfsStunnels) {
+	efsConfigDir := efsConfig[:len(efsConfig)-1]
+	for _, d := range append(slices.Clone(efsStateDirs), efsConfigDir, aznfsStunnels) {
 		dirs = append(dirs, "/"+path.Join(d...))
 	}
 	return dirs
