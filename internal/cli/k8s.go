@@ -37,6 +37,8 @@ type k8sRenderFlags struct {
 	ImageDigest string
 	Mode        string
 	Output      string
+	// ProxyHelpers is agent.proxyHelpers.enabled.
+	ProxyHelpers bool
 }
 
 func newK8sRenderCommand(streams IOStreams) *cobra.Command {
@@ -51,7 +53,9 @@ func newK8sRenderCommand(streams IOStreams) *cobra.Command {
 
 Mode agent runs "nfstune agent" (not privileged, all capabilities dropped, read-only root
 filesystem; the host's /proc read-only and its bdi directory, writable only with
-agent.policyMode: enforce). Mode installer copies nfstune's udev rule and binary onto each
+agent.policyMode: enforce). --proxy-helpers (agent.proxyHelpers) also mounts, read-only,
+the state of efs-utils and AZNFS, so that mounts through their local proxies are
+attributed to EFS and Azure Files. Mode installer copies nfstune's udev rule and binary onto each
 node from an init container, and renders a DaemonSet that logs each node's read-ahead.`,
 		Example: `  nfstune k8s render | kubectl apply -f -
   nfstune k8s render --config values.yaml --image-digest sha256:... -o json`,
@@ -65,6 +69,7 @@ node from an init container, and renders a DaemonSet that logs each node's read-
 	c.Flags().StringVar(&flags.Image, "image", "", "image repository, optionally with :tag (default "+render.DefaultRepository+":"+version.Version+")")
 	c.Flags().StringVar(&flags.ImageDigest, "image-digest", "", "pin the image by digest: sha256:<hex>")
 	c.Flags().StringVar(&flags.Mode, "mode", "", "agent or installer (default agent)")
+	c.Flags().BoolVar(&flags.ProxyHelpers, "proxy-helpers", false, "mount the NFS proxy helpers' state read-only (agent.proxyHelpers.enabled)")
 	c.Flags().StringVarP(&flags.Output, "output", "o", OutputYAML, "output format: yaml or json")
 	return c
 }
@@ -97,6 +102,9 @@ func runK8sRender(c *cobra.Command, streams IOStreams, flags *k8sRenderFlags) er
 	}
 	if set("image-digest") {
 		v.Image.Digest = flags.ImageDigest
+	}
+	if set("proxy-helpers") {
+		v.Agent.ProxyHelpers.Enabled = flags.ProxyHelpers
 	}
 	objs, err := render.Render(v, version.Version)
 	if err != nil {

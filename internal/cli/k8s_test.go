@@ -50,6 +50,24 @@ func TestK8sRenderFlags(t *testing.T) {
 			args:  []string{"k8s", "render", "--config", "-", "--namespace", "from-flag", "-o", "json"},
 			want:  []string{`"kind": "List"`, `"name": "nfstune-installer"`, `"namespace": "from-flag"`},
 		},
+		{
+			name: "proxy helpers' state",
+			args: []string{"k8s", "render", "--image", "r/n:v9", "--proxy-helpers"},
+			want: []string{"mountPath: /host/var/run/efs", "mountPath: /host/etc/amazon/efs",
+				"path: /etc/stunnel/microsoft/aznfs/nfsv4_fileShare"},
+		},
+		{
+			name:  "proxy helpers' directories from the values",
+			stdin: "agent:\n  proxyHelpers:\n    directories: [/run/efs]\n",
+			args:  []string{"k8s", "render", "--config", "-", "--image", "r/n:v9", "--proxy-helpers"},
+			want:  []string{"mountPath: /host/run/efs\n          name: proxy-state-0\n          readOnly: true"},
+		},
+		{
+			name:     "proxy helpers' directory the agent does not read",
+			stdin:    "agent:\n  proxyHelpers:\n    directories: [/etc]\n",
+			args:     []string{"k8s", "render", "--config", "-", "--image", "r/n:v9", "--proxy-helpers"},
+			wantCode: ExitError2,
+		},
 		// Tests run an untagged build, version "dev": no image is released for it.
 		{name: "untagged build without an image", args: []string{"k8s", "render"}, wantCode: ExitError2},
 		{name: "system namespace", args: []string{"k8s", "render", "--image", "r/n:v9", "--namespace", "kube-system"}, wantCode: ExitError2},

@@ -73,6 +73,18 @@ var (
 	aznfsStunnels = []string{"etc", "stunnel", "microsoft", "aznfs", "nfsv4_fileShare"}
 )
 
+// ProxyStateDirs are the host directories AttributeProxies reads, as absolute host paths:
+// what a container must see below its root for proxied mounts to be attributed (the
+// agent's hostPath volumes in package render).
+func ProxyStateDirs() []string {
+	var dirs []string
+	efsConfigDir := efsConfig[:len(efsConfig)-1]
+	for _, d := range append(slices.Clone(efsStateDirs), efsConfigDir, aznfsStunnels) {
+		dirs = append(dirs, "/"+path.Join(d...))
+	}
+	return dirs
+}
+
 const (
 	// maxStateFile caps a helper state or configuration file: they are a few hundred bytes.
 	maxStateFile = 64 << 10

@@ -140,7 +140,8 @@ func TestHelmChartServiceMonitor(t *testing.T) {
 // TestHelmChartRejects checks that the chart refuses what Validate refuses.
 func TestHelmChartRejects(t *testing.T) {
 	for _, set := range []string{"mode=operator", "agent.policyMode=fix", "image.digest=sha256:short", "hostNetwork=true",
-		"namespace=kube-system", "namespace=default", "metrics.interval=soon", "grafanaDashboard.namespace=Monitoring"} {
+		"namespace=kube-system", "namespace=default", "metrics.interval=soon", "grafanaDashboard.namespace=Monitoring",
+		"agent.proxyHelpers.directories={/etc}", "agent.proxyHelpers.directories={/run/efs,/run/efs}"} {
 		_, err := helm(t, "template", "nfstune", chartDir, "--set", set)
 		if err == nil {
 			t.Errorf("helm template --set %s succeeded", set)

@@ -251,6 +251,20 @@ func readVolumes(bdiWritable bool) ([]corev1.Volume, []corev1.VolumeMount) {
 	return vols, mounts
 }
 
+// proxyHelperVolumes mount each of the NFS proxy helpers' directories read-only at its
+// path below HostRoot, where the agent reads it. The hostPath type is unset, not
+// Directory: a node without the helper must still run the agent.
+func proxyHelperVolumes(dirs []string) ([]corev1.Volume, []corev1.VolumeMount) {
+	var vols []corev1.Volume
+	var mounts []corev1.VolumeMount
+	for i, d := range dirs {
+		name := "proxy-state-" + strconv.Itoa(i)
+		vols = append(vols, hostPathVolume(name, d, corev1.HostPathUnset))
+		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: HostRoot + d, ReadOnly: true})
+	}
+	return vols, mounts
+}
+
 // podSpec is the scheduling and security frame shared by the DaemonSets.
 func podSpec(v Values) corev1.PodSpec {
 	return corev1.PodSpec{
@@ -297,6 +311,10 @@ func daemonSet(v Values, name, component string, pod corev1.PodSpec, annotations
 
 func agentDaemonSet(v Values, version string) *appsv1.DaemonSet {
 	vols, mounts := readVolumes(v.Agent.PolicyMode == PolicyEnforce)
+	if v.Agent.ProxyHelpers.Enabled {
+		pv, pm := proxyHelperVolumes(v.Agent.ProxyHelpers.Directories)
+		vols, mounts = append(vols, pv...), append(mounts, pm...)
+	}
 	vols = append(vols, policyVolume())
 	mounts = append(mounts, corev1.VolumeMount{Name: "policy", MountPath: PolicyDir, ReadOnly: true})
 

@@ -7,6 +7,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nfstune/nfstune/internal/inventory"
 )
 
 // hostPathRule is what a DaemonSet may mount from the host, and whether writably.
@@ -124,6 +126,15 @@ func agentHostPaths(enforce bool) map[string]hostPathRule {
 	}
 }
 
+// withProxyHelpers adds the NFS proxy helpers' directories, read-only at their own path
+// below /host.
+func withProxyHelpers(rules map[string]hostPathRule) map[string]hostPathRule {
+	for _, d := range inventory.ProxyStateDirs() {
+		rules[d] = hostPathRule{mountPath: HostRoot + d}
+	}
+	return rules
+}
+
 func daemonSets(t *testing.T, name string) map[string]*appsv1.DaemonSet {
 	t.Helper()
 	out := map[string]*appsv1.DaemonSet{}
@@ -144,6 +155,7 @@ func TestSecurityContract(t *testing.T) {
 	}{
 		{"agent-default", "nfstune-agent", agentHostPaths(false)},
 		{"agent-enforce-cas", "nfstune-agent", agentHostPaths(true)},
+		{"agent-proxy-helpers", "nfstune-agent", withProxyHelpers(agentHostPaths(true))},
 		{"installer", "nfstune-validate", agentHostPaths(false)},
 		{"installer", "nfstune-installer", map[string]hostPathRule{
 			"/var/lib/nfstune/bin": {mountPath: "/host/var/lib/nfstune/bin", writable: true},

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/policy"
 )
 
@@ -108,6 +109,32 @@ type Agent struct {
 	Resync string `json:"resync"`
 	// LogLevel is passed as --log-level.
 	LogLevel string `json:"logLevel"`
+	// ProxyHelpers mounts the state of the NFS proxy helpers, so that the agent attributes
+	// a mount through efs-utils or AZNFS to its service instead of a bare loopback one.
+	ProxyHelpers ProxyHelpers `json:"proxyHelpers"`
+}
+
+// ProxyHelpers configures the read-only host directories of the local proxies that
+// efs-utils (efs-proxy, stunnel) and AZNFS (stunnel) put between the kernel NFS client and
+// the server (inventory.AttributeProxies).
+type ProxyHelpers struct {
+	// Enabled mounts Directories into the agent.
+	Enabled bool `json:"enabled"`
+	// Directories are host directories, each one the agent reads (inventory.ProxyStateDirs),
+	// mounted read-only at the same path below HostRoot. The volumes check nothing: where a
+	// directory is missing the pod still starts, and the container runtime (containerd,
+	// CRI-O) creates it empty, so list only the helpers the fleet runs.
+	Directories []string `json:"directories"`
+}
+
+// defaultProxyDirs are the helpers' directories mounted by default: efs-utils' state
+// directory as efs-utils names it (/var/run/efs; /run/efs where /var/run links to /run,
+// which the bind mount follows), its configuration for optimize_readahead, and AZNFS'
+// stunnel configurations.
+var defaultProxyDirs = []string{
+	"/var/run/efs",
+	"/etc/amazon/efs",
+	"/etc/stunnel/microsoft/aznfs/nfsv4_fileShare",
 }
 
 // Installer configures installer mode.
@@ -208,7 +235,10 @@ func DefaultValues() Values {
 		CreateNamespace: true,
 		Mode:            ModeAgent,
 		Image:           Image{Repository: DefaultRepository, PullPolicy: corev1.PullIfNotPresent},
-		Agent:           Agent{PolicyMode: PolicyObserve, Resync: "30s", LogLevel: "info"},
+		Agent: Agent{
+			PolicyMode: PolicyObserve, Resync: "30s", LogLevel: "info",
+			ProxyHelpers: ProxyHelpers{Directories: slices.Clone(defaultProxyDirs)},
+		},
 		Installer: Installer{
 			BinDir:    "/opt/nfstune/bin",
 			ConfigDir: "/etc/nfstune",
@@ -349,6 +379,15 @@ func (v Values) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		add("agent.logLevel %q: want debug, info, warn or error", v.Agent.LogLevel)
+	}
+	for i, d := range v.Agent.ProxyHelpers.Directories {
+		if !slices.Contains(inventory.ProxyStateDirs(), d) {
+			add("agent.proxyHelpers.directories[%d] %q: want one the agent reads: %s", i, d,
+				strings.Join(inventory.ProxyStateDirs(), ", "))
+		}
+		if slices.Index(v.Agent.ProxyHelpers.Directories, d) < i {
+			add("agent.proxyHelpers.directories[%d] %q: listed twice", i, d)
+		}
 	}
 	if !slices.Contains(metricsTiers, v.Metrics.Tier) {
 		add("metrics.tier %q: want %s", v.Metrics.Tier, strings.Join(metricsTiers, " or "))

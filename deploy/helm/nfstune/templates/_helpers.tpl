@@ -92,6 +92,25 @@ updateStrategy:
     type: Directory
 {{- end }}
 
+{{/* The NFS proxy helpers' state, read-only at its own path below /host. No hostPath
+     type: a node without the helper still runs the agent. */}}
+{{- define "nfstune.proxyHelperMounts" -}}
+{{- range $i, $d := .Values.agent.proxyHelpers.directories }}
+- name: proxy-state-{{ $i }}
+  mountPath: /host{{ $d }}
+  readOnly: true
+{{- end }}
+{{- end }}
+
+{{- define "nfstune.proxyHelperVolumes" -}}
+{{- range $i, $d := .Values.agent.proxyHelpers.directories }}
+- name: proxy-state-{{ $i }}
+  hostPath:
+    path: {{ $d }}
+    type: ""
+{{- end }}
+{{- end }}
+
 {{/* Keeps the pod alive after its init containers; it touches no file, so runs as nobody. */}}
 {{- define "nfstune.pause" -}}
 - name: pause
