@@ -360,3 +360,37 @@ func TestAgentCapabilityOnlyWithValue(t *testing.T) {
 		}
 	}
 }
+
+// TestAppArmorProfileValues checks agent.appArmorProfile's validation: the three types
+// Kubernetes knows, a profile name with Localhost and only there.
+func TestAppArmorProfileValues(t *testing.T) {
+	t.Parallel()
+	name := "nfstune"
+	tests := []struct {
+		profile corev1.AppArmorProfile
+		want    string // "" for valid
+	}{
+		{corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeRuntimeDefault}, ""},
+		{corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}, ""},
+		{corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost, LocalhostProfile: &name}, ""},
+		{corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost}, "type Localhost needs localhostProfile"},
+		{corev1.AppArmorProfile{Type: "Confined"}, `agent.appArmorProfile.type "Confined"`},
+		{corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined, LocalhostProfile: &name}, "localhostProfile: only with type Localhost"},
+	}
+	for _, tt := range tests {
+		v := DefaultValues()
+		v.Agent.AppArmorProfile = &tt.profile
+		err := v.Validate()
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%+v: %v", tt.profile, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%+v: %v, want an error with %q", tt.profile, err, tt.want)
+		case tt.want == "":
+			sc := agentDaemonSet(v, "v0").Spec.Template.Spec.Containers[0].SecurityContext
+			if sc.AppArmorProfile == nil || sc.AppArmorProfile.Type != tt.profile.Type {
+				t.Errorf("%+v: container profile %+v", tt.profile, sc.AppArmorProfile)
+			}
+		}
+	}
+}
