@@ -52,8 +52,10 @@ func newK8sRenderCommand(streams IOStreams) *cobra.Command {
 (deploy/helm/nfstune), so that both produce the same objects. Flags override the file.
 
 Mode agent runs "nfstune agent" (not privileged, all capabilities dropped, read-only root
-filesystem; the host's /proc read-only and its bdi directory, writable only with
-agent.policyMode: enforce). --proxy-helpers (agent.proxyHelpers) also mounts, read-only,
+filesystem; the host's /proc and /sys read-only, /sys for the sunrpc transports unless
+agent.hostSys is false, and its bdi directory, writable only with agent.policyMode:
+enforce). agent.blockedProcesses adds CAP_SYS_PTRACE, so that the agent names the processes
+blocked on a server that stopped answering. --proxy-helpers (agent.proxyHelpers) also mounts, read-only,
 the state of efs-utils and AZNFS, so that mounts through their local proxies are
 attributed to EFS and Azure Files. Mode installer copies nfstune's udev rule and binary onto each
 node from an init container, and renders a DaemonSet that logs each node's read-ahead.`,

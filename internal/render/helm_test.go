@@ -141,7 +141,8 @@ func TestHelmChartServiceMonitor(t *testing.T) {
 func TestHelmChartRejects(t *testing.T) {
 	for _, set := range []string{"mode=operator", "agent.policyMode=fix", "image.digest=sha256:short", "hostNetwork=true",
 		"namespace=kube-system", "namespace=default", "metrics.interval=soon", "grafanaDashboard.namespace=Monitoring",
-		"agent.proxyHelpers.directories={/etc}", "agent.proxyHelpers.directories={/run/efs,/run/efs}"} {
+		"agent.proxyHelpers.directories={/etc}", "agent.proxyHelpers.directories={/run/efs,/run/efs}",
+		"agent.hostSys=yes", "agent.blockedProcesses.enabled=1", "agent.appArmorProfile.type=Confined"} {
 		_, err := helm(t, "template", "nfstune", chartDir, "--set", set)
 		if err == nil {
 			t.Errorf("helm template --set %s succeeded", set)
@@ -155,9 +156,12 @@ func TestHelmChartRejects(t *testing.T) {
 	}
 	// The checks across keys fail with Validate's messages.
 	for set, want := range map[string]string{
-		"metrics.podMonitor.enabled=true,metrics.serviceMonitor.enabled=true": "enable one",
-		"metrics.serviceMonitor.enabled=true,metrics.service=false":           "needs metrics.service",
-		"grafanaDashboard.enabled=true,grafanaDashboard.labels=null":          "grafanaDashboard.labels: empty",
+		"metrics.podMonitor.enabled=true,metrics.serviceMonitor.enabled=true":            "enable one",
+		"metrics.serviceMonitor.enabled=true,metrics.service=false":                      "needs metrics.service",
+		"grafanaDashboard.enabled=true,grafanaDashboard.labels=null":                     "grafanaDashboard.labels: empty",
+		"agent.blockedProcesses.enabled=true,agent.hostSys=false":                        "agent.blockedProcesses: needs agent.hostSys",
+		"agent.appArmorProfile.type=Localhost":                                           "needs localhostProfile",
+		"agent.appArmorProfile.type=Unconfined,agent.appArmorProfile.localhostProfile=x": "localhostProfile: only with type Localhost",
 	} {
 		_, err := helm(t, "template", "nfstune", chartDir, "--set", set)
 		if err == nil || !strings.Contains(string(err.(*exec.ExitError).Stderr), want) {

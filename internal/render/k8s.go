@@ -37,6 +37,12 @@ const (
 	HostBDI = "/sys/devices/virtual/bdi"
 	// BDIMountPath is where HostBDI appears in the container.
 	BDIMountPath = HostRoot + "/sys/class/bdi"
+	// HostSys is the host's sysfs, mounted read-only under the bdi mount
+	// (agent.hostSys). /sys/kernel/sunrpc, the transports, is tagged by network
+	// namespace: a bind of the host's /sys shows the host's, the pod's own /sys the pod's.
+	// It is mounted whole because /sys/kernel/sunrpc is missing before Linux 5.14, and a
+	// hostPath volume of a missing sysfs directory fails the pod.
+	HostSys = "/sys"
 	// PolicyDir is where the policy ConfigMap is mounted (a directory, not a subPath, so
 	// that kubelet's atomic updates reach the agent, which reloads the file).
 	PolicyDir = "/etc/nfstune"
@@ -210,6 +216,11 @@ func policyConfigMap(v Values) *corev1.ConfigMap {
 	}
 }
 
+// PtraceCapability is the one capability the agent may be given (agent.blockedProcesses):
+// the kernel's ptrace read access, which reading another user's or a more capable
+// process's /proc/<pid>/fdinfo, cwd and root takes.
+const PtraceCapability corev1.Capability = "SYS_PTRACE"
+
 // containerSecurity is the security context of every container: root in the initial user
 // namespace (the bdi attributes are root-owned 0644 and need no capability), nothing else.
 func containerSecurity() *corev1.SecurityContext {
@@ -238,16 +249,26 @@ func policyVolume() corev1.Volume {
 }
 
 // readVolumes are the host paths every nfstune container reads: /proc and the bdi
-// directory. bdiWritable makes the bdi mount writable.
-func readVolumes(bdiWritable bool) ([]corev1.Volume, []corev1.VolumeMount) {
-	vols := []corev1.Volume{
-		hostPathVolume("host-proc", HostProc, corev1.HostPathDirectory),
-		hostPathVolume("host-bdi", HostBDI, corev1.HostPathDirectory),
+// directory, and with hostSys the host's /sys. bdiWritable makes the bdi mount writable.
+//
+// /sys is listed before the bdi mount, which sits on top of it at /host/sys/class/bdi:
+// runtimes mount in list order after sorting by depth (containerd, CRI-O), so either way
+// the child is mounted last and shadows the host's class/bdi symlinks. The /sys mount is
+// read-only; recursively where the runtime can (containerd 2.0, CRI-O 1.30, Linux 5.12),
+// since a plain read-only bind leaves the submounts of /sys (cgroup2, securityfs,
+// debugfs, bpf) writable to uid 0.
+func readVolumes(bdiWritable, hostSys bool) ([]corev1.Volume, []corev1.VolumeMount) {
+	vols := []corev1.Volume{hostPathVolume("host-proc", HostProc, corev1.HostPathDirectory)}
+	mounts := []corev1.VolumeMount{{Name: "host-proc", MountPath: HostRoot + HostProc, ReadOnly: true}}
+	if hostSys {
+		vols = append(vols, hostPathVolume("host-sys", HostSys, corev1.HostPathDirectory))
+		mounts = append(mounts, corev1.VolumeMount{
+			Name: "host-sys", MountPath: HostRoot + HostSys, ReadOnly: true,
+			RecursiveReadOnly: new(corev1.RecursiveReadOnlyIfPossible),
+		})
 	}
-	mounts := []corev1.VolumeMount{
-		{Name: "host-proc", MountPath: HostRoot + HostProc, ReadOnly: true},
-		{Name: "host-bdi", MountPath: BDIMountPath, ReadOnly: !bdiWritable},
-	}
+	vols = append(vols, hostPathVolume("host-bdi", HostBDI, corev1.HostPathDirectory))
+	mounts = append(mounts, corev1.VolumeMount{Name: "host-bdi", MountPath: BDIMountPath, ReadOnly: !bdiWritable})
 	return vols, mounts
 }
 
@@ -310,7 +331,7 @@ func daemonSet(v Values, name, component string, pod corev1.PodSpec, annotations
 }
 
 func agentDaemonSet(v Values, version string) *appsv1.DaemonSet {
-	vols, mounts := readVolumes(v.Agent.PolicyMode == PolicyEnforce)
+	vols, mounts := readVolumes(v.Agent.PolicyMode == PolicyEnforce, v.Agent.HostSys)
 	if v.Agent.ProxyHelpers.Enabled {
 		pv, pm := proxyHelperVolumes(v.Agent.ProxyHelpers.Directories)
 		vols, mounts = append(vols, pv...), append(mounts, pm...)
@@ -341,7 +362,7 @@ func agentDaemonSet(v Values, version string) *appsv1.DaemonSet {
 		LivenessProbe:   probe("/healthz", 20),
 		ReadinessProbe:  probe("/readyz", 10),
 		VolumeMounts:    mounts,
-		SecurityContext: containerSecurity(),
+		SecurityContext: agentSecurity(v),
 	}}
 	var ann map[string]string
 	if v.Metrics.PodAnnotations {
@@ -352,6 +373,19 @@ func agentDaemonSet(v Values, version string) *appsv1.DaemonSet {
 		}
 	}
 	return daemonSet(v, agentName, "agent", pod, ann)
+}
+
+// agentSecurity is containerSecurity with, under agent.blockedProcesses, the ptrace
+// capability, and agent.appArmorProfile.
+func agentSecurity(v Values) *corev1.SecurityContext {
+	sc := containerSecurity()
+	if v.Agent.BlockedProcesses.Enabled {
+		sc.Capabilities.Add = []corev1.Capability{PtraceCapability}
+	}
+	if p := v.Agent.AppArmorProfile; p != nil {
+		sc.AppArmorProfile = p.DeepCopy()
+	}
+	return sc
 }
 
 // agentArgs are the agent's flags. --pid=1 follows the host's mount and network namespaces
@@ -465,7 +499,7 @@ func installerDaemonSet(v Values, version string) *appsv1.DaemonSet {
 // init container (`kubectl logs -l app.kubernetes.io/component=validate -c audit`). It
 // only reads.
 func validateDaemonSet(v Values, version string) *appsv1.DaemonSet {
-	vols, mounts := readVolumes(false)
+	vols, mounts := readVolumes(false, false)
 	vols = append(vols, policyVolume())
 	mounts = append(mounts, corev1.VolumeMount{Name: "policy", MountPath: PolicyDir, ReadOnly: true})
 	pod := podSpec(v)

@@ -28,7 +28,7 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/*.golden.yaml")
 
 // renderCases are the values files with golden manifests; the chart test renders the same.
-var renderCases = []string{"agent-default", "agent-enforce-cas", "agent-monitoring", "agent-proxy-helpers", "installer"}
+var renderCases = []string{"agent-default", "agent-enforce-cas", "agent-monitoring", "agent-proxy-helpers", "agent-blocked-processes", "installer"}
 
 func renderFile(t *testing.T, name, format string) []byte {
 	t.Helper()
@@ -166,11 +166,12 @@ func kinds(objs []Object) []string {
 func TestRenderDecodesStrictly(t *testing.T) {
 	t.Parallel()
 	wantKinds := map[string][]string{
-		"agent-default":       {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "Service/nfstune-metrics", "DaemonSet/nfstune-agent"},
-		"agent-monitoring":    {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "ConfigMap/nfstune-dashboard", "Service/nfstune-metrics", "DaemonSet/nfstune-agent", "PodMonitor/nfstune-agent", "PrometheusRule/nfstune"},
-		"agent-enforce-cas":   {"Namespace/nfstune-system", "NetworkPolicy/nfstune", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "DaemonSet/nfstune-agent"},
-		"agent-proxy-helpers": {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "Service/nfstune-metrics", "DaemonSet/nfstune-agent"},
-		"installer":           {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "DaemonSet/nfstune-installer", "DaemonSet/nfstune-validate"},
+		"agent-default":           {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "Service/nfstune-metrics", "DaemonSet/nfstune-agent"},
+		"agent-monitoring":        {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "ConfigMap/nfstune-dashboard", "Service/nfstune-metrics", "DaemonSet/nfstune-agent", "PodMonitor/nfstune-agent", "PrometheusRule/nfstune"},
+		"agent-enforce-cas":       {"Namespace/nfstune-system", "NetworkPolicy/nfstune", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "DaemonSet/nfstune-agent"},
+		"agent-proxy-helpers":     {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "Service/nfstune-metrics", "DaemonSet/nfstune-agent"},
+		"agent-blocked-processes": {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "Service/nfstune-metrics", "DaemonSet/nfstune-agent"},
+		"installer":               {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "DaemonSet/nfstune-installer", "DaemonSet/nfstune-validate"},
 	}
 	for _, name := range renderCases {
 		t.Run(name, func(t *testing.T) {
@@ -253,6 +254,8 @@ func TestLoadValuesInvalid(t *testing.T) {
 			`maxUnavailable "0"`, "policy: policy:", `metrics.tier "all"`,
 			`agent.proxyHelpers.directories[0] "/etc": want one the agent reads`,
 			`agent.proxyHelpers.directories[2] "/var/run/efs": listed twice`,
+			"agent.blockedProcesses: needs agent.hostSys",
+			"agent.appArmorProfile: type Localhost needs localhostProfile",
 		}},
 	}
 	for _, tt := range tests {

@@ -1,8 +1,10 @@
 package render
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nfstune/nfstune/internal/agent"
@@ -18,10 +21,11 @@ import (
 	"github.com/nfstune/nfstune/internal/inventory"
 )
 
-// fixtureHost lays out one of inventory's synthetic hosts as a node's filesystem: the bdi
-// directories where the kernel has them (/sys/devices/virtual/bdi), /var/run a relative
-// link to /run as on current distributions, and /proc/1 the host's namespaces, which the
-// agent reads with --pid=1.
+// fixtureHost lays out one of inventory's fixture hosts as a node's filesystem: the bdi
+// directories where the kernel has them (/sys/devices/virtual/bdi), each
+// /sys/class/bdi/<dev> a relative link to its directory as sysfs makes it, /var/run a
+// relative link to /run as on current distributions, and /proc/1 the host's namespaces,
+// which the agent reads with --pid=1.
 func fixtureHost(t *testing.T, fixture string) string {
 	t.Helper()
 	host := t.TempDir()
@@ -38,6 +42,18 @@ func fixtureHost(t *testing.T, fixture string) string {
 		}
 	}
 	mustRename("sys/class/bdi", "sys/devices/virtual/bdi")
+	bdis, err := os.ReadDir(filepath.Join(host, "sys", "devices", "virtual", "bdi"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(host, "sys", "class", "bdi"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range bdis {
+		if err := os.Symlink("../../devices/virtual/bdi/"+d.Name(), filepath.Join(host, "sys", "class", "bdi", d.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := os.Stat(filepath.Join(host, "var", "run")); err == nil {
 		mustRename("var/run", "run")
 	}
@@ -52,14 +68,44 @@ func fixtureHost(t *testing.T, fixture string) string {
 	return host
 }
 
-// podView builds what the agent container of ds sees on host: each hostPath volume,
-// resolved on the host as a bind mount is, copied to its mount path. A missing directory
-// of a volume without a type is created empty, as containerd and CRI-O do; of any other
-// type it fails the test, as kubelet fails the pod. It returns the agent's --root and --pid.
-func podView(t *testing.T, pod corev1.PodSpec, host string) (hostfs.Root, int) {
+// podView is what the agent container sees: its --root and --pid, and its host mounts.
+type podView struct {
+	root   hostfs.Root
+	pid    int
+	mounts []viewMount
+}
+
+// viewMount is a hostPath volume as the container sees it: its path in the test's
+// filesystem, and whether it is mounted read-only.
+type viewMount struct {
+	name     string
+	path     string
+	readOnly bool
+}
+
+// mountOf returns the mount that holds path (a path with no link left in it): the last
+// one mounted at or above it, as a later mount shadows an earlier one.
+func (v podView) mountOf(path string) (viewMount, bool) {
+	for i := len(v.mounts) - 1; i >= 0; i-- {
+		m := v.mounts[i]
+		if path == m.path || strings.HasPrefix(path, m.path+string(filepath.Separator)) {
+			return m, true
+		}
+	}
+	return viewMount{}, false
+}
+
+// newPodView builds what the agent container of pod sees on host: each hostPath volume,
+// resolved on the host as a bind mount is, copied to its mount path, in the order the
+// mounts are listed; a mount hides what an earlier one put at its path, and a mount may
+// not come after one below it, which it would hide. A missing directory of a volume
+// without a type is created empty, as containerd and CRI-O do; of any other type it fails
+// the test, as kubelet fails the pod.
+func newPodView(t *testing.T, pod corev1.PodSpec, host string) podView {
 	t.Helper()
 	ctr := t.TempDir()
 	c := pod.Containers[0]
+	var view podView
 	for _, m := range c.VolumeMounts {
 		i := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == m.Name })
 		if i < 0 {
@@ -70,6 +116,15 @@ func podView(t *testing.T, pod corev1.PodSpec, host string) (hostfs.Root, int) {
 			continue
 		}
 		dst := filepath.Join(ctr, m.MountPath)
+		for _, earlier := range view.mounts {
+			if strings.HasPrefix(earlier.path, dst+string(filepath.Separator)) {
+				t.Fatalf("mount %s at %s comes after %s below it, which it hides: list parents first", m.Name, m.MountPath, earlier.name)
+			}
+		}
+		view.mounts = append(view.mounts, viewMount{name: m.Name, path: dst, readOnly: m.ReadOnly})
+		if err := os.RemoveAll(dst); err != nil {
+			t.Fatal(err)
+		}
 		src, err := filepath.EvalSymlinks(filepath.Join(host, hp.Path))
 		switch {
 		case errors.Is(err, fs.ErrNotExist) && (hp.Type == nil || *hp.Type == corev1.HostPathUnset):
@@ -79,7 +134,7 @@ func podView(t *testing.T, pod corev1.PodSpec, host string) (hostfs.Root, int) {
 			continue
 		case err != nil:
 			t.Fatalf("volume %s: host path %s: %v", m.Name, hp.Path, err)
-		case !strings.HasPrefix(src, host+string(filepath.Separator)):
+		case src != host && !strings.HasPrefix(src, host+string(filepath.Separator)):
 			t.Fatalf("volume %s: host path %s resolves outside the host: %s", m.Name, hp.Path, src)
 		}
 		if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
@@ -87,7 +142,6 @@ func podView(t *testing.T, pod corev1.PodSpec, host string) (hostfs.Root, int) {
 		}
 	}
 	var root string
-	pid := 0
 	for _, a := range c.Args {
 		if v, ok := strings.CutPrefix(a, "--root="); ok {
 			root = v
@@ -97,13 +151,14 @@ func podView(t *testing.T, pod corev1.PodSpec, host string) (hostfs.Root, int) {
 			if err != nil {
 				t.Fatalf("agent flag %s: %v", a, err)
 			}
-			pid = n
+			view.pid = n
 		}
 	}
 	if root == "" {
 		t.Fatalf("agent has no --root: %q", c.Args)
 	}
-	return hostfs.Root(filepath.Join(ctr, root)), pid
+	view.root = hostfs.Root(filepath.Join(ctr, root))
+	return view
 }
 
 // TestAgentPodAttributesProxiedMounts checks that the directories the chart mounts are the
@@ -157,7 +212,8 @@ func TestAgentPodAttributesProxiedMounts(t *testing.T) {
 				}
 				v := DefaultValues()
 				v.Agent.ProxyHelpers.Enabled = enabled
-				root, pid := podView(t, agentDaemonSet(v, "v0").Spec.Template.Spec, host)
+				view := newPodView(t, agentDaemonSet(v, "v0").Spec.Template.Spec, host)
+				root, pid := view.root, view.pid
 
 				inv, err := inventory.Read(root, inventory.ReadOptions{PID: pid})
 				if err != nil {
@@ -172,8 +228,7 @@ func TestAgentPodAttributesProxiedMounts(t *testing.T) {
 					mounts []inventory.Mount
 					warn   []string
 				}{{"inventory.Read", inv.Mounts, inv.Warnings}, {"agent.ReadMountTable", table.Mounts, table.Warnings}} {
-					// The pod does not mount /sys/kernel/sunrpc, of which inventory.Read warns;
-					// nothing may warn of the helpers' state.
+					// Nothing may warn of the helpers' state.
 					for _, w := range read.warn {
 						if strings.Contains(w, "efs-utils") || strings.Contains(w, "AZNFS") {
 							t.Errorf("%s: warning %q", read.name, w)
@@ -244,6 +299,84 @@ func TestProxyHelperDirsAreRead(t *testing.T) {
 		v.Agent.ProxyHelpers.Directories = []string{d}
 		if err := v.Validate(); err != nil {
 			t.Errorf("directory %s: %v", d, err)
+		}
+	}
+}
+
+// TestAgentPodReadsHostTransports checks what agent.hostSys gives the agent: on a node
+// recorded from the lab with a server gone (Linux 6.1), the rendered agent pod reads the
+// host's sunrpc transports, every one of them, as the host does; without the value it reads
+// none and warns. Either way, and in both policy modes, read-ahead resolves into the bdi
+// mount on top of the host's /sys, writable only in enforce mode, and SetReadAhead's write
+// lands there and nowhere else.
+func TestAgentPodReadsHostTransports(t *testing.T) {
+	t.Parallel()
+	host := fixtureHost(t, "lab-6.1.0-50-amd64-server-gone")
+	onHost, err := inventory.Read(hostfs.Root(host), inventory.ReadOptions{PID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(onHost.Transports) == 0 || len(onHost.Mounts) == 0 {
+		t.Fatalf("fixture host: %d transports, %d mounts; want some of each", len(onHost.Transports), len(onHost.Mounts))
+	}
+	for _, hostSys := range []bool{true, false} {
+		for _, mode := range []string{PolicyEnforce, PolicyObserve} {
+			t.Run(fmt.Sprintf("hostSys=%v/%s", hostSys, mode), func(t *testing.T) {
+				t.Parallel()
+				v := DefaultValues()
+				v.Agent.HostSys = hostSys
+				v.Agent.PolicyMode = mode
+				view := newPodView(t, agentDaemonSet(v, "v0").Spec.Template.Spec, host)
+				inv, err := inventory.Read(view.root, inventory.ReadOptions{PID: view.pid})
+				if err != nil {
+					t.Fatal(err)
+				}
+				noSunrpc := slices.ContainsFunc(inv.Warnings, func(w string) bool { return strings.Contains(w, "no /sys/kernel/sunrpc") })
+				if hostSys {
+					if diff := cmp.Diff(onHost.Transports, inv.Transports); diff != "" {
+						t.Errorf("transports in the pod differ from the host's (-host +pod):\n%s", diff)
+					}
+					if noSunrpc {
+						t.Errorf("warnings %q: the pod does not see /sys/kernel/sunrpc", inv.Warnings)
+					}
+				} else if len(inv.Transports) != 0 || !noSunrpc {
+					t.Errorf("without hostSys: %d transports, warnings %q; want none and the warning", len(inv.Transports), inv.Warnings)
+				}
+
+				dev := inv.Mounts[0].Device
+				bdi := view.root.Sys("class", "bdi", dev, "read_ahead_kb")
+				resolved, err := filepath.EvalSymlinks(bdi)
+				if err != nil {
+					t.Fatal(err)
+				}
+				m, ok := view.mountOf(resolved)
+				if !ok || m.name != "host-bdi" {
+					t.Fatalf("%s resolves to %s, in mount %q; want the bdi mount", bdi, resolved, m.name)
+				}
+				if m.readOnly != (mode == PolicyObserve) {
+					t.Errorf("bdi mount read-only %v in %s mode", m.readOnly, mode)
+				}
+				if mode == PolicyObserve {
+					return
+				}
+				// The host's own copy below /host/sys/devices, on the read-only /sys mount,
+				// must stay as it was.
+				sysCopy := view.root.Sys("devices", "virtual", "bdi", dev, "read_ahead_kb")
+				before, _ := os.ReadFile(sysCopy)
+				if _, err := hostfs.SetReadAhead(view.root, dev, 4096); err != nil {
+					t.Fatal(err)
+				}
+				if b, err := os.ReadFile(resolved); err != nil || strings.TrimSpace(string(b)) != "4096" {
+					t.Errorf("bdi mount's %s: %q, %v; want 4096", dev, b, err)
+				}
+				after, _ := os.ReadFile(sysCopy)
+				if !bytes.Equal(before, after) {
+					t.Errorf("the write reached the /sys mount's %s: %q -> %q", sysCopy, before, after)
+				}
+				if hostSys && len(before) == 0 {
+					t.Errorf("the /sys mount has no %s: the check above proves nothing", sysCopy)
+				}
+			})
 		}
 	}
 }

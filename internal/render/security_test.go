@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,17 +13,30 @@ import (
 )
 
 // hostPathRule is what a DaemonSet may mount from the host, and whether writably.
+// recursive requires the read-only mount to be recursively read-only where the runtime
+// can (a host directory with submounts).
 type hostPathRule struct {
 	mountPath string
 	writable  bool
+	recursive bool
+}
+
+// contract is what a DaemonSet's pod may have beyond the common rules: its host paths, the
+// capabilities its containers add, and whether AppArmor may be unconfined.
+type contract struct {
+	hostPaths    map[string]hostPathRule
+	capabilities []corev1.Capability
+	unconfined   bool
 }
 
 // checkPod returns every way pod exceeds the agent's security contract: not privileged, no
-// host namespaces, root without capabilities only in containers that mount a host path
-// (any other runs as a non-root user), no privilege escalation, read-only root
-// filesystem, RuntimeDefault seccomp, and host paths limited to allowed (by host path),
-// mounted where allowed says and writable only where it says.
-func checkPod(pod corev1.PodSpec, allowed map[string]hostPathRule) []error {
+// host namespaces, root only in containers that mount a host path (any other runs as a
+// non-root user), every capability dropped and only c's added, no privilege escalation,
+// read-only root filesystem, RuntimeDefault seccomp, AppArmor not unconfined unless c
+// allows it, and host paths limited to c's (by host path), mounted where c says and
+// writable only where it says.
+func checkPod(pod corev1.PodSpec, c contract) []error {
+	allowed := c.hostPaths
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	if pod.HostNetwork || pod.HostPID || pod.HostIPC {
@@ -31,6 +45,9 @@ func checkPod(pod corev1.PodSpec, allowed map[string]hostPathRule) []error {
 	if pod.HostUsers != nil && !*pod.HostUsers {
 		// In a user namespace, uid 0 cannot write the host's root-owned bdi attributes.
 		bad("hostUsers: false")
+	}
+	if pod.SecurityContext != nil && pod.SecurityContext.AppArmorProfile != nil {
+		bad("pod AppArmor profile: set on the container that needs it")
 	}
 	if pod.SecurityContext == nil || pod.SecurityContext.SeccompProfile == nil ||
 		pod.SecurityContext.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
@@ -53,64 +70,69 @@ func checkPod(pod corev1.PodSpec, allowed map[string]hostPathRule) []error {
 		}
 	}
 	containers := append(append([]corev1.Container{}, pod.InitContainers...), pod.Containers...)
-	for _, c := range containers {
-		sc := c.SecurityContext
+	for _, ctr := range containers {
+		sc := ctr.SecurityContext
 		if sc == nil {
-			bad("container %s: no security context", c.Name)
+			bad("container %s: no security context", ctr.Name)
 			continue
 		}
 		if sc.Privileged == nil || *sc.Privileged {
-			bad("container %s: privileged is not false", c.Name)
+			bad("container %s: privileged is not false", ctr.Name)
 		}
 		if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
-			bad("container %s: allowPrivilegeEscalation is not false", c.Name)
+			bad("container %s: allowPrivilegeEscalation is not false", ctr.Name)
 		}
 		if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
-			bad("container %s: root filesystem is writable", c.Name)
+			bad("container %s: root filesystem is writable", ctr.Name)
 		}
 		mountsHost := false
-		for _, m := range c.VolumeMounts {
+		for _, m := range ctr.VolumeMounts {
 			_, ok := hostVolumes[m.Name]
 			mountsHost = mountsHost || ok
 		}
 		switch {
 		case mountsHost && (sc.RunAsUser == nil || *sc.RunAsUser != 0):
-			bad("container %s: runAsUser is not 0 (the bdi attributes are root-owned 0644)", c.Name)
+			bad("container %s: runAsUser is not 0 (the bdi attributes are root-owned 0644)", ctr.Name)
 		case !mountsHost && (sc.RunAsUser == nil || *sc.RunAsUser == 0 || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot):
-			bad("container %s: mounts no host path but may run as root", c.Name)
+			bad("container %s: mounts no host path but may run as root", ctr.Name)
 		}
-		if sc.Capabilities == nil || len(sc.Capabilities.Add) > 0 ||
-			len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" {
-			bad("container %s: capabilities are not exactly drop [ALL]", c.Name)
+		if sc.Capabilities == nil || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" {
+			bad("container %s: capabilities are not drop [ALL]", ctr.Name)
+		}
+		if sc.Capabilities != nil && !slices.Equal(sc.Capabilities.Add, c.capabilities) {
+			bad("container %s: capabilities add %q, want %q", ctr.Name, sc.Capabilities.Add, c.capabilities)
 		}
 		if sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
-			bad("container %s: seccomp profile is not RuntimeDefault", c.Name)
+			bad("container %s: seccomp profile is not RuntimeDefault", ctr.Name)
 		}
 		if sc.ProcMount != nil && *sc.ProcMount != corev1.DefaultProcMount {
-			bad("container %s: procMount %s", c.Name, *sc.ProcMount)
+			bad("container %s: procMount %s", ctr.Name, *sc.ProcMount)
 		}
-		if sc.AppArmorProfile != nil && sc.AppArmorProfile.Type == corev1.AppArmorProfileTypeUnconfined {
-			bad("container %s: AppArmor unconfined", c.Name)
+		if sc.AppArmorProfile != nil && sc.AppArmorProfile.Type == corev1.AppArmorProfileTypeUnconfined && !c.unconfined {
+			bad("container %s: AppArmor unconfined", ctr.Name)
 		}
-		for _, p := range c.Ports {
+		for _, p := range ctr.Ports {
 			if p.HostPort != 0 {
-				bad("container %s: hostPort %d", c.Name, p.HostPort)
+				bad("container %s: hostPort %d", ctr.Name, p.HostPort)
 			}
 		}
-		for _, m := range c.VolumeMounts {
+		for _, m := range ctr.VolumeMounts {
 			hp, ok := hostVolumes[m.Name]
 			if !ok {
 				continue
 			}
 			rule := allowed[hp]
 			if m.MountPath != rule.mountPath {
-				bad("container %s: host path %q mounted at %q, want %q", c.Name, hp, m.MountPath, rule.mountPath)
+				bad("container %s: host path %q mounted at %q, want %q", ctr.Name, hp, m.MountPath, rule.mountPath)
 			}
 			if !m.ReadOnly && !rule.writable {
-				bad("container %s: host path %q is writable", c.Name, hp)
+				bad("container %s: host path %q is writable", ctr.Name, hp)
+			}
+			if rule.recursive && (m.RecursiveReadOnly == nil || *m.RecursiveReadOnly == corev1.RecursiveReadOnlyDisabled) {
+				bad("container %s: host path %q is not recursively read-only", ctr.Name, hp)
 			}
 			if m.SubPath != "" || m.SubPathExpr != "" {
-				bad("container %s: subPath on host path %q", c.Name, hp)
+				bad("container %s: subPath on host path %q", ctr.Name, hp)
 			}
 		}
 	}
@@ -118,21 +140,35 @@ func checkPod(pod corev1.PodSpec, allowed map[string]hostPathRule) []error {
 }
 
 // agentHostPaths are the agent's host paths: /proc read-only, the bdi directory writable
-// only in enforce mode.
-func agentHostPaths(enforce bool) map[string]hostPathRule {
-	return map[string]hostPathRule{
+// only in enforce mode; no capability.
+func agentHostPaths(enforce bool) contract {
+	return contract{hostPaths: map[string]hostPathRule{
 		"/proc":                    {mountPath: "/host/proc"},
 		"/sys/devices/virtual/bdi": {mountPath: "/host/sys/class/bdi", writable: enforce},
-	}
+	}}
+}
+
+// withHostSys adds the host's /sys, recursively read-only at /host/sys (agent.hostSys).
+func withHostSys(c contract) contract {
+	c.hostPaths["/sys"] = hostPathRule{mountPath: "/host/sys", recursive: true}
+	return c
 }
 
 // withProxyHelpers adds the NFS proxy helpers' directories, read-only at their own path
 // below /host.
-func withProxyHelpers(rules map[string]hostPathRule) map[string]hostPathRule {
+func withProxyHelpers(c contract) contract {
 	for _, d := range inventory.ProxyStateDirs() {
-		rules[d] = hostPathRule{mountPath: HostRoot + d}
+		c.hostPaths[d] = hostPathRule{mountPath: HostRoot + d}
 	}
-	return rules
+	return c
+}
+
+// withPtrace adds CAP_SYS_PTRACE and an unconfined AppArmor profile
+// (agent.blockedProcesses, agent.appArmorProfile).
+func withPtrace(c contract) contract {
+	c.capabilities = []corev1.Capability{"SYS_PTRACE"}
+	c.unconfined = true
+	return c
 }
 
 func daemonSets(t *testing.T, name string) map[string]*appsv1.DaemonSet {
@@ -151,18 +187,19 @@ func TestSecurityContract(t *testing.T) {
 	tests := []struct {
 		values  string
 		ds      string
-		allowed map[string]hostPathRule
+		allowed contract
 	}{
-		{"agent-default", "nfstune-agent", agentHostPaths(false)},
+		{"agent-default", "nfstune-agent", withHostSys(agentHostPaths(false))},
 		{"agent-enforce-cas", "nfstune-agent", agentHostPaths(true)},
-		{"agent-proxy-helpers", "nfstune-agent", withProxyHelpers(agentHostPaths(true))},
+		{"agent-proxy-helpers", "nfstune-agent", withProxyHelpers(withHostSys(agentHostPaths(true)))},
+		{"agent-blocked-processes", "nfstune-agent", withPtrace(withHostSys(agentHostPaths(false)))},
 		{"installer", "nfstune-validate", agentHostPaths(false)},
-		{"installer", "nfstune-installer", map[string]hostPathRule{
+		{"installer", "nfstune-installer", contract{hostPaths: map[string]hostPathRule{
 			"/var/lib/nfstune/bin": {mountPath: "/host/var/lib/nfstune/bin", writable: true},
 			"/etc/nfstune":         {mountPath: "/host/etc/nfstune", writable: true},
 			"/etc/udev/rules.d":    {mountPath: "/host/etc/udev/rules.d", writable: true},
 			"/var/lib/nfstune":     {mountPath: "/host/var/lib/nfstune", writable: true},
-		}},
+		}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.values+"/"+tt.ds, func(t *testing.T) {
@@ -189,15 +226,27 @@ func TestSecurityContractCatches(t *testing.T) {
 		{"privileged", func(p *corev1.PodSpec) { p.Containers[0].SecurityContext.Privileged = new(true) }, "privileged"},
 		{"hostNetwork", func(p *corev1.PodSpec) { p.HostNetwork = true }, "host namespaces"},
 		{"hostPID", func(p *corev1.PodSpec) { p.HostPID = true }, "host namespaces"},
-		{"wider hostPath", func(p *corev1.PodSpec) { p.Volumes[1].HostPath.Path = "/sys" }, `host path "/sys" is not allowed`},
+		{"wider hostPath", func(p *corev1.PodSpec) { volume(p, "host-bdi").HostPath.Path = "/sys/devices" }, `host path "/sys/devices" is not allowed`},
 		{"whole host", func(p *corev1.PodSpec) {
 			p.Volumes = append(p.Volumes, hostPathVolume("root", "/", corev1.HostPathDirectory))
 		}, `host path "/" is not allowed`},
-		{"writable proc", func(p *corev1.PodSpec) { p.Containers[0].VolumeMounts[0].ReadOnly = false }, `host path "/proc" is writable`},
-		{"writable bdi in observe mode", func(p *corev1.PodSpec) { p.Containers[0].VolumeMounts[1].ReadOnly = false }, `"/sys/devices/virtual/bdi" is writable`},
+		{"writable proc", func(p *corev1.PodSpec) { mount(p, "host-proc").ReadOnly = false }, `host path "/proc" is writable`},
+		{"writable sys", func(p *corev1.PodSpec) { mount(p, "host-sys").ReadOnly = false }, `host path "/sys" is writable`},
+		{"sys submounts writable", func(p *corev1.PodSpec) { mount(p, "host-sys").RecursiveReadOnly = nil }, `host path "/sys" is not recursively read-only`},
+		{"writable bdi in observe mode", func(p *corev1.PodSpec) { mount(p, "host-bdi").ReadOnly = false }, `"/sys/devices/virtual/bdi" is writable`},
 		{"capability added", func(p *corev1.PodSpec) {
 			p.Containers[0].SecurityContext.Capabilities.Add = []corev1.Capability{"SYS_ADMIN"}
-		}, "capabilities"},
+		}, "capabilities add"},
+		{"ptrace without blockedProcesses", func(p *corev1.PodSpec) {
+			p.Containers[0].SecurityContext.Capabilities.Add = []corev1.Capability{PtraceCapability}
+		}, "capabilities add"},
+		{"capabilities not dropped", func(p *corev1.PodSpec) { p.Containers[0].SecurityContext.Capabilities.Drop = nil }, "not drop [ALL]"},
+		{"AppArmor unconfined", func(p *corev1.PodSpec) {
+			p.Containers[0].SecurityContext.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}
+		}, "AppArmor unconfined"},
+		{"pod AppArmor", func(p *corev1.PodSpec) {
+			p.SecurityContext.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeRuntimeDefault}
+		}, "pod AppArmor profile"},
 		{"escalation", func(p *corev1.PodSpec) { p.Containers[0].SecurityContext.AllowPrivilegeEscalation = nil }, "allowPrivilegeEscalation"},
 		{"writable root fs", func(p *corev1.PodSpec) { p.Containers[0].SecurityContext.ReadOnlyRootFilesystem = new(false) }, "root filesystem"},
 		{"unconfined seccomp", func(p *corev1.PodSpec) {
@@ -215,11 +264,11 @@ func TestSecurityContractCatches(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
 			pod := *agentDaemonSet(DefaultValues(), "v0").Spec.Template.Spec.DeepCopy()
-			if errs := checkPod(pod, agentHostPaths(false)); len(errs) != 0 {
+			if errs := checkPod(pod, withHostSys(agentHostPaths(false))); len(errs) != 0 {
 				t.Fatalf("unmodified pod fails: %v", errs)
 			}
 			m.mutate(&pod)
-			errs := checkPod(pod, agentHostPaths(false))
+			errs := checkPod(pod, withHostSys(agentHostPaths(false)))
 			var msgs []string
 			for _, e := range errs {
 				msgs = append(msgs, e.Error())
@@ -228,5 +277,120 @@ func TestSecurityContractCatches(t *testing.T) {
 				t.Errorf("checker missed %s: got %q, want an error containing %q", m.name, msgs, m.want)
 			}
 		})
+	}
+}
+
+// volume and mount return the pod's volume and its first container's mount of that name.
+func volume(p *corev1.PodSpec, name string) *corev1.Volume {
+	for i := range p.Volumes {
+		if p.Volumes[i].Name == name {
+			return &p.Volumes[i]
+		}
+	}
+	panic("no volume " + name)
+}
+
+func mount(p *corev1.PodSpec, name string) *corev1.VolumeMount {
+	for i := range p.Containers[0].VolumeMounts {
+		if p.Containers[0].VolumeMounts[i].Name == name {
+			return &p.Containers[0].VolumeMounts[i]
+		}
+	}
+	panic("no mount " + name)
+}
+
+// TestAgentCapabilityOnlyWithValue checks that the agent container adds CAP_SYS_PTRACE
+// only with agent.blockedProcesses, and nothing else even then, that no other container
+// ever adds it, and that the host's /sys comes and goes with agent.hostSys.
+func TestAgentCapabilityOnlyWithValue(t *testing.T) {
+	t.Parallel()
+	for _, blocked := range []bool{false, true} {
+		for _, hostSys := range []bool{false, true} {
+			v := DefaultValues()
+			v.Agent.HostSys = hostSys
+			v.Agent.BlockedProcesses.Enabled = blocked
+			err := v.Validate()
+			if blocked && !hostSys {
+				if err == nil || !strings.Contains(err.Error(), "agent.blockedProcesses: needs agent.hostSys") {
+					t.Errorf("blockedProcesses without hostSys: %v, want refused", err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := agentHostPaths(false)
+			if hostSys {
+				want = withHostSys(want)
+			}
+			if blocked {
+				want.capabilities = []corev1.Capability{"SYS_PTRACE"}
+			}
+			pod := agentDaemonSet(v, "v0").Spec.Template.Spec
+			for _, err := range checkPod(pod, want) {
+				t.Errorf("hostSys=%v blockedProcesses=%v: %v", hostSys, blocked, err)
+			}
+			// The same pod against a contract one capability short fails.
+			if blocked {
+				want.capabilities = nil
+				if len(checkPod(pod, want)) == 0 {
+					t.Errorf("blockedProcesses: pod passes a contract without SYS_PTRACE")
+				}
+			}
+		}
+	}
+	v := DefaultValues()
+	v.Mode = ModeInstaller
+	v.Agent.BlockedProcesses.Enabled = true
+	v.Agent.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}
+	objs, err := Render(v, "v0.0.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		ds, ok := o.(*appsv1.DaemonSet)
+		if !ok {
+			continue
+		}
+		p := ds.Spec.Template.Spec
+		for _, c := range append(p.InitContainers, p.Containers...) {
+			if len(c.SecurityContext.Capabilities.Add) != 0 || c.SecurityContext.AppArmorProfile != nil {
+				t.Errorf("%s container %s: the agent's values reach it: %+v", ds.Name, c.Name, c.SecurityContext)
+			}
+		}
+	}
+}
+
+// TestAppArmorProfileValues checks agent.appArmorProfile's validation: the three types
+// Kubernetes knows, a profile name with Localhost and only there.
+func TestAppArmorProfileValues(t *testing.T) {
+	t.Parallel()
+	name := "nfstune"
+	tests := []struct {
+		profile corev1.AppArmorProfile
+		want    string // "" for valid
+	}{
+		{corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeRuntimeDefault}, ""},
+		{corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}, ""},
+		{corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost, LocalhostProfile: &name}, ""},
+		{corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost}, "type Localhost needs localhostProfile"},
+		{corev1.AppArmorProfile{Type: "Confined"}, `agent.appArmorProfile.type "Confined"`},
+		{corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined, LocalhostProfile: &name}, "localhostProfile: only with type Localhost"},
+	}
+	for _, tt := range tests {
+		v := DefaultValues()
+		v.Agent.AppArmorProfile = &tt.profile
+		err := v.Validate()
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%+v: %v", tt.profile, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%+v: %v, want an error with %q", tt.profile, err, tt.want)
+		case tt.want == "":
+			sc := agentDaemonSet(v, "v0").Spec.Template.Spec.Containers[0].SecurityContext
+			if sc.AppArmorProfile == nil || sc.AppArmorProfile.Type != tt.profile.Type {
+				t.Errorf("%+v: container profile %+v", tt.profile, sc.AppArmorProfile)
+			}
+		}
 	}
 }

@@ -112,6 +112,18 @@ type Agent struct {
 	// ProxyHelpers mounts the state of the NFS proxy helpers, so that the agent attributes
 	// a mount through efs-utils or AZNFS to its service instead of a bare loopback one.
 	ProxyHelpers ProxyHelpers `json:"proxyHelpers"`
+	// HostSys mounts the host's /sys read-only at /host/sys (recursively where the runtime
+	// can), under the bdi mount, so that the agent reads the host's sunrpc transports
+	// (/sys/kernel/sunrpc is tagged by network namespace: the pod's own /sys shows the
+	// pod's). Off, the agent sees no transports and exports no nfstune_server_* series.
+	HostSys bool `json:"hostSys"`
+	// BlockedProcesses lets the agent inspect every process using a stalled server's mounts.
+	BlockedProcesses Toggle `json:"blockedProcesses"`
+	// AppArmorProfile is the agent container's AppArmor profile; nil leaves the runtime's
+	// default. The default profiles of containerd and CRI-O allow ptrace only between
+	// processes of that profile, so BlockedProcesses needs Unconfined or a Localhost profile
+	// on AppArmor nodes.
+	AppArmorProfile *corev1.AppArmorProfile `json:"appArmorProfile"`
 }
 
 // ProxyHelpers configures the read-only host directories of the local proxies that
@@ -238,6 +250,7 @@ func DefaultValues() Values {
 		Agent: Agent{
 			PolicyMode: PolicyObserve, Resync: "30s", LogLevel: "info",
 			ProxyHelpers: ProxyHelpers{Directories: slices.Clone(defaultProxyDirs)},
+			HostSys:      true,
 		},
 		Installer: Installer{
 			BinDir:    "/opt/nfstune/bin",
@@ -387,6 +400,20 @@ func (v Values) Validate() error {
 		}
 		if slices.Index(v.Agent.ProxyHelpers.Directories, d) < i {
 			add("agent.proxyHelpers.directories[%d] %q: listed twice", i, d)
+		}
+	}
+	if v.Agent.BlockedProcesses.Enabled && !v.Agent.HostSys {
+		add("agent.blockedProcesses: needs agent.hostSys, the transports that show which servers stalled")
+	}
+	if p := v.Agent.AppArmorProfile; p != nil {
+		switch {
+		case p.Type == corev1.AppArmorProfileTypeLocalhost && (p.LocalhostProfile == nil || *p.LocalhostProfile == ""):
+			add("agent.appArmorProfile: type Localhost needs localhostProfile, the name of a profile loaded on every node")
+		case p.Type == corev1.AppArmorProfileTypeLocalhost:
+		case p.Type != corev1.AppArmorProfileTypeRuntimeDefault && p.Type != corev1.AppArmorProfileTypeUnconfined:
+			add("agent.appArmorProfile.type %q: want RuntimeDefault, Unconfined or Localhost", p.Type)
+		case p.LocalhostProfile != nil:
+			add("agent.appArmorProfile.localhostProfile: only with type Localhost")
 		}
 	}
 	if !slices.Contains(metricsTiers, v.Metrics.Tier) {

@@ -13,10 +13,19 @@ app.kubernetes.io/name: nfstune
 {{- end -}}
 {{- end }}
 
-{{/* Security context of every container: uid 0 without capabilities, nothing else. */}}
+{{/* Security context of every container: uid 0 without capabilities, nothing else. The
+     agent's may add .capAdd (agent.blockedProcesses) and .appArmorProfile. */}}
 {{- define "nfstune.securityContext" -}}
 allowPrivilegeEscalation: false
+{{- with .appArmorProfile }}
+appArmorProfile:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 capabilities:
+  {{- with .capAdd }}
+  add:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
   drop:
     - ALL
 privileged: false
@@ -70,12 +79,19 @@ updateStrategy:
     maxUnavailable: {{ .Values.maxUnavailable }}
 {{- end }}
 
-{{/* The read-only host mounts: /proc, and the bdi directory at the place its
-     /sys/class/bdi symlinks point to. */}}
+{{/* The read-only host mounts: /proc, with .hostSys the host's /sys (recursively
+     read-only where the runtime can; listed before the bdi mount that sits on top of it),
+     and the bdi directory at the place its /sys/class/bdi symlinks point to. */}}
 {{- define "nfstune.readMounts" -}}
 - name: host-proc
   mountPath: /host/proc
   readOnly: true
+{{- if .hostSys }}
+- name: host-sys
+  mountPath: /host/sys
+  readOnly: true
+  recursiveReadOnly: IfPossible
+{{- end }}
 - name: host-bdi
   mountPath: /host/sys/class/bdi
   readOnly: {{ .readOnly }}
@@ -86,6 +102,12 @@ updateStrategy:
   hostPath:
     path: /proc
     type: Directory
+{{- if .hostSys }}
+- name: host-sys
+  hostPath:
+    path: /sys
+    type: Directory
+{{- end }}
 - name: host-bdi
   hostPath:
     path: /sys/devices/virtual/bdi
@@ -159,6 +181,17 @@ updateStrategy:
 {{- end }}
 {{- if and .Values.image.digest (not (regexMatch "^sha256:[0-9a-f]{64}$" .Values.image.digest)) }}
 {{- fail (printf "image.digest %q: want sha256:<64 hex digits>" .Values.image.digest) }}
+{{- end }}
+{{- if and .Values.agent.blockedProcesses.enabled (not .Values.agent.hostSys) }}
+{{- fail "agent.blockedProcesses: needs agent.hostSys, the transports that show which servers stalled" }}
+{{- end }}
+{{- with .Values.agent.appArmorProfile }}
+{{- if and (eq .type "Localhost") (not .localhostProfile) }}
+{{- fail "agent.appArmorProfile: type Localhost needs localhostProfile, the name of a profile loaded on every node" }}
+{{- end }}
+{{- if and (ne .type "Localhost") .localhostProfile }}
+{{- fail "agent.appArmorProfile.localhostProfile: only with type Localhost" }}
+{{- end }}
 {{- end }}
 {{- if and .Values.grafanaDashboard.enabled (not .Values.grafanaDashboard.labels) }}
 {{- fail "grafanaDashboard.labels: empty, so no dashboard sidecar would load the ConfigMap" }}
