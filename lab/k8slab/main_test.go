@@ -21,6 +21,7 @@ var summary struct {
 	Kernel                      string   `json:"kernel"`
 	AppArmorEnabled             bool     `json:"apparmor_enabled"`
 	AgentAppArmorProfile        string   `json:"agent_apparmor_profile"`
+	AgentCPULimit               string   `json:"agent_cpu_limit"`
 	ClusterStartS               float64  `json:"cluster_start_s"`
 	PodsTotal                   int      `json:"pods_total"`
 	PodsTuned                   int      `json:"pods_tuned"`
@@ -65,6 +66,7 @@ func runMain(m *testing.M) int {
 			return 2
 		}
 	}
+	summary.AgentCPULimit = agentCPULimit
 	theNode = &node{bin: "/run/k8slab/bin"}
 	binDir = theNode.bin
 	defer theNode.stop()

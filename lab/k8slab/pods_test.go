@@ -124,6 +124,21 @@ func podDiagnosis(ns, name string) string {
 			fmt.Fprintf(&b, "event: %s %s: %s\n", e.Type, e.Reason, e.Message)
 		}
 	}
+	var p corev1.Pod
+	if cluster.get(fmt.Sprintf("/api/v1/namespaces/%s/pods/%s", ns, name), &p) == nil {
+		for _, c := range append(append([]corev1.Container{}, p.Spec.InitContainers...), p.Spec.Containers...) {
+			lines := containerLog(&p, c.Name)
+			if len(lines) > 15 {
+				lines = lines[len(lines)-15:]
+			}
+			fmt.Fprintf(&b, "container %s log:\n%s\n", c.Name, strings.Join(lines, "\n"))
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if pid, err := containerPID(cs.ContainerID); err == nil {
+				fmt.Fprintf(&b, "container %s: pid %d, %s\n", cs.Name, pid, cpuStat(pid))
+			}
+		}
+	}
 	fmt.Fprintf(&b, "kubelet:\n%s\ncontainerd:\n%s", tail("kubelet", 15), tail("containerd", 10))
 	return b.String()
 }
@@ -241,6 +256,21 @@ func containerPID(containerID string) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("no task for container %s", id)
+}
+
+// cpuStat is the CPU time and throttling of a process's cgroup (cgroup v2 cpu.stat).
+func cpuStat(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		return err.Error()
+	}
+	path := strings.TrimPrefix(strings.TrimSpace(string(b)), "0::")
+	st, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", path, "cpu.stat"))
+	if err != nil {
+		return err.Error()
+	}
+	max, _ := os.ReadFile(filepath.Join("/sys/fs/cgroup", path, "cpu.max"))
+	return fmt.Sprintf("cpu.max %s, %s", strings.TrimSpace(string(max)), strings.Join(strings.Fields(string(st)), " "))
 }
 
 // helm runs the chart's client against the cluster.

@@ -197,12 +197,13 @@ func waitReadAhead(dev string, want int, limit time.Duration) bool {
 	}
 }
 
-// volumeMount finds the NFS mount kubelet made for a pod's volume.
-func volumeMount(podUID, volume string) (mountEntry, bool) {
+// volumeMount finds the NFS mount kubelet made for a pod's volume: under the pod's
+// directory, named after the volume (inline) or the PersistentVolume.
+func volumeMount(podUID string) (mountEntry, bool) {
 	ms, _ := readMounts()
-	suffix := "/pods/" + podUID + "/volumes/kubernetes.io~nfs/" + volume
+	dir := "/pods/" + podUID + "/volumes/kubernetes.io~nfs/"
 	for _, m := range ms {
-		if isNFS(m.fsType) && strings.HasSuffix(m.mountPoint, suffix) {
+		if isNFS(m.fsType) && strings.Contains(m.mountPoint, dir) {
 			return m, true
 		}
 	}
