@@ -496,6 +496,7 @@ func TestInstallerUdev(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+	logf("installer pod %s Running: its init container has finished", pod.Name)
 	const rule = "/etc/udev/rules.d/99-zz-nfstune-readahead.rules"
 	if _, err := os.Stat(rule); err != nil {
 		t.Fatalf("the installer's init container did not install the udev rule: %v", err)
