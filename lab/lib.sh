@@ -3,8 +3,6 @@
 
 # The cache lives outside the clone so that a fresh checkout (CI) reuses the guest root.
 LAB_CACHE=${NFSTUNE_LAB_CACHE:-/var/cache/nfstune-lab}
-LAB_ROOT="$LAB_CACHE/root"             # the guest's self-contained root filesystem
-LAB_STAMP="$LAB_CACHE/root.stamp"      # written last: what the root was built from
 LAB_VENV="$LAB_CACHE/venv"             # virtme-ng, installed with pip into a venv
 LAB_VNG="$LAB_VENV/bin/vng"
 LAB_KERNELS="$LAB_CACHE/kernels"       # other kernel lines, one directory each (lab_kernel_dir)
@@ -13,6 +11,27 @@ LAB_KERNELS="$LAB_CACHE/kernels"       # other kernel lines, one directory each 
 LAB_VIRTME_NG_VERSION=1.42
 LAB_SUITE=bookworm
 LAB_GUEST_PACKAGES=linux-image-amd64,nfs-kernel-server,nfs-common,fio,udev,iproute2,kmod,procps,util-linux,e2fsprogs,iputils-ping
+# The Kubernetes node's packages (make k8s-e2e): the container runtime, CNI plugins and the
+# AppArmor userspace containerd loads its default profile with.
+LAB_K8S_PACKAGES=containerd,runc,containernetworking-plugins,apparmor,iptables
+
+# The guest root: NFSTUNE_LAB_GUEST=nfs (the default) is the NFS lab's root; k8s is a root of
+# its own with the Kubernetes node's packages added, so that the NFS lab's root, shared by
+# every lab run, stays as it is and is not rebuilt when a Kubernetes run needs more.
+LAB_GUEST=${NFSTUNE_LAB_GUEST:-nfs}
+case $LAB_GUEST in
+nfs)
+	LAB_ROOT="$LAB_CACHE/root"        # the guest's self-contained root filesystem
+	LAB_STAMP="$LAB_CACHE/root.stamp" # written last: what the root was built from
+	LAB_ROOT_PACKAGES=$LAB_GUEST_PACKAGES
+	;;
+k8s)
+	LAB_ROOT="$LAB_CACHE/k8s-root"
+	LAB_STAMP="$LAB_CACHE/k8s-root.stamp"
+	LAB_ROOT_PACKAGES=$LAB_GUEST_PACKAGES,$LAB_K8S_PACKAGES
+	;;
+*) printf 'lab: error: NFSTUNE_LAB_GUEST=%s: want nfs or k8s\n' "$LAB_GUEST" >&2; exit 1 ;;
+esac
 
 # The guest kernel: a Debian kernel line, 6.1 (bookworm, the root's own kernel) by default.
 # The others come from their suite's linux-image-amd64 and boot with the same bookworm root.

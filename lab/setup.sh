@@ -42,7 +42,7 @@ step_virtme_ng() {
 }
 
 stamp_text() {
-	printf 'suite=%s\nmirror=%s\npackages=%s\n' "$LAB_SUITE" "$(lab_mirror)" "$LAB_GUEST_PACKAGES"
+	printf 'suite=%s\nmirror=%s\npackages=%s\n' "$LAB_SUITE" "$(lab_mirror)" "$LAB_ROOT_PACKAGES"
 }
 
 step_guest_root() {
@@ -50,16 +50,16 @@ step_guest_root() {
 		lab_log "guest root present ($LAB_ROOT, $(basename "$(LAB_KERNEL_LINE=6.1 lab_kernel)"))"
 		return
 	fi
-	local tmp="$LAB_CACHE/root.tmp.$$"
-	rm -rf "$LAB_CACHE"/root.tmp.* "$LAB_STAMP"
+	local tmp="$LAB_ROOT.tmp.$$"
+	rm -rf "$LAB_ROOT".tmp.* "$LAB_STAMP"
 	local mirror
 	mirror=$(lab_mirror)
 	lab_log "building guest root with debootstrap from $mirror (about 2 minutes)"
-	if ! debootstrap --variant=minbase --include="$LAB_GUEST_PACKAGES" \
-		"$LAB_SUITE" "$tmp" "$mirror" >"$LAB_CACHE/debootstrap.log" 2>&1; then
-		tail -n 40 "$LAB_CACHE/debootstrap.log" >&2
+	if ! debootstrap --variant=minbase --include="$LAB_ROOT_PACKAGES" \
+		"$LAB_SUITE" "$tmp" "$mirror" >"$LAB_ROOT.debootstrap.log" 2>&1; then
+		tail -n 40 "$LAB_ROOT.debootstrap.log" >&2
 		rm -rf "$tmp"
-		lab_die "debootstrap failed (log: $LAB_CACHE/debootstrap.log)"
+		lab_die "debootstrap failed (log: $LAB_ROOT.debootstrap.log)"
 	fi
 	# Trim what the guest never needs: package caches, docs, man pages.
 	rm -rf "$tmp"/var/cache/apt/archives/*.deb "$tmp"/usr/share/doc/* "$tmp"/usr/share/man/*
@@ -102,6 +102,17 @@ kernel_stamp_text() {
 # unpacked with dpkg -x into kernels/LINE/root, with modules.dep made by depmod. Then it links
 # the modules into the guest root's /lib/modules/ABI (hard links: the root is rebuilt
 # without them when its stamp changes, and this step links them again).
+# step_k8s_dirs creates, in the k8s root, the node's state directories (lab/k8slab mounts a
+# tmpfs on each: the guest cannot create them on its read-only 9p root).
+step_k8s_dirs() {
+	[[ $LAB_GUEST == k8s ]] || return 0
+	local d
+	for d in var/lib/containerd var/lib/kubelet var/lib/cni var/log/pods var/log/containers \
+		etc/cni/net.d opt/nfstune etc/nfstune var/lib/nfstune; do
+		mkdir -p "$LAB_ROOT/$d"
+	done
+}
+
 step_kernel() {
 	[[ $LAB_KERNEL_LINE == 6.1 ]] && return
 	local dir suite mirror
@@ -167,3 +178,4 @@ step_host_packages
 step_virtme_ng
 step_guest_root
 step_kernel
+step_k8s_dirs

@@ -16,7 +16,8 @@
 # Env: NFSTUNE_LAB_CACHE (guest root cache), NFSTUNE_LAB_TIMEOUT (seconds, default 900),
 # NFSTUNE_LAB_MEMORY (2G), NFSTUNE_LAB_CPUS (2), NFSTUNE_LAB_KERNEL (5.10, 6.1, 6.12 or 7.2;
 # default 6.1), NFSTUNE_LAB_KVM=1 to try KVM (hangs on the project's machines; TCG is the
-# default).
+# default), NFSTUNE_LAB_GUEST (nfs or k8s: which cached root, lab/lib.sh),
+# NFSTUNE_LAB_APPEND (kernel command-line arguments to add, e.g. "apparmor=1 security=apparmor").
 set -euo pipefail
 args=("$@")
 here=$(cd "$(dirname "$0")" && pwd)
@@ -56,20 +57,25 @@ console=$run/console.log
 
 kvm=(--disable-kvm)
 [[ ${NFSTUNE_LAB_KVM:-0} == 1 ]] && kvm=()
+# One --append per word: vng adds each to the kernel command line.
+append=()
+for arg in ${NFSTUNE_LAB_APPEND:-}; do
+	append+=(--append "$arg")
+done
 
 export PATH="$LAB_VENV/bin:$PATH"
 step_name() { cat "$run/step" 2>/dev/null || true; }
 
 if ((shell)); then
 	cd "$repo"
-	"$LAB_VNG" "${kvm[@]}" --force-9p --verbose --root "$LAB_ROOT" -r "$kernel" \
+	"$LAB_VNG" "${kvm[@]}" "${append[@]}" --force-9p --verbose --root "$LAB_ROOT" -r "$kernel" \
 		--memory "$LAB_MEMORY" --cpus "$LAB_CPUS" --rwdir="/lab=$repo" \
 		--exec "/lab/lab/guest/run.sh $grun ${scenario[*]} -- bash -i" || true
 	rm -rf "$run"
 	exit 0
 fi
 
-lab_log "booting $LAB_KERNEL_LINE: ${kernel#"$LAB_CACHE"/} (TCG, ${LAB_CPUS} vCPUs, ${LAB_MEMORY}); console: $console"
+lab_log "booting $LAB_KERNEL_LINE: ${kernel#"$LAB_CACHE"/} (TCG, ${LAB_CPUS} vCPUs, ${LAB_MEMORY}${NFSTUNE_LAB_APPEND:+, $NFSTUNE_LAB_APPEND}); console: $console"
 start=$(date +%s)
 # qemu reopens its stdout and stderr (/proc/self/fd/N) with O_TRUNC: give it a pipe, not a
 # file. timeout runs in its own process group: stop it (and qemu) if this script is
@@ -77,7 +83,7 @@ start=$(date +%s)
 mkfifo "$run/console.fifo"
 (
 	cd "$repo"
-	exec timeout -k 10 "$LAB_TIMEOUT" "$LAB_VNG" "${kvm[@]}" --force-9p --verbose \
+	exec timeout -k 10 "$LAB_TIMEOUT" "$LAB_VNG" "${kvm[@]}" "${append[@]}" --force-9p --verbose \
 		--root "$LAB_ROOT" -r "$kernel" --memory "$LAB_MEMORY" --cpus "$LAB_CPUS" \
 		--rwdir="/lab=$repo" \
 		--exec "/lab/lab/guest/run.sh $grun ${scenario[*]} -- $(printf '%q ' "$@")"

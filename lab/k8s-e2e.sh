@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Run nfstune on a real one-node Kubernetes cluster in one boot of the lab guest
+# (lab/k8slab): the k8s guest root (NFSTUNE_LAB_GUEST=k8s: containerd, runc, CNI plugins,
+# AppArmor), booted with AppArmor on, the Kubernetes binaries built from the pinned module,
+# the agent image from `make image` and the pause and test images from lab/k8slab/mkimages.
+# `make k8s-e2e` builds what this needs and runs it; the figures go to
+# bin/k8s-e2e/summary.json.
+#   lab/k8s-e2e.sh [-run REGEXP]
+# Env: K8S_BINARIES (the kubelet, kube-apiserver, kube-controller-manager, kube-scheduler,
+# etcd and helm binaries, NAME=PATH separated by blanks), K8S_IMAGE_TAR and K8S_IMAGE_REF
+# (the agent image tarball and its reference).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+export NFSTUNE_LAB_GUEST=k8s
+. "$here/lib.sh"
+GO=${GO:-go}
+start=$(date +%s)
+
+[[ -n ${K8S_BINARIES:-} && -f ${K8S_IMAGE_TAR:-} && -n ${K8S_IMAGE_REF:-} ]] ||
+	lab_die "K8S_BINARIES, K8S_IMAGE_TAR and K8S_IMAGE_REF must be set: run make k8s-e2e"
+
+# The guest's files go to a directory of their own: others may rebuild bin/ meanwhile.
+mkdir -p "$repo/lab/.cache"
+bin=$(mktemp -d "$repo/lab/.cache/k8s.XXXXXX")
+trap 'rm -rf "$bin"' EXIT
+lab_log "building nfstune, the pause and test images and the Kubernetes lab tests"
+(
+	cd "$repo"
+	CGO_ENABLED=0 "$GO" build -trimpath -o "$bin/nfstune" ./cmd/nfstune
+	"$GO" run ./lab/k8slab/mkimages -busybox /bin/busybox -out "$bin/lab-images.tar"
+	CGO_ENABLED=0 "$GO" test -c -tags lab -o "$bin/k8slab.test" ./lab/k8slab
+)
+cp "$K8S_IMAGE_TAR" "$bin/nfstune-image.tar"
+for pair in $K8S_BINARIES; do
+	cp "$repo/${pair#*=}" "$bin/${pair%%=*}"
+done
+gbin=/lab/${bin#"$repo"/}
+
+args=(-test.v -test.timeout=40m)
+while (($#)); do
+	case $1 in
+	-run) args+=("-test.run=$2"); shift 2 ;;
+	*) lab_die "unknown argument $1" ;;
+	esac
+done
+
+mkdir -p "$repo/bin/k8s-e2e"
+summary=$repo/bin/k8s-e2e/summary.json
+rm -f "$summary"
+# A node's worth of memory: the control plane, containerd and 25 pods, with the images and
+# kubelet's and containerd's state on tmpfs. Under TCG the cluster takes minutes to start.
+export NFSTUNE_LAB_MEMORY=${NFSTUNE_LAB_MEMORY:-6G}
+export NFSTUNE_LAB_TIMEOUT=${NFSTUNE_LAB_TIMEOUT:-3000}
+export NFSTUNE_LAB_APPEND="apparmor=1 security=apparmor"
+rc=0
+"$here/vm.sh" -- env NFSTUNE_K8S_BIN="$gbin" NFSTUNE_K8S_IMAGE="$K8S_IMAGE_REF" \
+	NFSTUNE_K8S_CHART=/lab/deploy/helm/nfstune NFSTUNE_K8S_SUMMARY=/lab/bin/k8s-e2e/summary.json \
+	"$gbin/k8slab.test" "${args[@]}" || rc=$?
+
+elapsed=$(($(date +%s) - start))
+if [[ -f $summary ]]; then
+	# The whole run, boot and builds included, next to the guest's own figures.
+	python3 - "$summary" "$elapsed" <<-'PY'
+	import json, sys
+	path, elapsed = sys.argv[1], int(sys.argv[2])
+	s = json.load(open(path))
+	s["elapsed_s"] = elapsed
+	json.dump(s, open(path, "w"), indent=2)
+	open(path, "a").write("\n")
+	PY
+	cat "$summary"
+else
+	lab_log "the guest wrote no summary"
+fi
+lab_log "k8s-e2e: exit $rc after ${elapsed}s; summary: ${summary#"$repo"/}"
+exit "$rc"
