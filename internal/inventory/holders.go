@@ -1,8 +1,6 @@
 package inventory
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -249,27 +247,19 @@ func (r *holderReader) readTable(dir string) *nsMounts {
 }
 
 // parseNSMounts reads the mount ID, device and mount point of each mountinfo line
-// (proc_pid_mountinfo(5)); it keeps the mount points only when a wanted device is there.
+// (proc_pid_mountinfo(5)), through the same parser as the inventory (parseMountInfo); it
+// keeps the mount points only when a wanted device is there.
 func parseNSMounts(b []byte, want map[string]bool) *nsMounts {
 	t := &nsMounts{byID: map[int]string{}, devices: map[string]bool{}}
-	var points []mountPoint
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 5 {
-			continue
-		}
-		id, err := strconv.Atoi(f[0])
-		if err != nil {
-			continue
-		}
-		dev := f[2]
+	infos, _ := parseMountInfo(b, nil)
+	points := make([]mountPoint, 0, len(infos))
+	for _, in := range infos {
+		dev := fmt.Sprintf("%d:%d", in.Major, in.Minor)
 		if want[dev] {
-			t.byID[id] = dev
+			t.byID[in.ID] = dev
 			t.devices[dev] = true
 		}
-		points = append(points, mountPoint{path: unescapeMountinfo(f[4]), device: dev})
+		points = append(points, mountPoint{path: in.Mountpoint, device: dev})
 	}
 	if len(t.byID) > 0 {
 		t.points = points
@@ -412,25 +402,6 @@ func cgroupPod(b []byte) (podUID, containerID string) {
 		}
 	}
 	return "", ""
-}
-
-// unescapeMountinfo decodes the octal escapes (\040 for a space) of a mountinfo field.
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // BlockedMount is a superblock whose server is not answering (Inventory.Stalled), with
