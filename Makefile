@@ -17,7 +17,7 @@ TAGS     := lab,helm,apiserver
 
 PROMTOOL ?= promtool
 
-.PHONY: all build verify test vet scrape-test rules-test check lab-setup lab-test lab-matrix lab-record lab-shell demo clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e
+.PHONY: all host-packages build verify test vet scrape-test rules-test check lab-setup lab-test lab-matrix lab-record lab-shell demo clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e
 
 all: build
 
@@ -29,7 +29,7 @@ vet:
 
 # verify is the fast gate, run before any test: gofmt, go vet, golangci-lint (.golangci.yml:
 # staticcheck, revive's exported rule, depguard, forbidigo, gochecknoinits) and shellcheck.
-verify: $(GOLANGCI_LINT)
+verify: host-packages $(GOLANGCI_LINT)
 	@unformatted=$$(gofmt -l cmd internal lab bench); \
 	if [ -n "$$unformatted" ]; then echo "gofmt -l: run gofmt -w on:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet -tags $(TAGS) ./...
@@ -52,10 +52,22 @@ scrape-test:
 # (deploy/prometheus/tests) with promtool, from Debian's prometheus package (.ci/run
 # installs it). deploy's Go test checks the metric names they and the Grafana dashboard use
 # against the agent's output.
-rules-test:
+rules-test: host-packages
 	@command -v $(PROMTOOL) >/dev/null || { echo "promtool missing: apt-get install prometheus"; exit 1; }
 	$(PROMTOOL) check rules deploy/helm/nfstune/files/nfstune-rules.yaml
 	$(PROMTOOL) test rules deploy/prometheus/tests/*.test.yaml
+
+# host-packages installs, as root from Debian, the host tools the checks need besides Go
+# when they are missing: shellcheck (verify) and promtool, from the prometheus package
+# (rules-test and deploy's dashboard test). The lab's own packages come with lab-setup.
+host-packages:
+	@missing=""; \
+	command -v shellcheck >/dev/null || missing="$$missing shellcheck"; \
+	command -v $(PROMTOOL) >/dev/null || missing="$$missing prometheus"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
 
 # check runs verify first, then every test: unit tests, the scrape comparison's module, the
 # Prometheus rules, the chart against nfstune k8s render, then the real-kernel lab tests: all
