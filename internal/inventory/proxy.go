@@ -99,11 +99,7 @@ const (
 // nfs_show_mount_options prints it. 0 for any other mount: the lab's and most test
 // servers listen on 127.0.0.1:2049 and are not proxied.
 func loopbackPort(m *Mount) int {
-	addr := m.ServerAddr
-	if addr == "" {
-		addr = m.Server
-	}
-	a, err := netip.ParseAddr(strings.Trim(addr, "[]"))
+	a, err := netip.ParseAddr(strings.Trim(m.serverAddr(), "[]"))
 	if err != nil || !a.Unmap().IsLoopback() {
 		return 0
 	}
