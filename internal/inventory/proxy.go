@@ -99,11 +99,7 @@ const (
 // nfs_show_mount_options prints it. 0 for any other mount: the lab's and most test
 // servers listen on 127.0.0.1:2049 and are not proxied.
 func loopbackPort(m *Mount) int {
-	addr := m.ServerAddr
-	if addr == "" {
-		addr = m.Server
-	}
-	a, err := netip.ParseAddr(strings.Trim(addr, "[]"))
+	a, err := netip.ParseAddr(strings.Trim(m.serverAddr(), "[]"))
 	if err != nil || !a.Unmap().IsLoopback() {
 		return 0
 	}
@@ -145,9 +141,7 @@ func AttributeProxies(root hostfs.Root, mounts []Mount) []string {
 				warnings = append(warnings, w...)
 				efsReadAhead = &on
 			}
-			port := m.Proxy.Port
 			*m.Proxy = s.proxy
-			m.Proxy.Port = port
 			if *efsReadAhead && m.RSize > 0 {
 				// mount_utils.optimize_readahead_window: DEFAULT_NFS_MAX_READAHEAD_MULTIPLIER
 				// (15) x the rsize option / 1024. efs-utils passes rsize=1048576 unless the
@@ -160,19 +154,17 @@ func AttributeProxies(root hostfs.Root, mounts []Mount) []string {
 			continue
 		}
 		if t, ok := az[m.Proxy.Port]; ok {
-			port := m.Proxy.Port
 			*m.Proxy = t
-			m.Proxy.Port = port
 			m.Backend = backendAzureFiles
 		}
 	}
 	return warnings
 }
 
-// efsState is one efs-utils state file.
+// efsState is one efs-utils state file: the tunnel it describes (proxy.Port is the port
+// its name ends in) and the mount point it was made for.
 type efsState struct {
 	proxy      Proxy
-	port       int
 	mountpoint string
 }
 
@@ -187,7 +179,7 @@ func (ss efsStates) match(port int, mps []string) *efsState {
 	n := 0
 	for i := range ss {
 		s := &ss[i]
-		if s.port != port {
+		if s.proxy.Port != port {
 			continue
 		}
 		if slices.Contains(mps, s.mountpoint) {
@@ -246,8 +238,9 @@ func readEFSStates(root hostfs.Root) (efsStates, []string) {
 			warnings = append(warnings, fmt.Sprintf("efs-utils state %s dropped: %v", name, err))
 			continue
 		}
-		s := efsState{port: port, mountpoint: st.Mountpoint, proxy: Proxy{
+		s := efsState{mountpoint: st.Mountpoint, proxy: Proxy{
 			Kind:         efsKind(st.Cmd),
+			Port:         port,
 			FileSystemID: fsID,
 			State:        path.Join(shown, name),
 		}}
@@ -330,6 +323,7 @@ func readAZNFSTunnels(root hostfs.Root) (map[int]Proxy, []string) {
 		tls := true
 		out[port] = Proxy{
 			Kind:     ProxyAZNFS,
+			Port:     port,
 			Upstream: tunnelConnect(b),
 			TLS:      &tls,
 			State:    path.Join(shown, name),

@@ -322,11 +322,7 @@ func Stalls(before, after []Transport, window time.Duration) []StalledServer {
 // server address and, when both are known, the same port. A mount without port= uses
 // 2049 for NFSv4 and whatever rpcbind said for NFSv3, so only NFSv4 is compared then.
 func (s StalledServer) Reaches(m *Mount) bool {
-	addr := m.ServerAddr
-	if addr == "" {
-		addr = m.Server
-	}
-	if s.Addr != addr {
+	if s.Addr != m.serverAddr() {
 		return false
 	}
 	if s.Port == 0 {

@@ -576,9 +576,10 @@ func (c *Collector) serverMetrics(inv *inventory.Inventory) []prometheus.Metric 
 			count[t.DstAddr]++
 		}
 	}
+	// One address has a StalledServer per port: 127.0.0.1 for every local proxy.
 	stuck := make(map[string]int, len(inv.Stalled))
 	for _, s := range inv.Stalled {
-		stuck[s.Addr] = len(s.Transports)
+		stuck[s.Addr] += len(s.Transports)
 	}
 	addrs := make([]string, 0, len(count))
 	for a := range count {

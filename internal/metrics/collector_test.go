@@ -474,3 +474,31 @@ nfstune_blocked_uninspected_processes 3
 		t.Errorf("without transports: %d server or blocked series, want none", n)
 	}
 }
+
+// TestCollectorStuckTransportsSharedAddress: file systems behind local proxies share
+// 127.0.0.1 and are stalled per port; the address's series counts the stuck transports of
+// every port.
+func TestCollectorStuckTransportsSharedAddress(t *testing.T) {
+	t.Parallel()
+	snap := twoMounts(t)
+	inv := snap.Inventory
+	for i, port := range []int{20049, 20050, 20051} {
+		inv.Transports = append(inv.Transports, inventory.Transport{Name: fmt.Sprintf("switch-%d/xprt-%d-tcp", i, i), DstAddr: "127.0.0.1", DstPort: port})
+	}
+	inv.Stalled = []inventory.StalledServer{
+		{Addr: "127.0.0.1", Port: 20049, Transports: []string{"switch-0/xprt-0-tcp"}},
+		{Addr: "127.0.0.1", Port: 20050, Transports: []string{"switch-1/xprt-1-tcp"}},
+	}
+	want := `
+# HELP nfstune_server_stuck_transports Transports to the server address that held requests with no reply and no progress since the previous scrape (at least 1 s apart): one of nconnect's connections stuck, or all of them when the server is gone.
+# TYPE nfstune_server_stuck_transports gauge
+nfstune_server_stuck_transports{server_addr="127.0.0.1"} 2
+# HELP nfstune_server_transports RPC transports to the server address (/sys/kernel/sunrpc/xprt-switches, Linux 5.14 and later; absent before).
+# TYPE nfstune_server_transports gauge
+nfstune_server_transports{server_addr="127.0.0.1"} 3
+`
+	c := newTestCollector(snap, nil, Options{})
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "nfstune_server_stuck_transports", "nfstune_server_transports"); err != nil {
+		t.Error(err)
+	}
+}
