@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -428,19 +429,25 @@ func ReadBlocked(root hostfs.Root, inv *Inventory, limits HolderLimits) {
 	if len(inv.Stalled) == 0 {
 		return
 	}
-	stalled := make(map[string]bool, len(inv.Stalled))
-	for _, s := range inv.Stalled {
-		stalled[s.Addr] = true
-	}
-	var devices []string
-	for i := range inv.Mounts {
-		m := &inv.Mounts[i]
-		if addr := m.serverAddr(); stalled[addr] {
-			devices = append(devices, m.Device)
-			inv.Blocked = append(inv.Blocked, BlockedMount{Device: m.Device, MountPoints: m.MountPoints, ServerAddr: addr, Holders: []Holder{}})
-		}
+	inv.Blocked = stalledMounts(inv)
+	devices := make([]string, len(inv.Blocked))
+	for i, b := range inv.Blocked {
+		devices[i] = b.Device
 	}
 	setBlocked(inv, readHolders(root, devices, limits))
+}
+
+// stalledMounts returns, with no holders yet, the mounts whose server inv.Stalled lists:
+// the same address and, behind a local proxy, the same port (StalledServer.Reaches).
+func stalledMounts(inv *Inventory) []BlockedMount {
+	var out []BlockedMount
+	for i := range inv.Mounts {
+		m := &inv.Mounts[i]
+		if slices.ContainsFunc(inv.Stalled, func(s StalledServer) bool { return s.Reaches(m) }) {
+			out = append(out, BlockedMount{Device: m.Device, MountPoints: m.MountPoints, ServerAddr: m.serverAddr(), Holders: []Holder{}})
+		}
+	}
+	return out
 }
 
 // SampleBlocked is SampleStalls followed by ReadBlocked, with the processes read while the
@@ -472,16 +479,7 @@ func SampleBlocked(ctx context.Context, root hostfs.Root, inv *Inventory, first 
 	go func() { scanned <- readHolders(root, devices, limits) }()
 	SampleStalls(ctx, root, inv, first, window)
 	scan := <-scanned
-	stalled := make(map[string]bool, len(inv.Stalled))
-	for _, s := range inv.Stalled {
-		stalled[s.Addr] = true
-	}
-	for i := range inv.Mounts {
-		m := &inv.Mounts[i]
-		if addr := m.serverAddr(); stalled[addr] {
-			inv.Blocked = append(inv.Blocked, BlockedMount{Device: m.Device, MountPoints: m.MountPoints, ServerAddr: addr, Holders: []Holder{}})
-		}
-	}
+	inv.Blocked = stalledMounts(inv)
 	if len(inv.Blocked) == 0 {
 		return
 	}

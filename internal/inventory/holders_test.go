@@ -299,3 +299,15 @@ func TestSampleBlocked(t *testing.T) {
 		t.Errorf("with no window: stalled %+v, blocked %+v", inv.Stalled, inv.Blocked)
 	}
 }
+
+// TestReadBlockedByPort: of two file systems behind local proxies on 127.0.0.1, only the
+// mount of the stalled port is blocked; the other is neither listed nor scanned.
+func TestReadBlockedByPort(t *testing.T) {
+	ms, _ := ParseMountInfo([]byte("101 22 0:60 / /mnt/a rw - nfs4 127.0.0.1:/ rw,vers=4.1,hard,proto=tcp,port=20049,addr=127.0.0.1\n" +
+		"102 22 0:61 / /mnt/b rw - nfs4 127.0.0.1:/ rw,vers=4.1,hard,proto=tcp,port=20050,addr=127.0.0.1\n"))
+	inv := &Inventory{Mounts: ms, Stalled: []StalledServer{{Addr: "127.0.0.1", Port: 20049, Transports: []string{"switch-1/xprt-2-tcp"}}}}
+	ReadBlocked(hostfs.Root(t.TempDir()), inv, HolderLimits{})
+	if len(inv.Blocked) != 1 || inv.Blocked[0].Device != "0:60" {
+		t.Errorf("blocked = %+v, want only 0:60 (port 20049)", inv.Blocked)
+	}
+}
