@@ -202,14 +202,14 @@ func PlanShutdown(ctx context.Context, root hostfs.Root, target string, opts Shu
 		}
 	}
 	inventory.SampleStalls(ctx, root, inv, first, opts.StallWindow)
+	for i, s := range inv.Stalled {
+		if s.Reaches(m) {
+			p.Stalled = &inv.Stalled[i]
+		}
+	}
 	addr := m.ServerAddr
 	if addr == "" {
 		addr = m.Server
-	}
-	for i, s := range inv.Stalled {
-		if s.Addr == addr {
-			p.Stalled = &inv.Stalled[i]
-		}
 	}
 	if p.Stalled == nil && p.MajorTimeouts == 0 && !opts.Force && !down {
 		return p, fmt.Errorf("refusing to shut down %s: %w: no request to %s went unanswered over %s (NFS093) and mountstats counts no major timeout (NFS091); if it must go anyway, add --force",
