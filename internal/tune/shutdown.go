@@ -124,19 +124,11 @@ func Affected(m inventory.Mount, procs []inventory.Holder) []Holder {
 			detail = append(detail, "pod "+h.PodUID)
 		}
 		if h.ContainerID != "" {
-			detail = append(detail, "container "+shortID(h.ContainerID))
+			detail = append(detail, "container "+kubelet.ShortContainerID(h.ContainerID))
 		}
 		out = append(out, Holder{Kind: HolderProcess, Name: fmt.Sprintf("%d %s", h.PID, h.Comm), Detail: strings.Join(detail, ", ")})
 	}
 	return out
-}
-
-// shortID is a container ID as crictl and kubectl print it: its first 12 characters.
-func shortID(id string) string {
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
 }
 
 // PlanShutdown finds the superblock of target (a device "major:minor" or a mount point,
