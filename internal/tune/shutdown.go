@@ -292,19 +292,11 @@ func Shutdown(root hostfs.Root, p *ShutdownPlan, now time.Time) (*ShutdownResult
 	if err := checkTarget(KindShutdown, p.Attribute); err != nil {
 		return nil, err
 	}
-	created := missingDirs(root, JournalPath)
-	unlock, err := lockJournal(root)
+	j, unlock, err := lockLoadJournal(root)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	j, err := loadJournal(root)
-	if err != nil {
-		return nil, err
-	}
-	if j == nil {
-		j = &Journal{Version: journalVersion, Created: created}
-	}
 	j.Entries = append(j.Entries, Entry{Kind: KindShutdown, Path: p.Attribute, Shutdown: &ShutdownRecord{
 		Device:        p.Device,
 		Source:        p.Source,
