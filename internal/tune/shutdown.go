@@ -318,14 +318,6 @@ func Shutdown(root hostfs.Root, p *ShutdownPlan, now time.Time) (*ShutdownResult
 	return res, j.save(root)
 }
 
-// shutdownDevice returns the device of a shutdown attribute path,
-// "/sys/fs/nfs/<device>/shutdown", and whether p is one of an anonymous device.
-func shutdownDevice(p string) (string, bool) {
-	dev, found := strings.CutPrefix(p, "/sys/fs/nfs/")
-	dev, suffixed := strings.CutSuffix(dev, "/shutdown")
-	return dev, found && suffixed && isAnonDevice(dev)
-}
-
 // describe is the one line revert shows for a shutdown record.
 func (r *ShutdownRecord) describe() string {
 	if r == nil {
