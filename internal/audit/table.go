@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/kubelet"
 	"github.com/nfstune/nfstune/internal/printer"
 )
 
@@ -185,21 +186,13 @@ func writeStalled(ew *printer.Writer, rep Report) error {
 		tw.Printf("    PID\tSTATE\tD-THREADS\tVIA\tCOMMAND\tPOD UID\tCONTAINER\n")
 		for _, h := range b.Holders {
 			tw.Printf("    %d\t%s\t%d\t%s\t%s\t%s\t%s\n", h.PID, h.State, h.BlockedThreads, strings.Join(h.Via, ","),
-				h.Comm, orDash(h.PodUID), orDash(shortID(h.ContainerID)))
+				h.Comm, orDash(h.PodUID), orDash(kubelet.ShortContainerID(h.ContainerID)))
 		}
 		if err := cols.Flush(); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// shortID is the 12-character prefix container runtimes print for a container ID.
-func shortID(id string) string {
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
 }
 
 func yesNo(b bool) string {

@@ -70,6 +70,15 @@ func containerSegment(s string) string {
 	return ""
 }
 
+// ShortContainerID is a container ID as crictl and kubectl print it: its first 12
+// characters.
+func ShortContainerID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
 // isContainerID accepts the 64 lower-case hex digits runtimes name containers with.
 func isContainerID(s string) bool {
 	if len(s) != 64 {

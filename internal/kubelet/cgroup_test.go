@@ -53,3 +53,11 @@ func FuzzCgroupPod(f *testing.F) {
 		}
 	})
 }
+
+func TestShortContainerID(t *testing.T) {
+	for id, want := range map[string]string{testCID: "4b825dc642cb", "4b825dc642cb": "4b825dc642cb", "abc": "abc", "": ""} {
+		if got := ShortContainerID(id); got != want {
+			t.Errorf("ShortContainerID(%q) = %q, want %q", id, got, want)
+		}
+	}
+}

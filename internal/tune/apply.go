@@ -82,19 +82,11 @@ func Apply(ctx context.Context, root hostfs.Root, p *Plan, opts ApplyOptions) (*
 			return res, fmt.Errorf("refusing the plan: %w", err)
 		}
 	}
-	created := missingDirs(root, JournalPath)
-	unlock, err := lockJournal(root)
+	j, unlock, err := lockLoadJournal(root)
 	if err != nil {
 		return res, err
 	}
 	defer unlock()
-	j, err := loadJournal(root)
-	if err != nil {
-		return res, err
-	}
-	if j == nil {
-		j = &Journal{Version: journalVersion, Created: created}
-	}
 	// An item whose original cannot be read is not changed: it could not be put back.
 	unrecorded := map[int]error{}
 	for i, a := range p.Actions {

@@ -158,8 +158,28 @@ func (j *Journal) record(root hostfs.Root, a Action) error {
 	return nil
 }
 
-// ErrBusy means another apply or revert holds the journal.
-var ErrBusy = errors.New("another nfstune apply or revert is running")
+// ErrBusy means another apply, revert or shutdown holds the journal.
+var ErrBusy = errors.New("another nfstune apply, revert or shutdown is running")
+
+// lockLoadJournal locks the journal (lockJournal) and loads it, or starts a new one naming
+// the directories the lock created, for a writer that adds entries. The caller calls unlock
+// once it has saved.
+func lockLoadJournal(root hostfs.Root) (j *Journal, unlock func(), err error) {
+	created := missingDirs(root, JournalPath)
+	unlock, err = lockJournal(root)
+	if err != nil {
+		return nil, nil, err
+	}
+	j, err = loadJournal(root)
+	if err != nil {
+		unlock()
+		return nil, nil, err
+	}
+	if j == nil {
+		j = &Journal{Version: journalVersion, Created: created}
+	}
+	return j, unlock, nil
+}
 
 // lockJournal takes an exclusive flock(2) on the journal's directory, creating it, so that
 // two applies (or an apply and a revert) never interleave their journal updates. The lock

@@ -124,19 +124,11 @@ func Affected(m inventory.Mount, procs []inventory.Holder) []Holder {
 			detail = append(detail, "pod "+h.PodUID)
 		}
 		if h.ContainerID != "" {
-			detail = append(detail, "container "+shortID(h.ContainerID))
+			detail = append(detail, "container "+kubelet.ShortContainerID(h.ContainerID))
 		}
 		out = append(out, Holder{Kind: HolderProcess, Name: fmt.Sprintf("%d %s", h.PID, h.Comm), Detail: strings.Join(detail, ", ")})
 	}
 	return out
-}
-
-// shortID is a container ID as crictl and kubectl print it: its first 12 characters.
-func shortID(id string) string {
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
 }
 
 // PlanShutdown finds the superblock of target (a device "major:minor" or a mount point,
@@ -202,14 +194,14 @@ func PlanShutdown(ctx context.Context, root hostfs.Root, target string, opts Shu
 		}
 	}
 	inventory.SampleStalls(ctx, root, inv, first, opts.StallWindow)
+	for i, s := range inv.Stalled {
+		if s.Reaches(m) {
+			p.Stalled = &inv.Stalled[i]
+		}
+	}
 	addr := m.ServerAddr
 	if addr == "" {
 		addr = m.Server
-	}
-	for i, s := range inv.Stalled {
-		if s.Addr == addr {
-			p.Stalled = &inv.Stalled[i]
-		}
 	}
 	if p.Stalled == nil && p.MajorTimeouts == 0 && !opts.Force && !down {
 		return p, fmt.Errorf("refusing to shut down %s: %w: no request to %s went unanswered over %s (NFS093) and mountstats counts no major timeout (NFS091); if it must go anyway, add --force",
@@ -300,19 +292,11 @@ func Shutdown(root hostfs.Root, p *ShutdownPlan, now time.Time) (*ShutdownResult
 	if err := checkTarget(KindShutdown, p.Attribute); err != nil {
 		return nil, err
 	}
-	created := missingDirs(root, JournalPath)
-	unlock, err := lockJournal(root)
+	j, unlock, err := lockLoadJournal(root)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	j, err := loadJournal(root)
-	if err != nil {
-		return nil, err
-	}
-	if j == nil {
-		j = &Journal{Version: journalVersion, Created: created}
-	}
 	j.Entries = append(j.Entries, Entry{Kind: KindShutdown, Path: p.Attribute, Shutdown: &ShutdownRecord{
 		Device:        p.Device,
 		Source:        p.Source,
@@ -332,14 +316,6 @@ func Shutdown(root hostfs.Root, p *ShutdownPlan, now time.Time) (*ShutdownResult
 	res.ReadBack = "1"
 	j.Entries[len(j.Entries)-1].Done = true
 	return res, j.save(root)
-}
-
-// shutdownDevice returns the device of a shutdown attribute path,
-// "/sys/fs/nfs/<device>/shutdown", and whether p is one of an anonymous device.
-func shutdownDevice(p string) (string, bool) {
-	dev, found := strings.CutPrefix(p, "/sys/fs/nfs/")
-	dev, suffixed := strings.CutSuffix(dev, "/shutdown")
-	return dev, found && suffixed && isAnonDevice(dev)
 }
 
 // describe is the one line revert shows for a shutdown record.

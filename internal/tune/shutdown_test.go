@@ -169,6 +169,31 @@ func TestPlanShutdownStalled(t *testing.T) {
 	}
 }
 
+// TestPlanShutdownStalledOtherPort: the transports to 127.0.0.1:2049 are stuck, but the
+// mount goes to 127.0.0.1 on another port (as through a local proxy), so its server is not
+// seen stalled (inventory.StalledServer.Reaches).
+func TestPlanShutdownStalledOtherPort(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS("../inventory/testdata/lab-6.12.107+deb13-amd64-server-gone")); err != nil {
+		t.Fatal(err)
+	}
+	root := hostfs.Root(dir)
+	writeRootFile(t, root, "sys/fs/nfs/0:65/shutdown", "0\n")
+	b, err := os.ReadFile(root.Proc("self", "mountinfo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := "/mnt/lab/v3 rw,relatime - nfs 127.0.0.1:/srv/tmp rw,vers=3,"
+	if !strings.Contains(string(b), line) {
+		t.Fatalf("fixture mountinfo has no %q", line)
+	}
+	writeRootFile(t, root, "proc/self/mountinfo", strings.Replace(string(b), line, line+"port=20049,", 1))
+	p, err := PlanShutdown(context.Background(), root, "/mnt/lab/v3", ShutdownOptions{StallWindow: time.Millisecond})
+	if !errors.Is(err, ErrNotStalled) || p == nil || p.Stalled != nil {
+		t.Errorf("plan = %+v, err = %v; want ErrNotStalled and no stalled server", p, err)
+	}
+}
+
 func TestDeviceAtStacked(t *testing.T) {
 	b, err := os.ReadFile("../inventory/testdata/lab-6.1.0-50-amd64-stacked/proc/self/mountinfo")
 	if err != nil {

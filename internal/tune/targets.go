@@ -31,7 +31,9 @@ func checkTarget(k Kind, p string) error {
 		dev, suffixed := strings.CutSuffix(dev, "/read_ahead_kb")
 		ok = found && suffixed && isAnonDevice(dev)
 	case KindShutdown:
-		_, ok = shutdownDevice(p)
+		dev, found := strings.CutPrefix(p, "/sys/fs/nfs/")
+		dev, suffixed := strings.CutSuffix(dev, "/shutdown")
+		ok = found && suffixed && isAnonDevice(dev)
 	case KindSysctl:
 		for _, name := range policy.KnownSysctls() {
 			ok = ok || p == sysctlPath(name)
