@@ -11,13 +11,13 @@ HELM     := bin/tools/helm-$(HELM_VERSION)/helm
 # machine); shellcheck comes from Debian (.ci/run installs it).
 GOLANGCI_LINT_VERSION ?= v2.15.0
 GOLANGCI_LINT := bin/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint
-SHELL_SCRIPTS := $(wildcard lab/*.sh lab/guest/*.sh bench/*/*.sh) lab/guest/labctl .ci/run
+SHELL_SCRIPTS := $(wildcard lab/*.sh lab/guest/*.sh bench/*/*.sh hack/*.sh) lab/guest/labctl .ci/run
 # The tagged tests (lab, helm, apiserver) are vetted and linted with the rest.
 TAGS     := lab,helm,apiserver
 
 PROMTOOL ?= promtool
 
-.PHONY: all host-packages build verify test vet scrape-test rules-test check lab-setup lab-test lab-matrix lab-record lab-shell demo clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e
+.PHONY: all host-packages build verify test vet scrape-test rules-test check lab-setup lab-test lab-matrix lab-record lab-shell demo minimal-root-check clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e
 
 all: build
 
@@ -34,7 +34,6 @@ verify: host-packages $(GOLANGCI_LINT)
 	if [ -n "$$unformatted" ]; then echo "gofmt -l: run gofmt -w on:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet -tags $(TAGS) ./...
 	$(GOLANGCI_LINT) run ./...
-	@command -v shellcheck >/dev/null || { echo "shellcheck missing: apt-get install shellcheck"; exit 1; }
 	shellcheck -x $(SHELL_SCRIPTS)
 
 $(GOLANGCI_LINT):
@@ -53,28 +52,30 @@ scrape-test:
 # installs it). deploy's Go test checks the metric names they and the Grafana dashboard use
 # against the agent's output.
 rules-test: host-packages
-	@command -v $(PROMTOOL) >/dev/null || { echo "promtool missing: apt-get install prometheus"; exit 1; }
 	$(PROMTOOL) check rules deploy/helm/nfstune/files/nfstune-rules.yaml
 	$(PROMTOOL) test rules deploy/prometheus/tests/*.test.yaml
 
-# host-packages installs, as root from Debian, the host tools the checks need besides Go
-# when they are missing: shellcheck (verify) and promtool, from the prometheus package
-# (rules-test and deploy's dashboard test). The lab's own packages come with lab-setup.
+# host-packages installs, as root from Debian, the host commands the checks need besides Go
+# when they are missing (hack/deps.sh: shellcheck for verify, promtool from the prometheus
+# package for rules-test and the Go tests that run it), and names any it could not install.
+# The lab's commands come with lab-setup (hack/deps.sh ensure lab).
 host-packages:
-	@missing=""; \
-	command -v shellcheck >/dev/null || missing="$$missing shellcheck"; \
-	command -v $(PROMTOOL) >/dev/null || missing="$$missing prometheus"; \
-	if [ -n "$$missing" ]; then \
-		echo "installing:$$missing"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
-	fi
+	bash hack/deps.sh ensure ci verify
 
 # check runs verify first, then every test: unit tests, the scrape comparison's module, the
 # Prometheus rules, the chart against nfstune k8s render, then the real-kernel lab tests: all
 # of them on 6.1, a smoke suite on the other kernel lines. The tests start only once verify
 # has passed, with make -j too.
 check: verify
-	$(MAKE) test scrape-test rules-test helm-lint helm-test apiserver-test lab-test lab-matrix k8s-e2e
+	$(MAKE) test scrape-test rules-test helm-lint helm-test apiserver-test lab-test lab-matrix k8s-e2e minimal-root-check
+
+# minimal-root-check proves that a bare Debian 12 machine gets through the set-up: in a Debian
+# minbase root with only Go, make, git, python3 and ca-certificates, hack/deps.sh names what is
+# missing, lab-setup installs it, make demo's first boot passes, a removed package is installed
+# again, and with installing off one line names the missing command and its package
+# (hack/minimal-root.sh; --full runs .ci/run there from empty caches).
+minimal-root-check: lab-setup
+	bash hack/minimal-root.sh
 
 # image builds the agent's OCI image from the static binary without a container daemon:
 # bin/image/oci (OCI layout), bin/image/nfstune-$(VERSION).tar and bin/image/digest.

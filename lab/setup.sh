@@ -10,20 +10,11 @@ cd "$(dirname "$0")"
 
 [[ $(id -u) -eq 0 ]] || lab_die "lab-setup needs root (apt-get, debootstrap)"
 
+# step_host_packages installs the Debian packages of the host commands the lab calls, virtme-ng's
+# included (hack/deps.sh lists them), and fails naming any command still missing.
 step_host_packages() {
-	local want=(qemu-system-x86 debootstrap python3 python3-venv busybox-static)
-	local missing=()
-	for p in "${want[@]}"; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-	done
-	if ((${#missing[@]} == 0)); then
-		lab_log "host packages present"
-		return
-	fi
-	lab_log "installing host packages: ${missing[*]}"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	bash ../hack/deps.sh ensure lab
+	lab_log "host commands present"
 }
 
 step_virtme_ng() {
