@@ -78,6 +78,9 @@ func runAudit(ctx context.Context, g *globals, streams IOStreams, flags *auditFl
 			return &ExitError{Code: ExitError2, Err: fmt.Errorf("unknown --fail-on %q (want error, warning, info or none)", flags.failOn)}
 		}
 	}
+	if err := checkStallWindow(flags.stall); err != nil {
+		return err
+	}
 	if flags.pid < 0 {
 		return &ExitError{Code: ExitError2, Err: fmt.Errorf("invalid --pid %d", flags.pid)}
 	}

@@ -64,8 +64,8 @@ func runShutdown(ctx context.Context, g *globals, streams IOStreams, flags *shut
 	if err := checkOutput(flags.output, OutputTable, OutputJSON, OutputYAML); err != nil {
 		return err
 	}
-	if flags.stallWindow < 0 {
-		return &ExitError{Code: ExitError2, Err: fmt.Errorf("--stall-window %s: want 0 or more", flags.stallWindow)}
+	if err := checkStallWindow(flags.stallWindow); err != nil {
+		return err
 	}
 	root := g.Root()
 	plan, err := tune.PlanShutdown(ctx, root, target, tune.ShutdownOptions{Force: flags.force, StallWindow: flags.stallWindow})
@@ -119,6 +119,15 @@ func runShutdown(ctx context.Context, g *globals, streams IOStreams, flags *shut
 		return &ExitError{Code: ExitIssues, Err: fmt.Errorf("shutdown: %w", err)}
 	}
 	return &ExitError{Code: ExitError2, Err: err}
+}
+
+// checkStallWindow checks a --stall-window flag (inventory.CheckStallWindow), for audit
+// and shutdown alike.
+func checkStallWindow(window time.Duration) error {
+	if err := inventory.CheckStallWindow(window); err != nil {
+		return &ExitError{Code: ExitError2, Err: fmt.Errorf("--stall-window: %w", err)}
+	}
+	return nil
 }
 
 // errNotConfirmed is a shutdown the user did not confirm.

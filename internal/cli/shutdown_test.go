@@ -143,3 +143,21 @@ func TestShutdownConfirm(t *testing.T) {
 		t.Error("a strings.Reader is not a terminal")
 	}
 }
+
+// TestStallWindowValidated: audit and shutdown refuse a negative --stall-window the same
+// way, with exit code 2 and the same message.
+func TestStallWindowValidated(t *testing.T) {
+	root := shutdownTree(t, "6.12.1", true)
+	for _, args := range [][]string{
+		{"audit", "--stall-window", "-1s"},
+		{"shutdown", "--stall-window", "-1s", "--dry-run", "--force", "0:53"},
+	} {
+		out, errOut, code := runVerb(t, append([]string{"--root", root}, args...)...)
+		if code != ExitError2 || !strings.Contains(errOut, "--stall-window: stall window -1s: want 0 or more") {
+			t.Errorf("%s: exit code %d, stderr %q; want 2 and the window refused\n%s", args[0], code, errOut, out)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "sys/fs/nfs/0:53/shutdown")); string(b) != "0\n" {
+		t.Errorf("attribute = %q after a refused window", b)
+	}
+}

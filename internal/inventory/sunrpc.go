@@ -343,6 +343,15 @@ func (s StalledServer) Reaches(m *Mount) bool {
 // (NFS093).
 const DefaultStallWindow = time.Second
 
+// CheckStallWindow is the one check of a stall window a caller was given (nfstune audit
+// and shutdown --stall-window, tune.PlanShutdown): 0 or more, 0 meaning no second look.
+func CheckStallWindow(window time.Duration) error {
+	if window < 0 {
+		return fmt.Errorf("stall window %s: want 0 or more", window)
+	}
+	return nil
+}
+
 // TransportSample is the sunrpc transports as read at one moment.
 type TransportSample struct {
 	Transports []Transport

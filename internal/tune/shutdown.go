@@ -139,6 +139,9 @@ func Affected(m inventory.Mount, procs []inventory.Holder) []Holder {
 // plan is returned with ErrNotStalled too, so that the caller can show whom it would
 // affect; with any other error there is none.
 func PlanShutdown(ctx context.Context, root hostfs.Root, target string, opts ShutdownOptions) (*ShutdownPlan, error) {
+	if err := inventory.CheckStallWindow(opts.StallWindow); err != nil {
+		return nil, err
+	}
 	dev, err := resolveTarget(root, target)
 	if err != nil {
 		return nil, err
