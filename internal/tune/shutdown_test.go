@@ -82,7 +82,7 @@ func TestPlanShutdownRefuses(t *testing.T) {
 
 // TestShutdownJournalRevert: a forced shutdown of a mount point names both mount points of
 // the superblock and the other superblock of its client, writes 1, and journals the record
-// first; revert shows it as not reversible, writes nothing and removes the journal.
+// first; revert shows it as not reversible, writes nothing and keeps the record.
 func TestShutdownJournalRevert(t *testing.T) {
 	root := shutdownRoot(t)
 	p, err := PlanShutdown(context.Background(), root, "/srv/data copy", ShutdownOptions{Force: true, StallWindow: time.Millisecond})
@@ -122,8 +122,14 @@ func TestShutdownJournalRevert(t *testing.T) {
 	if got := readFixture(t, root, "/sys/fs/nfs/0:53/shutdown"); got != "1\n" {
 		t.Errorf("revert wrote the attribute: %q", got)
 	}
-	if ok, err := Pending(root); ok || err != nil {
-		t.Errorf("journal still pending after revert: %v, %v", ok, err)
+	// The record outlives revert, and a second revert reports it again.
+	j, err = loadJournal(root)
+	if err != nil || j == nil || len(j.Entries) != 1 || j.Entries[0].Shutdown == nil || j.Entries[0].Shutdown.Device != "0:53" {
+		t.Fatalf("journal after revert = %+v, %v; want the shutdown record kept", j, err)
+	}
+	rres, err = Revert(root)
+	if err != nil || len(rres.Items) != 1 || rres.Items[0].Status != StatusIrreversible || rres.Journal != JournalPath {
+		t.Errorf("second Revert = %+v, %v; want the record reported again", rres, err)
 	}
 }
 
@@ -235,5 +241,32 @@ func TestAffected(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("Affected =\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// TestRevertKeepsShutdownAmongChanges: after an apply and a shutdown, revert puts apply's
+// values back and keeps only the shutdown record.
+func TestRevertKeepsShutdownAmongChanges(t *testing.T) {
+	root := shutdownRoot(t)
+	if _, err := Apply(context.Background(), root, plan(t, root), ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := PlanShutdown(context.Background(), root, "0:53", ShutdownOptions{Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Shutdown(root, p, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Revert(root)
+	if err != nil || res.Failed() != 0 {
+		t.Fatalf("Revert = %+v, %v", res, err)
+	}
+	if got := readFixture(t, root, "sys/devices/virtual/bdi/0:54/read_ahead_kb"); got == "1024\n" {
+		t.Errorf("read-ahead of 0:54 not reverted: %q", got)
+	}
+	j, err := loadJournal(root)
+	if err != nil || j == nil || len(j.Entries) != 1 || j.Entries[0].Kind != KindShutdown {
+		t.Errorf("journal after revert = %+v, %v; want the shutdown record alone", j, err)
 	}
 }
