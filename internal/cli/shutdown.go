@@ -41,7 +41,7 @@ DEVICE is the superblock's major:minor; MOUNT a mount point, resolved through /p
 unanswered over --stall-window (NFS093) or major timeouts since the mount (NFS091); --force skips
 only that last check. It prints who will get errors, then asks for confirmation at a terminal;
 without a terminal it needs --yes. The shutdown is recorded in the journal under /var/lib/nfstune
-before the write; nfstune revert shows it as not reversible.
+before the write; nfstune revert shows it as not reversible and keeps the record.
 
 Exit codes: 0 shut down (now or before, or a dry run that passed every check), 1 the kernel refused
 the write, 2 bad input, not an NFS superblock or the host could not be read, 3 refused (server not
