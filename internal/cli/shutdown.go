@@ -45,7 +45,8 @@ before the write; nfstune revert shows it as not reversible and keeps the record
 
 Exit codes: 0 shut down (now or before, or a dry run that passed every check), 1 the kernel refused
 the write, 2 bad input, not an NFS superblock or the host could not be read, 3 refused (server not
-seen stalled without --force, not confirmed), 4 the kernel has no shutdown knob.`,
+seen stalled without --force, not confirmed), 4 the kernel has no shutdown knob, 130 (143 for
+SIGTERM) interrupted before the write: nothing written.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runShutdown(c.Context(), g, streams, flags, args[0])
@@ -83,11 +84,14 @@ func runShutdown(ctx context.Context, g *globals, streams IOStreams, flags *shut
 				}
 				shown = true
 			}
-			err = confirm(streams, plan)
+			err = confirm(ctx, streams, plan)
 		}
 	}
 	if act && err == nil {
-		rep.Result, err = tune.Shutdown(root, plan, time.Now())
+		rep.Result, err = tune.Shutdown(ctx, root, plan, time.Now())
+	}
+	if ierr := interruptedError(ctx, "shutdown interrupted, nothing written"); ierr != nil && rep.Result == nil {
+		return ierr
 	}
 	if err != nil {
 		rep.Error = err.Error()
@@ -133,10 +137,21 @@ func checkStallWindow(window time.Duration) error {
 // errNotConfirmed is a shutdown the user did not confirm.
 var errNotConfirmed = errors.New("not confirmed")
 
-// confirm asks whether to go on and accepts y or yes.
-func confirm(streams IOStreams, p *tune.ShutdownPlan) error {
+// confirm asks whether to go on and accepts y or yes. It returns ctx's error when ctx ends
+// first (the read is left to the process's exit).
+func confirm(ctx context.Context, streams IOStreams, p *tune.ShutdownPlan) error {
 	fmt.Fprintf(streams.ErrOut, "Shut down %s (%s) now? This cannot be undone. [y/N] ", p.Device, p.Source)
-	line, _ := bufio.NewReader(streams.In).ReadString('\n')
+	answer := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(streams.In).ReadString('\n')
+		answer <- line
+	}()
+	var line string
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case line = <-answer:
+	}
 	if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
 		return fmt.Errorf("%s left as it is: %w", p.Device, errNotConfirmed)
 	}

@@ -454,8 +454,9 @@ func stalledMounts(inv *Inventory) []BlockedMount {
 // stall window runs: for the mounts of every server with a transport that looks stuck in
 // first, at the cost of a scan that may turn out unneeded when the server answers. On a
 // host where that scan takes most of a second, the audit still returns within about the
-// window.
-func SampleBlocked(ctx context.Context, root hostfs.Root, inv *Inventory, first TransportSample, window time.Duration, limits HolderLimits) {
+// window. When ctx ends first, it returns ctx's error (SampleStalls) and inv.Stalled and
+// inv.Blocked are not to be trusted.
+func SampleBlocked(ctx context.Context, root hostfs.Root, inv *Inventory, first TransportSample, window time.Duration, limits HolderLimits) error {
 	inv.Blocked = nil
 	suspect := map[string]bool{}
 	looksStuck := suspects(first.Transports)
@@ -471,19 +472,24 @@ func SampleBlocked(ctx context.Context, root hostfs.Root, inv *Inventory, first 
 		}
 	}
 	if window <= 0 || len(devices) == 0 {
-		SampleStalls(ctx, root, inv, first, window)
+		if err := SampleStalls(ctx, root, inv, first, window); err != nil {
+			return err
+		}
 		ReadBlocked(root, inv, limits)
-		return
+		return nil
 	}
 	scanned := make(chan holderScan, 1)
 	go func() { scanned <- readHolders(root, devices, limits) }()
-	SampleStalls(ctx, root, inv, first, window)
+	if err := SampleStalls(ctx, root, inv, first, window); err != nil {
+		return err
+	}
 	scan := <-scanned
 	inv.Blocked = stalledMounts(inv)
 	if len(inv.Blocked) == 0 {
-		return
+		return nil
 	}
 	setBlocked(inv, scan)
+	return nil
 }
 
 // holderScan is what one readHolders scan found.

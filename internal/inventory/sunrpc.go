@@ -372,20 +372,27 @@ func SampleTransports(root hostfs.Root) TransportSample {
 // and keeps what stayed stuck. Time spent since first, reading the inventory, counts
 // towards the window, so an audit takes about the window, not the window on top of the
 // read. A host with no queued requests pays nothing. Only sysfs is read.
-func SampleStalls(ctx context.Context, root hostfs.Root, inv *Inventory, first TransportSample, window time.Duration) {
+//
+// When ctx ends first, it returns ctx's error and leaves inv.Stalled as it was: an
+// interrupted window says nothing about the server, and must not read as "none stalled".
+func SampleStalls(ctx context.Context, root hostfs.Root, inv *Inventory, first TransportSample, window time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if window <= 0 || len(suspects(first.Transports)) == 0 {
-		return
+		return nil
 	}
 	if wait := time.Until(first.At.Add(window)); wait > 0 {
 		t := time.NewTimer(wait)
 		defer t.Stop()
 		select {
 		case <-ctx.Done():
-			return
+			return ctx.Err()
 		case <-t.C:
 		}
 	}
 	after, w := readTransports(root)
 	inv.Warnings = append(inv.Warnings, w...)
 	inv.Stalled = Stalls(first.Transports, after, window)
+	return nil
 }

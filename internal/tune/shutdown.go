@@ -137,7 +137,8 @@ func Affected(m inventory.Mount, procs []inventory.Holder) []Holder {
 // unless opts.Force, that its server is stalled: seen not answering over the stall window
 // (inventory.SampleStalls, NFS093) or with major timeouts since the mount (NFS091). The
 // plan is returned with ErrNotStalled too, so that the caller can show whom it would
-// affect; with any other error there is none.
+// affect; with any other error there is none. When ctx ends during the stall window, the
+// error matches ctx's.
 func PlanShutdown(ctx context.Context, root hostfs.Root, target string, opts ShutdownOptions) (*ShutdownPlan, error) {
 	if err := inventory.CheckStallWindow(opts.StallWindow); err != nil {
 		return nil, err
@@ -196,7 +197,9 @@ func PlanShutdown(ctx context.Context, root hostfs.Root, target string, opts Shu
 			p.MajorTimeouts += op.MajorTimeouts
 		}
 	}
-	inventory.SampleStalls(ctx, root, inv, first, opts.StallWindow)
+	if err := inventory.SampleStalls(ctx, root, inv, first, opts.StallWindow); err != nil {
+		return nil, fmt.Errorf("watching %s's transports for progress: %w", dev, err)
+	}
 	for i, s := range inv.Stalled {
 		if s.Reaches(m) {
 			p.Stalled = &inv.Stalled[i]
@@ -283,8 +286,9 @@ type ShutdownResult struct {
 // Shutdown shuts the planned superblock down: it confirms again that the device is the NFS
 // superblock of the plan (a device number is reused as soon as its superblock is gone),
 // records the shutdown in the journal before writing, writes 1 to its shutdown attribute
-// through hostfs.ShutdownNFS, and marks the record done.
-func Shutdown(root hostfs.Root, p *ShutdownPlan, now time.Time) (*ShutdownResult, error) {
+// through hostfs.ShutdownNFS, and marks the record done. Once ctx has ended it writes
+// nothing and journals nothing, and its error matches ctx's.
+func Shutdown(ctx context.Context, root hostfs.Root, p *ShutdownPlan, now time.Time) (*ShutdownResult, error) {
 	m, err := inventory.ConfirmNFS(root, 0, p.Device)
 	if err != nil {
 		return nil, fmt.Errorf("not shutting down %s: %w", p.Device, err)
@@ -294,6 +298,9 @@ func Shutdown(root hostfs.Root, p *ShutdownPlan, now time.Time) (*ShutdownResult
 	}
 	if err := checkTarget(KindShutdown, p.Attribute); err != nil {
 		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("not shutting down %s: %w", p.Device, err)
 	}
 	j, unlock, err := lockLoadJournal(root)
 	if err != nil {

@@ -94,7 +94,7 @@ func TestShutdownJournalRevert(t *testing.T) {
 		t.Fatalf("plan = %+v; want 0:53, forced, affecting %v", p, want)
 	}
 	now := time.Date(2026, 11, 23, 4, 0, 0, 0, time.UTC)
-	res, err := Shutdown(root, p, now)
+	res, err := Shutdown(context.Background(), root, p, now)
 	if err != nil || res.ReadBack != "1" {
 		t.Fatalf("Shutdown = %+v, %v", res, err)
 	}
@@ -142,7 +142,7 @@ func TestShutdownRefusesReusedDevice(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Source = "192.168.122.99:/other"
-	if _, err := Shutdown(root, p, time.Now()); err == nil {
+	if _, err := Shutdown(context.Background(), root, p, time.Now()); err == nil {
 		t.Fatal("Shutdown of a device that changed: no error")
 	}
 	if got := readFixture(t, root, "/sys/fs/nfs/0:53/shutdown"); got != "0\n" {
@@ -255,7 +255,7 @@ func TestRevertKeepsShutdownAmongChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Shutdown(root, p, time.Now()); err != nil {
+	if _, err := Shutdown(context.Background(), root, p, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	res, err := Revert(root)
@@ -268,5 +268,50 @@ func TestRevertKeepsShutdownAmongChanges(t *testing.T) {
 	j, err := loadJournal(root)
 	if err != nil || j == nil || len(j.Entries) != 1 || j.Entries[0].Kind != KindShutdown {
 		t.Errorf("journal after revert = %+v, %v; want the shutdown record alone", j, err)
+	}
+}
+
+// serverGoneRoot is a copy of the tree recorded from the 6.12 lab with the server gone,
+// with the shutdown attribute of 0:65 (/mnt/lab/v3, NFSv3 to 127.0.0.1).
+func serverGoneRoot(t *testing.T) hostfs.Root {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS("../inventory/testdata/lab-6.12.107+deb13-amd64-server-gone")); err != nil {
+		t.Fatal(err)
+	}
+	root := hostfs.Root(dir)
+	writeRootFile(t, root, "sys/fs/nfs/0:65/shutdown", "0\n")
+	return root
+}
+
+// TestShutdownInterrupted: a context cancelled during the stall window ends PlanShutdown
+// with the context's error and no plan, even with Force; a cancelled context stops
+// Shutdown of a plan made earlier. Nothing is written or journaled.
+func TestShutdownInterrupted(t *testing.T) {
+	root := serverGoneRoot(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	start := time.Now()
+	p, err := PlanShutdown(ctx, root, "/mnt/lab/v3", ShutdownOptions{Force: true, StallWindow: time.Minute})
+	if !errors.Is(err, context.Canceled) || p != nil {
+		t.Errorf("PlanShutdown = %+v, %v; want no plan and context.Canceled", p, err)
+	}
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("PlanShutdown took %s after the cancel", took)
+	}
+
+	p, err = PlanShutdown(context.Background(), root, "/mnt/lab/v3", ShutdownOptions{Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Shutdown(ctx, root, p, time.Now())
+	if !errors.Is(err, context.Canceled) || res != nil {
+		t.Errorf("Shutdown = %+v, %v; want context.Canceled", res, err)
+	}
+	if got := readFixture(t, root, "/sys/fs/nfs/0:65/shutdown"); got != "0\n" {
+		t.Errorf("attribute = %q, want 0", got)
+	}
+	if ok, _ := Pending(root); ok {
+		t.Error("an interrupted shutdown wrote a journal")
 	}
 }
