@@ -40,12 +40,17 @@ DEVICE is the superblock's major:minor; MOUNT a mount point, resolved through /p
 (use umount -f or umount -l there), and a superblock whose server is not seen stalled: requests
 unanswered over --stall-window (NFS093) or major timeouts since the mount (NFS091); --force skips
 only that last check. It prints who will get errors, then asks for confirmation at a terminal;
-without a terminal it needs --yes. The shutdown is recorded in the journal under /var/lib/nfstune
+without a terminal it needs --yes. Right before the write it checks again that the device still
+shows the planned superblock (its source, mount IDs and mountstats age: a device number is reused
+at once) and, when the plan rested on the stall window, that the server is still not answering; the
+write goes through the attribute opened before that last check, which the kernel binds to its
+superblock. The shutdown is recorded in the journal under /var/lib/nfstune
 before the write; nfstune revert shows it as not reversible and keeps the record.
 
 Exit codes: 0 shut down (now or before, or a dry run that passed every check), 1 the kernel refused
 the write, 2 bad input, not an NFS superblock or the host could not be read, 3 refused (server not
-seen stalled without --force, not confirmed), 4 the kernel has no shutdown knob, 130 (143 for
+seen stalled without --force, or answering again by the write; the device shows another superblock
+by the write; not confirmed), 4 the kernel has no shutdown knob, 130 (143 for
 SIGTERM) interrupted before the write: nothing written.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -117,7 +122,7 @@ func runShutdown(ctx context.Context, g *globals, streams IOStreams, flags *shut
 		return nil
 	case errors.Is(err, tune.ErrNoShutdownKnob):
 		return &ExitError{Code: ExitUnsupported, Err: err}
-	case errors.Is(err, tune.ErrNotStalled), errors.Is(err, errNotConfirmed):
+	case errors.Is(err, tune.ErrNotStalled), errors.Is(err, tune.ErrSuperblockChanged), errors.Is(err, errNotConfirmed):
 		return &ExitError{Code: ExitRefused, Err: err}
 	case rep.Result != nil:
 		return &ExitError{Code: ExitIssues, Err: fmt.Errorf("shutdown: %w", err)}
