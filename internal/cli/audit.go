@@ -34,6 +34,10 @@ func newAuditCommand(g *globals, streams IOStreams) *cobra.Command {
 backend and workload profile from the policy, and reports findings with a stable ID, the evidence
 (expected and actual), the reason with its source, and the exact fix. It changes nothing.
 
+For a server that does not answer over --stall-window, it names the processes using its mounts
+from /proc/<pid> (fdinfo, cwd, root). That scan is bounded: at most 100,000 reads of /proc and
+2 s; what it left out is counted (uninspected, incomplete, and a warning).
+
 Exit status: 0 when no finding is at or above --fail-on, 1 when one is, 2 on usage errors or when
 the mounts cannot be read, 130 (143 for SIGTERM) when interrupted before the report: an
 interrupted stall window prints no report.`,

@@ -39,7 +39,8 @@ DEVICE is the superblock's major:minor; MOUNT a mount point, resolved through /p
 (never opened). shutdown refuses a device that is not an NFS superblock, a kernel without the knob
 (use umount -f or umount -l there), and a superblock whose server is not seen stalled: requests
 unanswered over --stall-window (NFS093) or major timeouts since the mount (NFS091); --force skips
-only that last check. It prints who will get errors, then asks for confirmation at a terminal;
+only that last check. It prints who will get errors (the processes from a scan of /proc bounded
+to 100,000 reads and 2 s; what it could not look at is counted in a warning), then asks for confirmation at a terminal;
 without a terminal it needs --yes. Right before the write it checks again that the device still
 shows the planned superblock (its source, mount IDs and mountstats age: a device number is reused
 at once) and, when the plan rested on the stall window, that the server is still not answering; the

@@ -137,7 +137,7 @@ func holdersRoot(t *testing.T) hostfs.Root {
 
 func TestReadHolders(t *testing.T) {
 	root := holdersRoot(t)
-	got, warnings := ReadHolders(root, []string{"0:52", "0:53"}, HolderLimits{})
+	got, warnings := ReadHolders(context.Background(), root, []string{"0:52", "0:53"}, HolderLimits{})
 	if len(warnings) != 0 {
 		t.Errorf("warnings: %q", warnings)
 	}
@@ -158,7 +158,7 @@ func TestReadHolders(t *testing.T) {
 
 func TestReadHoldersLimits(t *testing.T) {
 	root := holdersRoot(t)
-	got, warnings := ReadHolders(root, []string{"0:52"}, HolderLimits{MaxProcesses: 2, MaxFDs: 2})
+	got, warnings := ReadHolders(context.Background(), root, []string{"0:52"}, HolderLimits{MaxProcesses: 2, MaxFDs: 2})
 	// Processes 100 and 101 only, and of 100's three fds the first two.
 	if n := len(got["0:52"]); n != 1 || got["0:52"][0].PID != 100 {
 		t.Errorf("holders with MaxProcesses 2: %+v", got)
@@ -172,11 +172,11 @@ func TestReadHoldersLimits(t *testing.T) {
 
 func TestReadHoldersNone(t *testing.T) {
 	root := holdersRoot(t)
-	got, warnings := ReadHolders(root, []string{"0:99"}, HolderLimits{})
+	got, warnings := ReadHolders(context.Background(), root, []string{"0:99"}, HolderLimits{})
 	if len(got) != 0 || len(warnings) != 0 {
 		t.Errorf("an unmounted device: %v, %q", got, warnings)
 	}
-	got, warnings = ReadHolders(hostfs.Root(t.TempDir()), []string{"0:52"}, HolderLimits{})
+	got, warnings = ReadHolders(context.Background(), hostfs.Root(t.TempDir()), []string{"0:52"}, HolderLimits{})
 	if len(got) != 0 || len(warnings) != 1 {
 		t.Errorf("no /proc: %v, %q", got, warnings)
 	}
@@ -227,12 +227,12 @@ func TestReadBlocked(t *testing.T) {
 			{Device: "0:61", MountPoints: []string{"/mnt/fine"}, ServerAddr: "10.0.0.9"},
 		},
 	}
-	ReadBlocked(root, inv, HolderLimits{})
+	ReadBlocked(context.Background(), root, inv, HolderLimits{})
 	if inv.Blocked != nil {
 		t.Fatalf("no server stalled, yet blocked: %+v", inv.Blocked)
 	}
 	inv.Stalled = []StalledServer{{Addr: "10.0.0.1"}, {Addr: "10.0.0.2"}}
-	ReadBlocked(root, inv, HolderLimits{})
+	ReadBlocked(context.Background(), root, inv, HolderLimits{})
 	got := map[string][]int{}
 	for _, b := range inv.Blocked {
 		pids := []int{}
@@ -249,7 +249,7 @@ func TestReadBlocked(t *testing.T) {
 		t.Errorf("every fixture process is readable, yet %d uninspected", inv.Blocked[0].Uninspected)
 	}
 	// Four of the six processes left out: the holders are a lower bound, and say so.
-	ReadBlocked(root, inv, HolderLimits{MaxProcesses: 2})
+	ReadBlocked(context.Background(), root, inv, HolderLimits{MaxProcesses: 2})
 	for _, b := range inv.Blocked {
 		if b.Uninspected != 4 {
 			t.Errorf("%s: %d uninspected with 2 of 6 processes looked at, want 4", b.Device, b.Uninspected)
@@ -306,8 +306,55 @@ func TestReadBlockedByPort(t *testing.T) {
 	ms, _ := ParseMountInfo([]byte("101 22 0:60 / /mnt/a rw - nfs4 127.0.0.1:/ rw,vers=4.1,hard,proto=tcp,port=20049,addr=127.0.0.1\n" +
 		"102 22 0:61 / /mnt/b rw - nfs4 127.0.0.1:/ rw,vers=4.1,hard,proto=tcp,port=20050,addr=127.0.0.1\n"))
 	inv := &Inventory{Mounts: ms, Stalled: []StalledServer{{Addr: "127.0.0.1", Port: 20049, Transports: []string{"switch-1/xprt-2-tcp"}}}}
-	ReadBlocked(hostfs.Root(t.TempDir()), inv, HolderLimits{})
+	ReadBlocked(context.Background(), hostfs.Root(t.TempDir()), inv, HolderLimits{})
 	if len(inv.Blocked) != 1 || inv.Blocked[0].Device != "0:60" {
 		t.Errorf("blocked = %+v, want only 0:60 (port 20049)", inv.Blocked)
+	}
+}
+
+// TestReadHoldersBounded: 20 processes with 100 open files each, a scan allowed 500
+// reads: it stops at the cap, says so, and counts the processes it did not look at whole
+// as uninspected, so that the list is marked incomplete. A scan whose context has ended
+// looks at nothing and says so too.
+func TestReadHoldersBounded(t *testing.T) {
+	dir := t.TempDir()
+	fds := make([]int, 100)
+	for i := range fds {
+		fds[i] = 22
+	}
+	fds[len(fds)-1] = 40 // the last fd of each is on the NFS mount
+	for pid := 1000; pid < 1020; pid++ {
+		writeProc(t, dir, fakeProc{pid: pid, comm: "opener", state: "S", ns: hostNS, mountinfo: hostMountinfo, root: "/", cwd: "/",
+			fdMounts: fds, cgroup: "0::/\n"})
+	}
+	root := hostfs.Root(dir)
+	inv := &Inventory{Mounts: []Mount{{Device: "0:52", MountPoints: []string{"/mnt/data"}, ServerAddr: "10.0.0.1"}}, Stalled: []StalledServer{{Addr: "10.0.0.1"}}}
+	start := time.Now()
+	ReadBlocked(context.Background(), root, inv, HolderLimits{MaxReads: 500})
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("a scan capped at 500 reads took %s", took)
+	}
+	if len(inv.Blocked) != 1 {
+		t.Fatalf("blocked = %+v", inv.Blocked)
+	}
+	b := inv.Blocked[0]
+	// 500 reads cover 4 processes whole (1 + 100 reads each) and stop in the fifth, which
+	// is a holder if its fd on the mount came early in the directory.
+	if !b.Incomplete || b.Uninspected != 16 || len(b.Holders) < 4 || len(b.Holders) > 5 {
+		t.Errorf("incomplete %v, %d uninspected, %d holders; want incomplete, 16 and 4 or 5", b.Incomplete, b.Uninspected, len(b.Holders))
+	}
+	if !strings.Contains(strings.Join(inv.Warnings, "\n"), "the scan stopped at 500 reads of /proc (limit) with 4 of 20 looked at whole") {
+		t.Errorf("warnings = %q", inv.Warnings)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	got, warnings := ReadHolders(ctx, root, []string{"0:52"}, HolderLimits{})
+	if len(got["0:52"]) != 0 || !strings.Contains(strings.Join(warnings, "\n"), "stopped when interrupted with 0 of 20 looked at") {
+		t.Errorf("after the context ended: %v, %q", got, warnings)
+	}
+	got, _ = ReadHolders(context.Background(), root, []string{"0:52"}, HolderLimits{})
+	if len(got["0:52"]) != 20 {
+		t.Errorf("unbounded: %d holders, want 20", len(got["0:52"]))
 	}
 }

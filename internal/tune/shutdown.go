@@ -188,7 +188,8 @@ func PlanShutdown(ctx context.Context, root hostfs.Root, target string, opts Shu
 		StallWindow:   opts.StallWindow,
 		Forced:        opts.Force,
 	}
-	procs, warnings := inventory.ReadHolders(root, []string{dev}, inventory.HolderLimits{})
+	// Bounded (inventory.HolderLimits): a host full of open files cannot hold the guard.
+	procs, warnings := inventory.ReadHolders(ctx, root, []string{dev}, inventory.HolderLimits{})
 	p.Affected = Affected(*m, procs[dev])
 	p.Warnings = warnings
 	for _, o := range inv.Mounts {
