@@ -80,8 +80,9 @@ const (
 // device is mounted, the mnt_id of /proc/<pid>/fdinfo/<fd> (Linux 3.15 and later), which
 // names the mount of an open file exactly; the /proc/<pid>/cwd and root links, whose text
 // the kernel formats from memory and which are mapped to the process's own mount table by
-// the longest mount point (a path the kernel marks "(deleted)" or cannot reach is left
-// out); /proc/<pid>/stat and task/*/stat for the state; and /proc/<pid>/cgroup.
+// the longest mount point (a path the kernel marks " (deleted)" by the path it had:
+// deviceOfLink; one it cannot reach is left out); /proc/<pid>/stat and task/*/stat for
+// the state; and /proc/<pid>/cgroup.
 //
 // Memory maps are not read: /proc/<pid>/maps waits on the lock that a process blocked in
 // a page fault may hold. A process blocked in open() or stat() of a path on the mount
@@ -269,7 +270,7 @@ func (r *holderReader) process(pid int, out map[string][]Holder) {
 		if err != nil || rootErr != nil {
 			continue
 		}
-		if dev := t.deviceOf(relativeTo(p, rootPath)); dev != "" {
+		if dev := t.deviceOfLink(p, rootPath); dev != "" {
 			use(dev, via)
 		}
 	}
@@ -345,6 +346,28 @@ func (t *nsMounts) deviceOf(path string) string {
 	return best
 }
 
+// deletedSuffix is what the kernel appends to the path of a directory that has been
+// removed (d_path); a live directory can have it in its name too.
+const deletedSuffix = " (deleted)"
+
+// deviceOfLink returns the wanted device that a cwd or root link's text p lies on, p being
+// mapped below the process's root rootPath (relativeTo). A text ending in " (deleted)" is
+// either a live directory of that name or a removed directory, whose text is its last path:
+// it is mapped as it reads first, and when that gives no wanted device, without the
+// suffix. A removed directory was on the mount its last path lies on, so it is found too,
+// the mount's own root (removed on the server) included; the cost is that a live directory
+// "x (deleted)" next to a mount point "x" of a wanted device, on another file system,
+// makes its process a holder it is not: an extra name in the list, never a missing one.
+func (t *nsMounts) deviceOfLink(p, rootPath string) string {
+	if dev := t.deviceOf(relativeTo(p, rootPath)); dev != "" {
+		return dev
+	}
+	if trimmed, ok := strings.CutSuffix(p, deletedSuffix); ok {
+		return t.deviceOf(relativeTo(trimmed, rootPath))
+	}
+	return ""
+}
+
 // underPath reports whether path is mount point mp or below it.
 func underPath(path, mp string) bool {
 	if mp == "/" {
@@ -355,10 +378,10 @@ func underPath(path, mp string) bool {
 
 // relativeTo returns the cwd or root link text p as a path under the process's root
 // rootPath (both as the reader sees them), which is how the process's own mountinfo
-// names mount points; "" for a link the kernel marks "(deleted)" or that is not a path
-// (an unreachable directory, a pipe).
+// names mount points; "" for a link text that is not a path (an unreachable directory,
+// a pipe).
 func relativeTo(p, rootPath string) string {
-	if !strings.HasPrefix(p, "/") || strings.HasSuffix(p, " (deleted)") {
+	if !strings.HasPrefix(p, "/") {
 		return ""
 	}
 	if rootPath == "/" || rootPath == "" {

@@ -120,8 +120,15 @@ func holdersRoot(t *testing.T) hostfs.Root {
 		// case.
 		{pid: 400, comm: "idle", state: "S", ns: hostNS, mountinfo: hostMountinfo, root: "/", cwd: "/mnt/with space/d",
 			fdMounts: []int{43}, cgroup: "0::/\n"},
-		// Its working directory was removed.
+		// Its working directory was removed, or is a live one named "old (deleted)": the
+		// link reads the same, and either is on the mount.
 		{pid: 500, comm: "gone", state: "S", ns: hostNS, mountinfo: hostMountinfo, root: "/", cwd: "/mnt/data/old (deleted)",
+			cgroup: "0::/\n"},
+		// Its working directory is the root of the mount, removed on the server.
+		{pid: 501, comm: "rootgone", state: "D", ns: hostNS, mountinfo: hostMountinfo, root: "/", cwd: "/mnt/data (deleted)",
+			cgroup: "0::/\n"},
+		// A removed directory of the root file system.
+		{pid: 502, comm: "local", state: "S", ns: hostNS, mountinfo: hostMountinfo, root: "/", cwd: "/home/x (deleted)",
 			cgroup: "0::/\n"},
 	} {
 		writeProc(t, root, p)
@@ -146,6 +153,8 @@ func TestReadHolders(t *testing.T) {
 			{PID: 100, Comm: "cat", State: "D", BlockedThreads: 1, Via: []string{ViaFD, ViaCwd}, FDs: 1},
 			{PID: 200, Comm: "java worker", State: "S", BlockedThreads: 2, Via: []string{ViaFD, ViaCwd}, FDs: 2, PodUID: podUID, ContainerID: containerID},
 			{PID: 300, Comm: "jailed", State: "D", BlockedThreads: 1, Via: []string{ViaCwd}, PodUID: podUID, ContainerID: containerID},
+			{PID: 500, Comm: "gone", State: "S", Via: []string{ViaCwd}},
+			{PID: 501, Comm: "rootgone", State: "D", BlockedThreads: 1, Via: []string{ViaCwd}},
 		},
 		"0:53": {
 			{PID: 400, Comm: "idle", State: "S", Via: []string{ViaCwd}},
@@ -163,7 +172,7 @@ func TestReadHoldersLimits(t *testing.T) {
 	if n := len(got["0:52"]); n != 1 || got["0:52"][0].PID != 100 {
 		t.Errorf("holders with MaxProcesses 2: %+v", got)
 	}
-	for _, w := range []string{"looked at 2 of 6", "more than 2 open files"} {
+	for _, w := range []string{"looked at 2 of 8", "more than 2 open files"} {
 		if !strings.Contains(strings.Join(warnings, "\n"), w) {
 			t.Errorf("no warning %q in %q", w, warnings)
 		}
@@ -187,8 +196,31 @@ var relativeTests = []struct{ link, root, want string }{
 	{"/srv/jail/mnt", "/srv/jail", "/mnt"},
 	{"/srv/jail", "/srv/jail", "/"},
 	{"/srv/jailbreak", "/srv/jail", "/srv/jailbreak"},
-	{"/mnt/data (deleted)", "/", ""},
+	{"/mnt/data (deleted)", "/", "/mnt/data (deleted)"},
 	{"pipe:[1234]", "/", ""},
+}
+
+// TestDeviceOfLink: a link text ending in " (deleted)" maps as it reads first (a live
+// directory, or a mount point, of that name), then without the suffix (a removed
+// directory, by the path it had).
+func TestDeviceOfLink(t *testing.T) {
+	t.Parallel()
+	mi := hostMountinfo + "45 22 0:52 / /mnt/x\\040(deleted) rw,relatime - nfs4 server:/data rw,vers=4.1\n" +
+		"46 22 0:61 / /mnt/y rw,relatime - nfs4 server:/y rw,vers=4.1\n"
+	tab := parseNSMounts([]byte(mi), map[string]bool{"0:52": true, "0:53": true})
+	for link, want := range map[string]string{
+		"/mnt/data/x (deleted)":     "0:52", // live "x (deleted)" or removed "x": on the mount
+		"/mnt/data (deleted)":       "0:52", // the mount's root, removed on the server
+		"/mnt/x (deleted)":          "0:52", // a mount point of that name
+		"/mnt/x (deleted)/sub":      "0:52",
+		"/mnt/y (deleted)":          "", // a removed directory of 0:61, not wanted
+		"/home/old (deleted)":       "",
+		"/mnt/with space (deleted)": "0:53",
+	} {
+		if got := tab.deviceOfLink(link, "/"); got != want {
+			t.Errorf("deviceOfLink(%q) = %q, want %q", link, got, want)
+		}
+	}
 }
 
 func TestRelativeTo(t *testing.T) {
@@ -241,7 +273,7 @@ func TestReadBlocked(t *testing.T) {
 		}
 		got[b.Device+" "+b.ServerAddr] = pids
 	}
-	want := map[string][]int{"0:52 10.0.0.1": {100, 200, 300}, "0:53 10.0.0.2": {400}, "0:60 10.0.0.1": {400}}
+	want := map[string][]int{"0:52 10.0.0.1": {100, 200, 300, 500, 501}, "0:53 10.0.0.2": {400}, "0:60 10.0.0.1": {400}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("blocked (-want +got):\n%s", diff)
 	}
@@ -251,8 +283,8 @@ func TestReadBlocked(t *testing.T) {
 	// Four of the six processes left out: the holders are a lower bound, and say so.
 	ReadBlocked(context.Background(), root, inv, HolderLimits{MaxProcesses: 2})
 	for _, b := range inv.Blocked {
-		if b.Uninspected != 4 {
-			t.Errorf("%s: %d uninspected with 2 of 6 processes looked at, want 4", b.Device, b.Uninspected)
+		if b.Uninspected != 6 || !b.Incomplete {
+			t.Errorf("%s: %d uninspected with 2 of 8 processes looked at (incomplete %v), want 6", b.Device, b.Uninspected, b.Incomplete)
 		}
 	}
 }
@@ -289,7 +321,7 @@ func TestSampleBlocked(t *testing.T) {
 	for _, h := range inv.Blocked[0].Holders {
 		pids = append(pids, h.PID)
 	}
-	if diff := cmp.Diff([]int{100, 200, 300}, pids); diff != "" {
+	if diff := cmp.Diff([]int{100, 200, 300, 500, 501}, pids); diff != "" {
 		t.Errorf("holders of 0:52 (-want +got):\n%s", diff)
 	}
 	// No window: nothing is sampled, and no process is read.
