@@ -446,7 +446,7 @@ func (a *Agent) sampleStalls(inv *inventory.Inventory, now time.Time) {
 	}
 	inv.Stalled = a.stalled
 	a.mu.Unlock()
-	inventory.ReadBlocked(a.cfg.Root, inv, inventory.HolderLimits{})
+	inventory.ReadBlocked(context.Background(), a.cfg.Root, inv, inventory.HolderLimits{})
 }
 
 // Ready reports whether the first reconcile has completed.

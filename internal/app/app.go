@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -14,16 +15,49 @@ import (
 )
 
 // Main runs nfstune with the process's arguments and streams and returns the exit code.
+// SIGINT and SIGTERM end the command (watchSignals).
 func Main() int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go watchSignals(sigs, cancel, os.Stderr, os.Exit)
 	return Run(ctx, cli.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, os.Args[1:])
+}
+
+// watchSignals ends the command on the first signal of sigs by cancelling its context
+// with cli.Interrupted as the cause: the command stops at its next check, writes nothing
+// it had not yet written, and exits with 128 + the signal's number. A second signal
+// exits at once with that code, for a command blocked where no context reaches (a read
+// of a file on a dead hard NFS mount, a read of /proc that waits on such a process).
+func watchSignals(sigs <-chan os.Signal, cancel context.CancelCauseFunc, errOut io.Writer, exit func(int)) {
+	first, ok := <-sigs
+	if !ok {
+		return
+	}
+	cancel(&cli.Interrupted{Signal: number(first)})
+	second, ok := <-sigs
+	if !ok {
+		return
+	}
+	fmt.Fprintf(errOut, "nfstune: %v again: exiting now\n", second)
+	exit(128 + int(number(second)))
+}
+
+// number is the signal's number, SIGINT for a signal that has none.
+func number(s os.Signal) syscall.Signal {
+	if n, ok := s.(syscall.Signal); ok {
+		return n
+	}
+	return syscall.SIGINT
 }
 
 // Run executes one command line and returns its exit code:
 // 0 success, 1 the command's own "not clean" result (findings at --fail-on, a partial apply),
 // 2 usage errors and errors reading the host, 3 a guard's refusal (nfstune shutdown), 4 a
-// kernel without what the action needs.
+// kernel without what the action needs, 128 + the signal's number when a signal ended the
+// command before its result (130 for SIGINT, 143 for SIGTERM).
 func Run(ctx context.Context, streams cli.IOStreams, args []string) int {
 	root := cli.NewRoot(streams)
 	root.SetArgs(args)

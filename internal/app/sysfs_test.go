@@ -20,7 +20,7 @@ import (
 // sysfs.
 var fileWriters = map[string]string{
 	"internal/hostfs.SetReadAhead":      "the guarded writer of /sys/class/bdi/<device>/read_ahead_kb",
-	"internal/hostfs.ShutdownNFS":       "the guarded writer of /sys/fs/nfs/<device>/shutdown (nfstune shutdown)",
+	"internal/hostfs.OpenNFSShutdown":   "the guarded writer of /sys/fs/nfs/<device>/shutdown (nfstune shutdown)",
 	"internal/hostfs.Root.writeFileAt":  "a new temporary file (O_CREAT|O_EXCL) renamed over a file: sysfs allows no new files",
 	"internal/tune.writeLive":           "sysctls below /proc/sys; it refuses any other path (TestWriteLiveOnlySysctls)",
 	"internal/bench.session.dropCaches": "/proc/sys/vm/drop_caches between bench runs",
@@ -34,8 +34,8 @@ var fileWriters = map[string]string{
 // sysfsWriters are the fileWriters entries allowed to write below /sys, each with a string
 // it must name: the attribute it writes.
 var sysfsWriters = map[string]string{
-	"internal/hostfs.SetReadAhead": "read_ahead_kb",
-	"internal/hostfs.ShutdownNFS":  "fs/nfs/",
+	"internal/hostfs.SetReadAhead":    "read_ahead_kb",
+	"internal/hostfs.OpenNFSShutdown": "fs/nfs/",
 }
 
 // writeCalls are package functions that create or write a file whatever their flags.
@@ -166,7 +166,7 @@ func TestOneSysfsWriter(t *testing.T) {
 	sort.Strings(keys)
 	for _, k := range keys {
 		if _, ok := fileWriters[k]; !ok {
-			t.Errorf("%s writes files but is not in fileWriters (only hostfs.SetReadAhead and hostfs.ShutdownNFS may write below /sys):\n\t%s", k, strings.Join(sites[k], "\n\t"))
+			t.Errorf("%s writes files but is not in fileWriters (only hostfs.SetReadAhead and hostfs.OpenNFSShutdown may write below /sys):\n\t%s", k, strings.Join(sites[k], "\n\t"))
 		}
 	}
 	for k := range fileWriters {

@@ -171,8 +171,12 @@ func writeStalled(ew *printer.Writer, rep Report) error {
 		}
 	}
 	ew.Printf("\nprocesses using the stalled mounts\n")
-	if len(rep.Blocked) > 0 && rep.Blocked[0].Uninspected > 0 {
-		ew.Printf("  (%d processes could not be inspected, see the warnings: the lists below may miss some)\n", rep.Blocked[0].Uninspected)
+	switch {
+	case len(rep.Blocked) == 0:
+	case rep.Blocked[0].Uninspected > 0:
+		ew.Printf("  (incomplete: %d processes could not be inspected or were left out, see the warnings: the lists below may miss some)\n", rep.Blocked[0].Uninspected)
+	case rep.Blocked[0].Incomplete:
+		ew.Printf("  (incomplete: some processes' open files were not all looked at, see the warnings: the lists below may miss some)\n")
 	}
 	for _, b := range rep.Blocked {
 		ew.Printf("  %s (%s), server %s: ", strings.Join(b.MountPoints, ", "), b.Device, b.ServerAddr)

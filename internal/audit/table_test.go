@@ -67,7 +67,15 @@ func TestWriteTableUninspected(t *testing.T) {
 	if err := WriteTable(&b, rep); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "(17 processes could not be inspected, see the warnings: the lists below may miss some)") {
+	if !strings.Contains(b.String(), "(incomplete: 17 processes could not be inspected or were left out, see the warnings: the lists below may miss some)") {
 		t.Errorf("no word of the uninspected processes:\n%s", b.String())
+	}
+	rep.Blocked[0].Uninspected, rep.Blocked[0].Incomplete = 0, true
+	b.Reset()
+	if err := WriteTable(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "(incomplete: some processes' open files were not all looked at") {
+		t.Errorf("no word of the incomplete scan:\n%s", b.String())
 	}
 }

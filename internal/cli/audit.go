@@ -34,8 +34,13 @@ func newAuditCommand(g *globals, streams IOStreams) *cobra.Command {
 backend and workload profile from the policy, and reports findings with a stable ID, the evidence
 (expected and actual), the reason with its source, and the exact fix. It changes nothing.
 
+For a server that does not answer over --stall-window, it names the processes using its mounts
+from /proc/<pid> (fdinfo, cwd, root). That scan is bounded: at most 100,000 reads of /proc and
+2 s; what it left out is counted (uninspected, incomplete, and a warning).
+
 Exit status: 0 when no finding is at or above --fail-on, 1 when one is, 2 on usage errors or when
-the mounts cannot be read.`,
+the mounts cannot be read, 130 (143 for SIGTERM) when interrupted before the report: an
+interrupted stall window prints no report.`,
 		Example: `  nfstune audit
   nfstune audit --config /etc/nfstune/policy.yaml -o json
   nfstune audit --root /host --pid 1 --fail-on warning`,
@@ -78,6 +83,9 @@ func runAudit(ctx context.Context, g *globals, streams IOStreams, flags *auditFl
 			return &ExitError{Code: ExitError2, Err: fmt.Errorf("unknown --fail-on %q (want error, warning, info or none)", flags.failOn)}
 		}
 	}
+	if err := checkStallWindow(flags.stall); err != nil {
+		return err
+	}
 	if flags.pid < 0 {
 		return &ExitError{Code: ExitError2, Err: fmt.Errorf("invalid --pid %d", flags.pid)}
 	}
@@ -103,7 +111,14 @@ func runAudit(ctx context.Context, g *globals, streams IOStreams, flags *auditFl
 	start = time.Now()
 	// The processes using the mounts of a server that looks stuck are read while the
 	// window runs.
-	inventory.SampleBlocked(ctx, g.Root(), inv, first, flags.stall, inventory.HolderLimits{})
+	if err := inventory.SampleBlocked(ctx, g.Root(), inv, first, flags.stall, inventory.HolderLimits{}); err != nil {
+		// An interrupted window says nothing about the servers: no report rather than a
+		// clean one.
+		if ierr := interruptedError(ctx, "audit interrupted during the stall window, no report"); ierr != nil {
+			return ierr
+		}
+		return &ExitError{Code: ExitError2, Err: err}
+	}
 	log.Debug("audit", "stage", "stall sample", "elapsed", time.Since(start), "stalled", len(inv.Stalled), "blocked mounts", len(inv.Blocked))
 	start = time.Now()
 	rep := audit.Run(inv, pol)

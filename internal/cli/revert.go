@@ -24,7 +24,7 @@ func newRevertCommand(g *globals, streams IOStreams) *cobra.Command {
 value (bdi read-ahead, sysctls) and file (udev rule, drop-ins, /etc/fstab), removes the files apply
 created, and removes the journal. It completes an apply that was interrupted, and running it again
 does nothing. A superblock shut down by nfstune shutdown cannot be brought back: revert shows its
-record as not reversible and drops it with the journal. Exit code 1 means some items could not be
+record as not reversible and keeps it: the journal then holds only such records. Exit code 1 means some items could not be
 restored; they stay in the journal.`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {

@@ -39,13 +39,20 @@ DEVICE is the superblock's major:minor; MOUNT a mount point, resolved through /p
 (never opened). shutdown refuses a device that is not an NFS superblock, a kernel without the knob
 (use umount -f or umount -l there), and a superblock whose server is not seen stalled: requests
 unanswered over --stall-window (NFS093) or major timeouts since the mount (NFS091); --force skips
-only that last check. It prints who will get errors, then asks for confirmation at a terminal;
-without a terminal it needs --yes. The shutdown is recorded in the journal under /var/lib/nfstune
-before the write; nfstune revert shows it as not reversible.
+only that last check. It prints who will get errors (the processes from a scan of /proc bounded
+to 100,000 reads and 2 s; what it could not look at is counted in a warning), then asks for confirmation at a terminal;
+without a terminal it needs --yes. Right before the write it checks again that the device still
+shows the planned superblock (its source, mount IDs and mountstats age: a device number is reused
+at once) and, when the plan rested on the stall window, that the server is still not answering; the
+write goes through the attribute opened before that last check, which the kernel binds to its
+superblock. The shutdown is recorded in the journal under /var/lib/nfstune
+before the write; nfstune revert shows it as not reversible and keeps the record.
 
 Exit codes: 0 shut down (now or before, or a dry run that passed every check), 1 the kernel refused
 the write, 2 bad input, not an NFS superblock or the host could not be read, 3 refused (server not
-seen stalled without --force, not confirmed), 4 the kernel has no shutdown knob.`,
+seen stalled without --force, or answering again by the write; the device shows another superblock
+by the write; not confirmed), 4 the kernel has no shutdown knob, 130 (143 for
+SIGTERM) interrupted before the write: nothing written.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runShutdown(c.Context(), g, streams, flags, args[0])
@@ -64,8 +71,8 @@ func runShutdown(ctx context.Context, g *globals, streams IOStreams, flags *shut
 	if err := checkOutput(flags.output, OutputTable, OutputJSON, OutputYAML); err != nil {
 		return err
 	}
-	if flags.stallWindow < 0 {
-		return &ExitError{Code: ExitError2, Err: fmt.Errorf("--stall-window %s: want 0 or more", flags.stallWindow)}
+	if err := checkStallWindow(flags.stallWindow); err != nil {
+		return err
 	}
 	root := g.Root()
 	plan, err := tune.PlanShutdown(ctx, root, target, tune.ShutdownOptions{Force: flags.force, StallWindow: flags.stallWindow})
@@ -83,11 +90,14 @@ func runShutdown(ctx context.Context, g *globals, streams IOStreams, flags *shut
 				}
 				shown = true
 			}
-			err = confirm(streams, plan)
+			err = confirm(ctx, streams, plan)
 		}
 	}
 	if act && err == nil {
-		rep.Result, err = tune.Shutdown(root, plan, time.Now())
+		rep.Result, err = tune.Shutdown(ctx, root, plan, time.Now())
+	}
+	if ierr := interruptedError(ctx, "shutdown interrupted, nothing written"); ierr != nil && rep.Result == nil {
+		return ierr
 	}
 	if err != nil {
 		rep.Error = err.Error()
@@ -113,7 +123,7 @@ func runShutdown(ctx context.Context, g *globals, streams IOStreams, flags *shut
 		return nil
 	case errors.Is(err, tune.ErrNoShutdownKnob):
 		return &ExitError{Code: ExitUnsupported, Err: err}
-	case errors.Is(err, tune.ErrNotStalled), errors.Is(err, errNotConfirmed):
+	case errors.Is(err, tune.ErrNotStalled), errors.Is(err, tune.ErrSuperblockChanged), errors.Is(err, errNotConfirmed):
 		return &ExitError{Code: ExitRefused, Err: err}
 	case rep.Result != nil:
 		return &ExitError{Code: ExitIssues, Err: fmt.Errorf("shutdown: %w", err)}
@@ -121,13 +131,33 @@ func runShutdown(ctx context.Context, g *globals, streams IOStreams, flags *shut
 	return &ExitError{Code: ExitError2, Err: err}
 }
 
+// checkStallWindow checks a --stall-window flag (inventory.CheckStallWindow), for audit
+// and shutdown alike.
+func checkStallWindow(window time.Duration) error {
+	if err := inventory.CheckStallWindow(window); err != nil {
+		return &ExitError{Code: ExitError2, Err: fmt.Errorf("--stall-window: %w", err)}
+	}
+	return nil
+}
+
 // errNotConfirmed is a shutdown the user did not confirm.
 var errNotConfirmed = errors.New("not confirmed")
 
-// confirm asks whether to go on and accepts y or yes.
-func confirm(streams IOStreams, p *tune.ShutdownPlan) error {
+// confirm asks whether to go on and accepts y or yes. It returns ctx's error when ctx ends
+// first (the read is left to the process's exit).
+func confirm(ctx context.Context, streams IOStreams, p *tune.ShutdownPlan) error {
 	fmt.Fprintf(streams.ErrOut, "Shut down %s (%s) now? This cannot be undone. [y/N] ", p.Device, p.Source)
-	line, _ := bufio.NewReader(streams.In).ReadString('\n')
+	answer := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(streams.In).ReadString('\n')
+		answer <- line
+	}()
+	var line string
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case line = <-answer:
+	}
 	if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
 		return fmt.Errorf("%s left as it is: %w", p.Device, errNotConfirmed)
 	}

@@ -2,12 +2,15 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/nfstune/nfstune/internal/tune"
 )
@@ -122,8 +125,8 @@ func TestShutdownJSONThenRevert(t *testing.T) {
 		t.Errorf("revert: exit %d\n%s%s", code, out, errOut)
 	}
 	out, _, code = runVerb(t, "--root", root, "revert")
-	if code != ExitOK || !strings.Contains(out, "Nothing to revert") {
-		t.Errorf("second revert: exit %d\n%s", code, out)
+	if code != ExitOK || !strings.Contains(out, "[not reversible] shutdown    /sys/fs/nfs/0:53/shutdown") {
+		t.Errorf("second revert: exit %d, want the record kept and shown again\n%s", code, out)
 	}
 }
 
@@ -131,7 +134,7 @@ func TestShutdownConfirm(t *testing.T) {
 	p := &tune.ShutdownPlan{Device: "0:53", Source: "10.0.0.7:/export/data"}
 	for answer, ok := range map[string]bool{"y\n": true, "YES\n": true, " yes \n": true, "n\n": false, "\n": false, "": false, "yep\n": false} {
 		var errOut bytes.Buffer
-		err := confirm(IOStreams{In: strings.NewReader(answer), ErrOut: &errOut}, p)
+		err := confirm(context.Background(), IOStreams{In: strings.NewReader(answer), ErrOut: &errOut}, p)
 		if (err == nil) != ok || (err != nil && !errors.Is(err, errNotConfirmed)) {
 			t.Errorf("answer %q: err = %v, want confirmed: %v", answer, err, ok)
 		}
@@ -141,5 +144,86 @@ func TestShutdownConfirm(t *testing.T) {
 	}
 	if isTerminal(strings.NewReader("")) {
 		t.Error("a strings.Reader is not a terminal")
+	}
+}
+
+// TestStallWindowValidated: audit and shutdown refuse a negative --stall-window the same
+// way, with exit code 2 and the same message.
+func TestStallWindowValidated(t *testing.T) {
+	root := shutdownTree(t, "6.12.1", true)
+	for _, args := range [][]string{
+		{"audit", "--stall-window", "-1s"},
+		{"shutdown", "--stall-window", "-1s", "--dry-run", "--force", "0:53"},
+	} {
+		out, errOut, code := runVerb(t, append([]string{"--root", root}, args...)...)
+		if code != ExitError2 || !strings.Contains(errOut, "--stall-window: stall window -1s: want 0 or more") {
+			t.Errorf("%s: exit code %d, stderr %q; want 2 and the window refused\n%s", args[0], code, errOut, out)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "sys/fs/nfs/0:53/shutdown")); string(b) != "0\n" {
+		t.Errorf("attribute = %q after a refused window", b)
+	}
+}
+
+// runInterrupted runs one command line whose context is cancelled after delay as app.Main
+// cancels it on SIGINT, and returns stdout, stderr and the exit code.
+func runInterrupted(t *testing.T, delay time.Duration, args ...string) (string, string, int) {
+	t.Helper()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	time.AfterFunc(delay, func() { cancel(&Interrupted{Signal: syscall.SIGINT}) })
+	var out, errOut bytes.Buffer
+	root := NewRoot(IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	var exit *ExitError
+	if !errors.As(err, &exit) {
+		t.Fatalf("err = %v, want an exit code", err)
+	}
+	errOut.WriteString(err.Error())
+	return out.String(), errOut.String(), exit.Code
+}
+
+// serverGoneTree is a copy of the 6.12 lab's tree with the server gone, with the shutdown
+// attribute of /mnt/lab/v3 (0:65).
+func serverGoneTree(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS("../inventory/testdata/lab-6.12.107+deb13-amd64-server-gone")); err != nil {
+		t.Fatal(err)
+	}
+	knob := filepath.Join(dir, "sys/fs/nfs/0:65/shutdown")
+	if err := os.MkdirAll(filepath.Dir(knob), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(knob, []byte("0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestAuditInterrupted: an audit of a host whose server is gone, interrupted during the
+// stall window, exits 130 with no report rather than 0 with a clean one.
+func TestAuditInterrupted(t *testing.T) {
+	dir := serverGoneTree(t)
+	out, errOut, code := runInterrupted(t, 100*time.Millisecond, "--root", dir, "audit", "--stall-window", "60s", "--fail-on", "error")
+	if code != ExitInterrupted || out != "" || !strings.Contains(errOut, "interrupted by SIGINT") {
+		t.Errorf("exit code %d, want %d and no report; stdout:\n%s\nstderr:\n%s", code, ExitInterrupted, out, errOut)
+	}
+}
+
+// TestShutdownInterrupted: shutdown --yes --force interrupted during the stall window
+// writes nothing, journals nothing and exits 130.
+func TestShutdownInterrupted(t *testing.T) {
+	dir := serverGoneTree(t)
+	out, errOut, code := runInterrupted(t, 100*time.Millisecond, "--root", dir, "shutdown", "--yes", "--force", "--stall-window", "60s", "/mnt/lab/v3")
+	if code != ExitInterrupted {
+		t.Errorf("exit code %d, want %d; stdout:\n%s\nstderr:\n%s", code, ExitInterrupted, out, errOut)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "sys/fs/nfs/0:65/shutdown")); string(b) != "0\n" {
+		t.Errorf("attribute = %q, want 0", b)
+	}
+	if _, err := os.Stat(filepath.Join(dir, tune.JournalPath)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("journal: %v, want none", err)
 	}
 }

@@ -1,10 +1,14 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"syscall"
 
+	"golang.org/x/sys/unix"
 	"sigs.k8s.io/yaml"
 )
 
@@ -25,7 +29,34 @@ const (
 	ExitRefused = 3
 	// ExitUnsupported: the kernel lacks what the action needs (the NFS shutdown knob).
 	ExitUnsupported = 4
+	// ExitInterrupted: a signal ended the command before it could tell (128 + SIGINT, as
+	// shells report it); a SIGTERM gives 143 (Interrupted).
+	ExitInterrupted = 130
 )
+
+// Interrupted is the cause of a command's context cancelled by a signal (app.Main sets
+// it): the exit code is then 128 + the signal's number.
+type Interrupted struct {
+	Signal syscall.Signal
+}
+
+func (i *Interrupted) Error() string { return "interrupted by " + unix.SignalName(i.Signal) }
+
+// interruptedError returns, for a command whose context has ended, the exit error that
+// says so (ExitInterrupted, or 128 + the signal of Interrupted) with what was cut short;
+// nil while ctx runs.
+func interruptedError(ctx context.Context, what string) error {
+	if ctx.Err() == nil {
+		return nil
+	}
+	cause := context.Cause(ctx)
+	code := ExitInterrupted
+	var sig *Interrupted
+	if errors.As(cause, &sig) {
+		code = 128 + int(sig.Signal)
+	}
+	return &ExitError{Code: code, Err: fmt.Errorf("%s: %w", what, cause)}
+}
 
 // ExitError carries an exit code out of a command. Err, when set, is printed once by app.
 type ExitError struct {

@@ -6,7 +6,7 @@
 // hostPath volumes.
 //
 // It also holds the guarded writers every command uses: SetReadAhead for a bdi's
-// read_ahead_kb, ShutdownNFS for an NFS superblock's shutdown attribute (nfstune shutdown)
+// read_ahead_kb, OpenNFSShutdown for an NFS superblock's shutdown attribute (nfstune shutdown)
 // and ReplaceFile for configuration files (atomic, owner and mode kept, symbolic links
 // refused).
 //

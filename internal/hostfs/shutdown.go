@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -41,31 +42,48 @@ func ReadNFSShutdown(r Root, device string) (bool, error) {
 	}
 }
 
-// ShutdownNFS writes 1 to /sys/fs/nfs/<device>/shutdown and reads it back. The kernel
-// then fails every outstanding and future request of that superblock with EIO, so that
-// the processes blocked on a dead server return and the file system can be unmounted; it
-// cannot be undone (the kernel accepts only 1) and lasts until the superblock is gone.
-// It is the one writer of the attribute; callers confirm first that device is an NFS
-// superblock (inventory.ConfirmNFS) and journal the shutdown.
+// NFSShutdownKnob is the shutdown attribute of one NFS superblock, open for writing. The
+// open file stays bound to the superblock it was opened on: once that superblock is gone,
+// a write through it fails (the kernel answers ENODEV for a removed sysfs attribute), even
+// when its device number already names another superblock.
+type NFSShutdownKnob struct {
+	root   Root
+	device string
+	f      *os.File
+}
+
+// OpenNFSShutdown opens /sys/fs/nfs/<device>/shutdown for writing; Shutdown writes it.
+// It is the one opener for writing of the attribute; callers confirm first that device is
+// an NFS superblock (inventory.ConfirmNFS), and again after the open, which binds the
+// write to the superblock seen then, and journal the shutdown.
 //
 // As SetReadAhead, it opens the attribute confined to /sys (os.Root), refuses a link and
 // never creates it: on a kernel without the attribute it fails with fs.ErrNotExist.
-func ShutdownNFS(r Root, device string) error {
+func OpenNFSShutdown(r Root, device string) (*NFSShutdownKnob, error) {
 	if !ValidDevice(device) {
-		return fmt.Errorf("shutting down: invalid device %q: want major:minor", device)
+		return nil, fmt.Errorf("shutting down: invalid device %q: want major:minor", device)
 	}
-	shown := NFSShutdownAttr(device)
-	// O_TRUNC does nothing on sysfs; it keeps a test fixture's plain file exact.
-	f, err := openSysAttr(r, "fs/nfs/"+device, "shutdown", unix.O_WRONLY|unix.O_TRUNC)
+	// No O_TRUNC: opening changes nothing, in sysfs or in a test fixture's plain file.
+	f, err := openSysAttr(r, "fs/nfs/"+device, "shutdown", unix.O_WRONLY)
 	if err != nil {
-		return fmt.Errorf("writing 1 to %q: %w", shown, err)
+		return nil, fmt.Errorf("writing 1 to %q: %w", NFSShutdownAttr(device), err)
 	}
-	_, werr := f.Write([]byte("1\n"))
-	cerr := f.Close()
+	return &NFSShutdownKnob{root: r, device: device, f: f}, nil
+}
+
+// Shutdown writes 1 through the open attribute and reads the attribute back. The kernel
+// then fails every outstanding and future request of that superblock with EIO, so that
+// the processes blocked on a dead server return and the file system can be unmounted; it
+// cannot be undone (the kernel accepts only 1) and lasts until the superblock is gone.
+// It closes the knob.
+func (k *NFSShutdownKnob) Shutdown() error {
+	shown := NFSShutdownAttr(k.device)
+	_, werr := k.f.Write([]byte("1\n"))
+	cerr := k.Close()
 	if err := errors.Join(werr, cerr); err != nil {
 		return fmt.Errorf("writing 1 to %q: %w", shown, err)
 	}
-	down, err := ReadNFSShutdown(r, device)
+	down, err := ReadNFSShutdown(k.root, k.device)
 	if err != nil {
 		return err
 	}
@@ -73,4 +91,14 @@ func ShutdownNFS(r Root, device string) error {
 		return fmt.Errorf("writing 1 to %q: it reads back 0", shown)
 	}
 	return nil
+}
+
+// Close closes the attribute without writing; closing twice is harmless.
+func (k *NFSShutdownKnob) Close() error {
+	if k.f == nil {
+		return nil
+	}
+	err := k.f.Close()
+	k.f = nil
+	return err
 }

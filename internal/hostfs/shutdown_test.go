@@ -16,13 +16,22 @@ func nfsRoot(t *testing.T) Root {
 	return root
 }
 
+// shutdownNFS opens the attribute and writes it, as tune.Shutdown does.
+func shutdownNFS(r Root, device string) error {
+	k, err := OpenNFSShutdown(r, device)
+	if err != nil {
+		return err
+	}
+	return k.Shutdown()
+}
+
 func TestShutdownNFS(t *testing.T) {
 	root := nfsRoot(t)
 	if down, err := ReadNFSShutdown(root, "0:53"); err != nil || down {
 		t.Fatalf("before: ReadNFSShutdown = %v, %v; want false", down, err)
 	}
-	if err := ShutdownNFS(root, "0:53"); err != nil {
-		t.Fatalf("ShutdownNFS: %v", err)
+	if err := shutdownNFS(root, "0:53"); err != nil {
+		t.Fatalf("shutdown: %v", err)
 	}
 	if b, _ := os.ReadFile(root.Sys("fs", "nfs", "0:53", "shutdown")); string(b) != "1\n" {
 		t.Errorf("shutdown = %q, want \"1\\n\"", b)
@@ -62,7 +71,7 @@ func TestShutdownNFSRefuses(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			root := nfsRoot(t)
 			tt.setup(t, root)
-			err := ShutdownNFS(root, tt.dev)
+			err := shutdownNFS(root, tt.dev)
 			if err == nil || (tt.is != nil && !errors.Is(err, tt.is)) {
 				t.Fatalf("err = %v, want an error matching %v", err, tt.is)
 			}
@@ -76,5 +85,29 @@ func TestShutdownNFSRefuses(t *testing.T) {
 				t.Errorf("created an attribute: %v", err)
 			}
 		})
+	}
+}
+
+// TestNFSShutdownKnobBound: a knob opened on one attribute writes that one, not the file
+// found at the path by the time of the write.
+func TestNFSShutdownKnobBound(t *testing.T) {
+	root := nfsRoot(t)
+	k, err := OpenNFSShutdown(root, "0:53")
+	if err != nil {
+		t.Fatal(err)
+	}
+	attr := root.Sys("fs", "nfs", "0:53", "shutdown")
+	if err := os.Rename(attr, attr+".old"); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, attr, "0\n", 0o644)
+	if err := k.Shutdown(); err == nil {
+		t.Error("Shutdown: no error, want the read back of the new attribute to say 0")
+	}
+	if b, _ := os.ReadFile(attr); string(b) != "0\n" {
+		t.Errorf("the new attribute = %q, want 0", b)
+	}
+	if b, _ := os.ReadFile(attr + ".old"); string(b) != "1\n" {
+		t.Errorf("the attribute opened = %q, want 1", b)
 	}
 }

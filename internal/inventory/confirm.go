@@ -3,8 +3,10 @@ package inventory
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nfstune/nfstune/internal/hostfs"
 )
@@ -68,4 +70,93 @@ func ReadVolumeDevices(root hostfs.Root, pid int) (map[string]bool, error) {
 		return nil, fmt.Errorf("reading %q: %w", p, err)
 	}
 	return VolumeDevices(b), nil
+}
+
+// ErrSuperblockChanged means the device no longer shows the superblock that was read
+// earlier: it was unmounted and its device number given to another one, maybe of the same
+// export.
+var ErrSuperblockChanged = errors.New("the device shows another superblock")
+
+// SuperblockID is what tells one NFS superblock from a later one given the same device
+// number (an anonymous device number is reused as soon as its superblock is gone): its
+// source, the mount IDs of the mountinfo lines showing it, and its age in mountstats,
+// read at ReadAt.
+type SuperblockID struct {
+	Device string `json:"device"`
+	// Source is "server:export" as mountinfo shows it.
+	Source string `json:"source"`
+	// MountIDs are the mount IDs (mountinfo field 1) of the lines showing the device.
+	// The kernel reuses a freed mount ID too, so they are compared along with the age.
+	MountIDs []int `json:"mount_ids"`
+	// AgeSeconds is the "age:" of the superblock's mountstats entry, whole seconds since
+	// it was mounted (nfs_server mount_time); nil when mountstats has no entry for it.
+	AgeSeconds *int64 `json:"age_seconds,omitempty"`
+	// ReadAt is when it was read.
+	ReadAt time.Time `json:"read_at"`
+}
+
+// ageSlack absorbs the whole seconds of mountstats' age: two reads of one superblock
+// differ from the time between them by less than this.
+const ageSlack = 2 * time.Second
+
+// ReadSuperblockID confirms, as ConfirmNFS for this process, that dev is an NFS superblock,
+// and reads its SuperblockID from /proc/self/mountinfo and mountstats. It returns the mount
+// as mountinfo shows it now.
+func ReadSuperblockID(root hostfs.Root, dev string) (*SuperblockID, *Mount, error) {
+	at := time.Now()
+	b, err := hostfs.ReadSmall(root.Proc("self", "mountinfo"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("confirming %s is NFS: %w", dev, err)
+	}
+	m := MountOfDevice(b, dev)
+	if m == nil || !isNFSType(m.FSType) {
+		return nil, m, CheckNFS(dev, m, nil)
+	}
+	volumes, err := ReadVolumeDevices(root, 0)
+	if err != nil {
+		return nil, m, fmt.Errorf("confirming %s is NFS: %w", dev, err)
+	}
+	if err := CheckNFS(dev, m, volumes); err != nil {
+		return nil, m, err
+	}
+	id := &SuperblockID{Device: dev, Source: m.Server + ":" + m.Export, ReadAt: at}
+	infos, _ := parseMountInfo(b, nfsOnly)
+	for _, in := range infos {
+		if fmt.Sprintf("%d:%d", in.Major, in.Minor) == dev {
+			id.MountIDs = append(id.MountIDs, in.ID)
+		}
+	}
+	entries, _ := readMountStats(root, ReadOptions{SkipOperations: true}, "self")
+	if e, ok := statsByDevice(infos, entries)[dev]; ok && e.Stats != nil {
+		age := int64(e.Stats.Age / time.Second)
+		id.AgeSeconds = &age
+	}
+	return id, m, nil
+}
+
+// Same returns nil when now, read later, is the superblock id names, and an error matching
+// ErrSuperblockChanged when it is not: another source; none of id's mount IDs left; or an
+// age that grew by less than the time between the reads (a superblock mounted since). A
+// superblock mounted again within ageSlack of its first mount, on freed mount IDs, passes:
+// nothing in /proc tells the two apart then.
+func (id *SuperblockID) Same(now *SuperblockID) error {
+	changed := func(format string, a ...any) error {
+		return fmt.Errorf("%s: %w: %s", id.Device, ErrSuperblockChanged, fmt.Sprintf(format, a...))
+	}
+	switch {
+	case now.Device != id.Device:
+		return changed("device %s read instead", now.Device)
+	case now.Source != id.Source:
+		return changed("it now shows %s, not %s", now.Source, id.Source)
+	case !slices.ContainsFunc(now.MountIDs, func(n int) bool { return slices.Contains(id.MountIDs, n) }):
+		return changed("mount IDs %v now, %v before", now.MountIDs, id.MountIDs)
+	}
+	if id.AgeSeconds != nil && now.AgeSeconds != nil {
+		elapsed := now.ReadAt.Sub(id.ReadAt)
+		before, after := time.Duration(*id.AgeSeconds)*time.Second, time.Duration(*now.AgeSeconds)*time.Second
+		if after+ageSlack < before+elapsed {
+			return changed("mounted %s ago, but the superblock read %s ago was mounted %s before that", after, elapsed.Round(time.Millisecond), before)
+		}
+	}
+	return nil
 }

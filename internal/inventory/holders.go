@@ -48,19 +48,28 @@ type Holder struct {
 	ContainerID string `json:"container_id,omitempty"`
 }
 
-// HolderLimits bound the work of ReadHolders; a zero field takes its default.
+// HolderLimits bound the work of ReadHolders; a zero field takes its default. Any local
+// process can open thousands of files, so the scan has a bound of its own whatever the
+// host holds: what it could not look at within the bounds is counted, never guessed.
 type HolderLimits struct {
 	// MaxProcesses is how many processes of /proc are looked at (default 100,000).
 	// A process whose mount namespace has none of the devices costs one readlink.
 	MaxProcesses int
 	// MaxFDs is how many file descriptors of one process are looked at (default 4,096).
 	MaxFDs int
+	// MaxReads is how many files and links of /proc/<pid> one scan reads in all
+	// (default 100,000, about a second at the 9 us an fdinfo read takes).
+	MaxReads int
+	// Timeout bounds one scan's time (default 2 s), within the caller's context.
+	Timeout time.Duration
 }
 
 // The default HolderLimits.
 const (
 	DefaultMaxProcesses = 100_000
 	DefaultMaxFDs       = 4096
+	DefaultMaxReads     = 100_000
+	DefaultHolderScan   = 2 * time.Second
 )
 
 // ReadHolders returns, per device ("major:minor" of an NFS superblock), the processes
@@ -71,28 +80,40 @@ const (
 // device is mounted, the mnt_id of /proc/<pid>/fdinfo/<fd> (Linux 3.15 and later), which
 // names the mount of an open file exactly; the /proc/<pid>/cwd and root links, whose text
 // the kernel formats from memory and which are mapped to the process's own mount table by
-// the longest mount point (a path the kernel marks "(deleted)" or cannot reach is left
-// out); /proc/<pid>/stat and task/*/stat for the state; and /proc/<pid>/cgroup.
+// the longest mount point (a path the kernel marks " (deleted)" by the path it had:
+// deviceOfLink; one it cannot reach is left out); /proc/<pid>/stat and task/*/stat for
+// the state; and /proc/<pid>/cgroup.
 //
 // Memory maps are not read: /proc/<pid>/maps waits on the lock that a process blocked in
 // a page fault may hold. A process blocked in open() or stat() of a path on the mount
 // holds no file there yet: it is found only when its working directory or root is on the
 // mount. Processes it may not inspect (ptrace access: CAP_SYS_PTRACE for other users' and
 // for those with more capabilities) are counted in a warning.
-func ReadHolders(root hostfs.Root, devices []string, limits HolderLimits) (map[string][]Holder, []string) {
-	scan := readHolders(root, devices, limits)
+//
+// The scan stops at limits.MaxReads reads, at limits.Timeout, or when ctx ends, whichever
+// comes first; a warning then says so and counts the processes left out.
+func ReadHolders(ctx context.Context, root hostfs.Root, devices []string, limits HolderLimits) (map[string][]Holder, []string) {
+	scan := readHolders(ctx, root, devices, limits)
 	return scan.holders, scan.warnings
 }
 
 // readHolders is ReadHolders, and also counts the processes it could not inspect or left
-// out under MaxProcesses: the holders it returns are a lower bound when that is not 0.
-func readHolders(root hostfs.Root, devices []string, limits HolderLimits) holderScan {
+// out under the limits: the holders it returns are a lower bound when that is not 0.
+func readHolders(ctx context.Context, root hostfs.Root, devices []string, limits HolderLimits) holderScan {
 	if limits.MaxProcesses <= 0 {
 		limits.MaxProcesses = DefaultMaxProcesses
 	}
 	if limits.MaxFDs <= 0 {
 		limits.MaxFDs = DefaultMaxFDs
 	}
+	if limits.MaxReads <= 0 {
+		limits.MaxReads = DefaultMaxReads
+	}
+	if limits.Timeout <= 0 {
+		limits.Timeout = DefaultHolderScan
+	}
+	ctx, cancel := context.WithTimeout(ctx, limits.Timeout)
+	defer cancel()
 	out := make(map[string][]Holder)
 	if len(devices) == 0 {
 		return holderScan{holders: out}
@@ -119,9 +140,18 @@ func readHolders(root hostfs.Root, devices []string, limits HolderLimits) holder
 		warnings = append(warnings, fmt.Sprintf("processes: looked at %d of %d (limit); holders among the others are not listed", limits.MaxProcesses, len(pids)))
 		pids = pids[:limits.MaxProcesses]
 	}
-	r := holderReader{root: root, want: want, maxFDs: limits.MaxFDs, tables: map[string]*nsMounts{}}
+	r := holderReader{ctx: ctx, root: root, want: want, maxFDs: limits.MaxFDs, readsLeft: limits.MaxReads, tables: map[string]*nsMounts{}}
+	looked := 0
 	for _, pid := range pids {
+		if r.stopped() {
+			break
+		}
 		r.process(pid, out)
+		looked++
+	}
+	if left := len(pids) - looked + r.unfinished; left > 0 {
+		skipped += left
+		warnings = append(warnings, fmt.Sprintf("processes: the scan stopped %s with %d of %d looked at whole; holders among the others are not listed", r.why(limits), looked-r.unfinished, len(pids)))
 	}
 	if r.denied > 0 {
 		warnings = append(warnings, fmt.Sprintf("processes: %d could not be inspected (permission denied: reading other processes' fdinfo takes CAP_SYS_PTRACE); holders among them are not listed", r.denied))
@@ -132,18 +162,45 @@ func readHolders(root hostfs.Root, devices []string, limits HolderLimits) holder
 	for dev := range out {
 		sort.Slice(out[dev], func(i, j int) bool { return out[dev][i].PID < out[dev][j].PID })
 	}
-	return holderScan{holders: out, warnings: warnings, uninspected: skipped + r.denied}
+	return holderScan{holders: out, warnings: warnings, uninspected: skipped + r.denied, incomplete: skipped > 0 || r.denied > 0 || r.fdCapped > 0}
 }
 
 // holderReader is the state of one ReadHolders scan.
 type holderReader struct {
+	ctx    context.Context
 	root   hostfs.Root
 	want   map[string]bool
 	maxFDs int
+	// readsLeft counts down the files and links the scan may still read (MaxReads).
+	readsLeft int
+	// unfinished counts the processes whose files the scan stopped in.
+	unfinished int
 	// tables caches each mount namespace's table, keyed by the ns/mnt and root links.
 	tables   map[string]*nsMounts
 	denied   int
 	fdCapped int
+}
+
+// read counts one read of the scan and reports whether it may go on.
+func (r *holderReader) read() bool {
+	r.readsLeft--
+	return r.readsLeft >= 0
+}
+
+// stopped reports whether the scan is over its reads or its time.
+func (r *holderReader) stopped() bool {
+	return r.readsLeft <= 0 || r.ctx.Err() != nil
+}
+
+// why says which bound stopped the scan.
+func (r *holderReader) why(limits HolderLimits) string {
+	if r.readsLeft <= 0 {
+		return fmt.Sprintf("at %d reads of /proc (limit)", limits.MaxReads)
+	}
+	if errors.Is(r.ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Sprintf("after %s (limit)", limits.Timeout)
+	}
+	return "when interrupted"
 }
 
 // nsMounts is what a mount table tells about the wanted devices.
@@ -165,6 +222,7 @@ type mountPoint struct {
 // is skipped without a warning.
 func (r *holderReader) process(pid int, out map[string][]Holder) {
 	dir := strconv.Itoa(pid)
+	r.read() // the ns/mnt and root links, as one
 	// mountinfo names mount points below the process's root, so a table is shared by the
 	// processes of one namespace with one root.
 	rootPath, rootErr := os.Readlink(r.root.Proc(dir, "root"))
@@ -212,7 +270,7 @@ func (r *holderReader) process(pid int, out map[string][]Holder) {
 		if err != nil || rootErr != nil {
 			continue
 		}
-		if dev := t.deviceOf(relativeTo(p, rootPath)); dev != "" {
+		if dev := t.deviceOfLink(p, rootPath); dev != "" {
 			use(dev, via)
 		}
 	}
@@ -288,6 +346,28 @@ func (t *nsMounts) deviceOf(path string) string {
 	return best
 }
 
+// deletedSuffix is what the kernel appends to the path of a directory that has been
+// removed (d_path); a live directory can have it in its name too.
+const deletedSuffix = " (deleted)"
+
+// deviceOfLink returns the wanted device that a cwd or root link's text p lies on, p being
+// mapped below the process's root rootPath (relativeTo). A text ending in " (deleted)" is
+// either a live directory of that name or a removed directory, whose text is its last path:
+// it is mapped as it reads first, and when that gives no wanted device, without the
+// suffix. A removed directory was on the mount its last path lies on, so it is found too,
+// the mount's own root (removed on the server) included; the cost is that a live directory
+// "x (deleted)" next to a mount point "x" of a wanted device, on another file system,
+// makes its process a holder it is not: an extra name in the list, never a missing one.
+func (t *nsMounts) deviceOfLink(p, rootPath string) string {
+	if dev := t.deviceOf(relativeTo(p, rootPath)); dev != "" {
+		return dev
+	}
+	if trimmed, ok := strings.CutSuffix(p, deletedSuffix); ok {
+		return t.deviceOf(relativeTo(trimmed, rootPath))
+	}
+	return ""
+}
+
 // underPath reports whether path is mount point mp or below it.
 func underPath(path, mp string) bool {
 	if mp == "/" {
@@ -298,10 +378,10 @@ func underPath(path, mp string) bool {
 
 // relativeTo returns the cwd or root link text p as a path under the process's root
 // rootPath (both as the reader sees them), which is how the process's own mountinfo
-// names mount points; "" for a link the kernel marks "(deleted)" or that is not a path
-// (an unreachable directory, a pipe).
+// names mount points; "" for a link text that is not a path (an unreachable directory,
+// a pipe).
 func relativeTo(p, rootPath string) string {
-	if !strings.HasPrefix(p, "/") || strings.HasSuffix(p, " (deleted)") {
+	if !strings.HasPrefix(p, "/") {
 		return ""
 	}
 	if rootPath == "/" || rootPath == "" {
@@ -332,7 +412,11 @@ func (r *holderReader) fds(dir string, t *nsMounts, use func(dev, via string)) (
 		r.fdCapped++
 		names = names[:r.maxFDs]
 	}
-	for _, fd := range names {
+	for i, fd := range names {
+		if !r.read() || i%64 == 63 && r.ctx.Err() != nil {
+			r.unfinished++ // the scan stops at the next process
+			return false
+		}
 		b, err := hostfs.ReadSmall(r.root.Proc(dir, "fdinfo", fd))
 		if err != nil {
 			continue // closed meanwhile
@@ -418,13 +502,18 @@ type BlockedMount struct {
 	// (permission denied) or were left out under HolderLimits: when it is not 0, Holders
 	// may miss some. It is the same for every mount of one ReadBlocked.
 	Uninspected int `json:"uninspected"`
+	// Incomplete is set when Holders may miss some: a process could not be inspected, was
+	// left out under HolderLimits (the scan's reads or time ran out), or had more open
+	// files than were looked at.
+	Incomplete bool `json:"incomplete"`
 }
 
 // ReadBlocked fills inv.Blocked with every mount of a server in inv.Stalled and the
 // processes using it (ReadHolders), and adds ReadHolders' warnings. It reads /proc only
 // when a server is stalled: scanning every process's files is the one costly part, and
-// only a dead server needs it.
-func ReadBlocked(root hostfs.Root, inv *Inventory, limits HolderLimits) {
+// only a dead server needs it. The scan is bounded (HolderLimits): it returns within
+// limits.Timeout, or sooner when ctx ends.
+func ReadBlocked(ctx context.Context, root hostfs.Root, inv *Inventory, limits HolderLimits) {
 	inv.Blocked = nil
 	if len(inv.Stalled) == 0 {
 		return
@@ -434,7 +523,7 @@ func ReadBlocked(root hostfs.Root, inv *Inventory, limits HolderLimits) {
 	for i, b := range inv.Blocked {
 		devices[i] = b.Device
 	}
-	setBlocked(inv, readHolders(root, devices, limits))
+	setBlocked(inv, readHolders(ctx, root, devices, limits))
 }
 
 // stalledMounts returns, with no holders yet, the mounts whose server inv.Stalled lists:
@@ -454,8 +543,9 @@ func stalledMounts(inv *Inventory) []BlockedMount {
 // stall window runs: for the mounts of every server with a transport that looks stuck in
 // first, at the cost of a scan that may turn out unneeded when the server answers. On a
 // host where that scan takes most of a second, the audit still returns within about the
-// window.
-func SampleBlocked(ctx context.Context, root hostfs.Root, inv *Inventory, first TransportSample, window time.Duration, limits HolderLimits) {
+// window. When ctx ends first, it returns ctx's error (SampleStalls) and inv.Stalled and
+// inv.Blocked are not to be trusted.
+func SampleBlocked(ctx context.Context, root hostfs.Root, inv *Inventory, first TransportSample, window time.Duration, limits HolderLimits) error {
 	inv.Blocked = nil
 	suspect := map[string]bool{}
 	looksStuck := suspects(first.Transports)
@@ -471,19 +561,24 @@ func SampleBlocked(ctx context.Context, root hostfs.Root, inv *Inventory, first 
 		}
 	}
 	if window <= 0 || len(devices) == 0 {
-		SampleStalls(ctx, root, inv, first, window)
-		ReadBlocked(root, inv, limits)
-		return
+		if err := SampleStalls(ctx, root, inv, first, window); err != nil {
+			return err
+		}
+		ReadBlocked(ctx, root, inv, limits)
+		return nil
 	}
 	scanned := make(chan holderScan, 1)
-	go func() { scanned <- readHolders(root, devices, limits) }()
-	SampleStalls(ctx, root, inv, first, window)
+	go func() { scanned <- readHolders(ctx, root, devices, limits) }()
+	if err := SampleStalls(ctx, root, inv, first, window); err != nil {
+		return err
+	}
 	scan := <-scanned
 	inv.Blocked = stalledMounts(inv)
 	if len(inv.Blocked) == 0 {
-		return
+		return nil
 	}
 	setBlocked(inv, scan)
+	return nil
 }
 
 // holderScan is what one readHolders scan found.
@@ -491,6 +586,8 @@ type holderScan struct {
 	holders     map[string][]Holder
 	warnings    []string
 	uninspected int
+	// incomplete is set when a process was left out or not looked at whole.
+	incomplete bool
 }
 
 // setBlocked fills the holders of inv.Blocked from a scan that covered their devices.
@@ -501,6 +598,7 @@ func setBlocked(inv *Inventory, scan holderScan) {
 			inv.Blocked[i].Holders = h
 		}
 		inv.Blocked[i].Uninspected = scan.uninspected
+		inv.Blocked[i].Incomplete = scan.incomplete
 	}
 }
 

@@ -120,8 +120,15 @@ func holdersRoot(t *testing.T) hostfs.Root {
 		// case.
 		{pid: 400, comm: "idle", state: "S", ns: hostNS, mountinfo: hostMountinfo, root: "/", cwd: "/mnt/with space/d",
 			fdMounts: []int{43}, cgroup: "0::/\n"},
-		// Its working directory was removed.
+		// Its working directory was removed, or is a live one named "old (deleted)": the
+		// link reads the same, and either is on the mount.
 		{pid: 500, comm: "gone", state: "S", ns: hostNS, mountinfo: hostMountinfo, root: "/", cwd: "/mnt/data/old (deleted)",
+			cgroup: "0::/\n"},
+		// Its working directory is the root of the mount, removed on the server.
+		{pid: 501, comm: "rootgone", state: "D", ns: hostNS, mountinfo: hostMountinfo, root: "/", cwd: "/mnt/data (deleted)",
+			cgroup: "0::/\n"},
+		// A removed directory of the root file system.
+		{pid: 502, comm: "local", state: "S", ns: hostNS, mountinfo: hostMountinfo, root: "/", cwd: "/home/x (deleted)",
 			cgroup: "0::/\n"},
 	} {
 		writeProc(t, root, p)
@@ -137,7 +144,7 @@ func holdersRoot(t *testing.T) hostfs.Root {
 
 func TestReadHolders(t *testing.T) {
 	root := holdersRoot(t)
-	got, warnings := ReadHolders(root, []string{"0:52", "0:53"}, HolderLimits{})
+	got, warnings := ReadHolders(context.Background(), root, []string{"0:52", "0:53"}, HolderLimits{})
 	if len(warnings) != 0 {
 		t.Errorf("warnings: %q", warnings)
 	}
@@ -146,6 +153,8 @@ func TestReadHolders(t *testing.T) {
 			{PID: 100, Comm: "cat", State: "D", BlockedThreads: 1, Via: []string{ViaFD, ViaCwd}, FDs: 1},
 			{PID: 200, Comm: "java worker", State: "S", BlockedThreads: 2, Via: []string{ViaFD, ViaCwd}, FDs: 2, PodUID: podUID, ContainerID: containerID},
 			{PID: 300, Comm: "jailed", State: "D", BlockedThreads: 1, Via: []string{ViaCwd}, PodUID: podUID, ContainerID: containerID},
+			{PID: 500, Comm: "gone", State: "S", Via: []string{ViaCwd}},
+			{PID: 501, Comm: "rootgone", State: "D", BlockedThreads: 1, Via: []string{ViaCwd}},
 		},
 		"0:53": {
 			{PID: 400, Comm: "idle", State: "S", Via: []string{ViaCwd}},
@@ -158,12 +167,12 @@ func TestReadHolders(t *testing.T) {
 
 func TestReadHoldersLimits(t *testing.T) {
 	root := holdersRoot(t)
-	got, warnings := ReadHolders(root, []string{"0:52"}, HolderLimits{MaxProcesses: 2, MaxFDs: 2})
+	got, warnings := ReadHolders(context.Background(), root, []string{"0:52"}, HolderLimits{MaxProcesses: 2, MaxFDs: 2})
 	// Processes 100 and 101 only, and of 100's three fds the first two.
 	if n := len(got["0:52"]); n != 1 || got["0:52"][0].PID != 100 {
 		t.Errorf("holders with MaxProcesses 2: %+v", got)
 	}
-	for _, w := range []string{"looked at 2 of 6", "more than 2 open files"} {
+	for _, w := range []string{"looked at 2 of 8", "more than 2 open files"} {
 		if !strings.Contains(strings.Join(warnings, "\n"), w) {
 			t.Errorf("no warning %q in %q", w, warnings)
 		}
@@ -172,11 +181,11 @@ func TestReadHoldersLimits(t *testing.T) {
 
 func TestReadHoldersNone(t *testing.T) {
 	root := holdersRoot(t)
-	got, warnings := ReadHolders(root, []string{"0:99"}, HolderLimits{})
+	got, warnings := ReadHolders(context.Background(), root, []string{"0:99"}, HolderLimits{})
 	if len(got) != 0 || len(warnings) != 0 {
 		t.Errorf("an unmounted device: %v, %q", got, warnings)
 	}
-	got, warnings = ReadHolders(hostfs.Root(t.TempDir()), []string{"0:52"}, HolderLimits{})
+	got, warnings = ReadHolders(context.Background(), hostfs.Root(t.TempDir()), []string{"0:52"}, HolderLimits{})
 	if len(got) != 0 || len(warnings) != 1 {
 		t.Errorf("no /proc: %v, %q", got, warnings)
 	}
@@ -187,8 +196,31 @@ var relativeTests = []struct{ link, root, want string }{
 	{"/srv/jail/mnt", "/srv/jail", "/mnt"},
 	{"/srv/jail", "/srv/jail", "/"},
 	{"/srv/jailbreak", "/srv/jail", "/srv/jailbreak"},
-	{"/mnt/data (deleted)", "/", ""},
+	{"/mnt/data (deleted)", "/", "/mnt/data (deleted)"},
 	{"pipe:[1234]", "/", ""},
+}
+
+// TestDeviceOfLink: a link text ending in " (deleted)" maps as it reads first (a live
+// directory, or a mount point, of that name), then without the suffix (a removed
+// directory, by the path it had).
+func TestDeviceOfLink(t *testing.T) {
+	t.Parallel()
+	mi := hostMountinfo + "45 22 0:52 / /mnt/x\\040(deleted) rw,relatime - nfs4 server:/data rw,vers=4.1\n" +
+		"46 22 0:61 / /mnt/y rw,relatime - nfs4 server:/y rw,vers=4.1\n"
+	tab := parseNSMounts([]byte(mi), map[string]bool{"0:52": true, "0:53": true})
+	for link, want := range map[string]string{
+		"/mnt/data/x (deleted)":     "0:52", // live "x (deleted)" or removed "x": on the mount
+		"/mnt/data (deleted)":       "0:52", // the mount's root, removed on the server
+		"/mnt/x (deleted)":          "0:52", // a mount point of that name
+		"/mnt/x (deleted)/sub":      "0:52",
+		"/mnt/y (deleted)":          "", // a removed directory of 0:61, not wanted
+		"/home/old (deleted)":       "",
+		"/mnt/with space (deleted)": "0:53",
+	} {
+		if got := tab.deviceOfLink(link, "/"); got != want {
+			t.Errorf("deviceOfLink(%q) = %q, want %q", link, got, want)
+		}
+	}
 }
 
 func TestRelativeTo(t *testing.T) {
@@ -227,12 +259,12 @@ func TestReadBlocked(t *testing.T) {
 			{Device: "0:61", MountPoints: []string{"/mnt/fine"}, ServerAddr: "10.0.0.9"},
 		},
 	}
-	ReadBlocked(root, inv, HolderLimits{})
+	ReadBlocked(context.Background(), root, inv, HolderLimits{})
 	if inv.Blocked != nil {
 		t.Fatalf("no server stalled, yet blocked: %+v", inv.Blocked)
 	}
 	inv.Stalled = []StalledServer{{Addr: "10.0.0.1"}, {Addr: "10.0.0.2"}}
-	ReadBlocked(root, inv, HolderLimits{})
+	ReadBlocked(context.Background(), root, inv, HolderLimits{})
 	got := map[string][]int{}
 	for _, b := range inv.Blocked {
 		pids := []int{}
@@ -241,7 +273,7 @@ func TestReadBlocked(t *testing.T) {
 		}
 		got[b.Device+" "+b.ServerAddr] = pids
 	}
-	want := map[string][]int{"0:52 10.0.0.1": {100, 200, 300}, "0:53 10.0.0.2": {400}, "0:60 10.0.0.1": {400}}
+	want := map[string][]int{"0:52 10.0.0.1": {100, 200, 300, 500, 501}, "0:53 10.0.0.2": {400}, "0:60 10.0.0.1": {400}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("blocked (-want +got):\n%s", diff)
 	}
@@ -249,10 +281,10 @@ func TestReadBlocked(t *testing.T) {
 		t.Errorf("every fixture process is readable, yet %d uninspected", inv.Blocked[0].Uninspected)
 	}
 	// Four of the six processes left out: the holders are a lower bound, and say so.
-	ReadBlocked(root, inv, HolderLimits{MaxProcesses: 2})
+	ReadBlocked(context.Background(), root, inv, HolderLimits{MaxProcesses: 2})
 	for _, b := range inv.Blocked {
-		if b.Uninspected != 4 {
-			t.Errorf("%s: %d uninspected with 2 of 6 processes looked at, want 4", b.Device, b.Uninspected)
+		if b.Uninspected != 6 || !b.Incomplete {
+			t.Errorf("%s: %d uninspected with 2 of 8 processes looked at (incomplete %v), want 6", b.Device, b.Uninspected, b.Incomplete)
 		}
 	}
 }
@@ -289,7 +321,7 @@ func TestSampleBlocked(t *testing.T) {
 	for _, h := range inv.Blocked[0].Holders {
 		pids = append(pids, h.PID)
 	}
-	if diff := cmp.Diff([]int{100, 200, 300}, pids); diff != "" {
+	if diff := cmp.Diff([]int{100, 200, 300, 500, 501}, pids); diff != "" {
 		t.Errorf("holders of 0:52 (-want +got):\n%s", diff)
 	}
 	// No window: nothing is sampled, and no process is read.
@@ -306,8 +338,55 @@ func TestReadBlockedByPort(t *testing.T) {
 	ms, _ := ParseMountInfo([]byte("101 22 0:60 / /mnt/a rw - nfs4 127.0.0.1:/ rw,vers=4.1,hard,proto=tcp,port=20049,addr=127.0.0.1\n" +
 		"102 22 0:61 / /mnt/b rw - nfs4 127.0.0.1:/ rw,vers=4.1,hard,proto=tcp,port=20050,addr=127.0.0.1\n"))
 	inv := &Inventory{Mounts: ms, Stalled: []StalledServer{{Addr: "127.0.0.1", Port: 20049, Transports: []string{"switch-1/xprt-2-tcp"}}}}
-	ReadBlocked(hostfs.Root(t.TempDir()), inv, HolderLimits{})
+	ReadBlocked(context.Background(), hostfs.Root(t.TempDir()), inv, HolderLimits{})
 	if len(inv.Blocked) != 1 || inv.Blocked[0].Device != "0:60" {
 		t.Errorf("blocked = %+v, want only 0:60 (port 20049)", inv.Blocked)
+	}
+}
+
+// TestReadHoldersBounded: 20 processes with 100 open files each, a scan allowed 500
+// reads: it stops at the cap, says so, and counts the processes it did not look at whole
+// as uninspected, so that the list is marked incomplete. A scan whose context has ended
+// looks at nothing and says so too.
+func TestReadHoldersBounded(t *testing.T) {
+	dir := t.TempDir()
+	fds := make([]int, 100)
+	for i := range fds {
+		fds[i] = 22
+	}
+	fds[len(fds)-1] = 40 // the last fd of each is on the NFS mount
+	for pid := 1000; pid < 1020; pid++ {
+		writeProc(t, dir, fakeProc{pid: pid, comm: "opener", state: "S", ns: hostNS, mountinfo: hostMountinfo, root: "/", cwd: "/",
+			fdMounts: fds, cgroup: "0::/\n"})
+	}
+	root := hostfs.Root(dir)
+	inv := &Inventory{Mounts: []Mount{{Device: "0:52", MountPoints: []string{"/mnt/data"}, ServerAddr: "10.0.0.1"}}, Stalled: []StalledServer{{Addr: "10.0.0.1"}}}
+	start := time.Now()
+	ReadBlocked(context.Background(), root, inv, HolderLimits{MaxReads: 500})
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("a scan capped at 500 reads took %s", took)
+	}
+	if len(inv.Blocked) != 1 {
+		t.Fatalf("blocked = %+v", inv.Blocked)
+	}
+	b := inv.Blocked[0]
+	// 500 reads cover 4 processes whole (1 + 100 reads each) and stop in the fifth, which
+	// is a holder if its fd on the mount came early in the directory.
+	if !b.Incomplete || b.Uninspected != 16 || len(b.Holders) < 4 || len(b.Holders) > 5 {
+		t.Errorf("incomplete %v, %d uninspected, %d holders; want incomplete, 16 and 4 or 5", b.Incomplete, b.Uninspected, len(b.Holders))
+	}
+	if !strings.Contains(strings.Join(inv.Warnings, "\n"), "the scan stopped at 500 reads of /proc (limit) with 4 of 20 looked at whole") {
+		t.Errorf("warnings = %q", inv.Warnings)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	got, warnings := ReadHolders(ctx, root, []string{"0:52"}, HolderLimits{})
+	if len(got["0:52"]) != 0 || !strings.Contains(strings.Join(warnings, "\n"), "stopped when interrupted with 0 of 20 looked at") {
+		t.Errorf("after the context ended: %v, %q", got, warnings)
+	}
+	got, _ = ReadHolders(context.Background(), root, []string{"0:52"}, HolderLimits{})
+	if len(got["0:52"]) != 20 {
+		t.Errorf("unbounded: %d holders, want 20", len(got["0:52"]))
 	}
 }

@@ -343,6 +343,15 @@ func (s StalledServer) Reaches(m *Mount) bool {
 // (NFS093).
 const DefaultStallWindow = time.Second
 
+// CheckStallWindow is the one check of a stall window a caller was given (nfstune audit
+// and shutdown --stall-window, tune.PlanShutdown): 0 or more, 0 meaning no second look.
+func CheckStallWindow(window time.Duration) error {
+	if window < 0 {
+		return fmt.Errorf("stall window %s: want 0 or more", window)
+	}
+	return nil
+}
+
 // TransportSample is the sunrpc transports as read at one moment.
 type TransportSample struct {
 	Transports []Transport
@@ -363,20 +372,27 @@ func SampleTransports(root hostfs.Root) TransportSample {
 // and keeps what stayed stuck. Time spent since first, reading the inventory, counts
 // towards the window, so an audit takes about the window, not the window on top of the
 // read. A host with no queued requests pays nothing. Only sysfs is read.
-func SampleStalls(ctx context.Context, root hostfs.Root, inv *Inventory, first TransportSample, window time.Duration) {
+//
+// When ctx ends first, it returns ctx's error and leaves inv.Stalled as it was: an
+// interrupted window says nothing about the server, and must not read as "none stalled".
+func SampleStalls(ctx context.Context, root hostfs.Root, inv *Inventory, first TransportSample, window time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if window <= 0 || len(suspects(first.Transports)) == 0 {
-		return
+		return nil
 	}
 	if wait := time.Until(first.At.Add(window)); wait > 0 {
 		t := time.NewTimer(wait)
 		defer t.Stop()
 		select {
 		case <-ctx.Done():
-			return
+			return ctx.Err()
 		case <-t.C:
 		}
 	}
 	after, w := readTransports(root)
 	inv.Warnings = append(inv.Warnings, w...)
 	inv.Stalled = Stalls(first.Transports, after, window)
+	return nil
 }

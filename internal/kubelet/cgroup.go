@@ -13,29 +13,56 @@ import "strings"
 // with the runtime prefixes cri-containerd-, docker- and crio- (the id is 64 hex digits).
 // A process in the pod's cgroup but no container's (a runtime's conmon, the pause
 // container under some runtimes) gets the pod UID only.
+//
+// The match is anchored where kubelet puts pods: kubepods at the cgroup root, then the
+// QoS class's cgroup (none for a Guaranteed pod), then the pod's. Anyone with a cgroup
+// subtree of their own (a systemd user session, a container with cgroup delegation) can
+// name cgroups "kubepods" and "pod<uid>" below it, so a pod cgroup anywhere else is not
+// believed. A reader in a cgroup namespace of its own (an agent in a pod) sees other
+// cgroups relative to its own, as "/../../<path>": after those "..", the path starts
+// below a common ancestor, which for another pod's process is the kubepods or QoS cgroup,
+// so there it may start at the QoS class's cgroup or the pod's too. Not recognised: a
+// kubelet --cgroup-root other than "/", and pods of a node nested in a container (kind)
+// as seen from the host.
 func CgroupPod(path string) (podUID, containerID string) {
 	seg := strings.Split(strings.Trim(path, "/"), "/")
-	k := -1
-	for i, s := range seg {
-		if s == "kubepods" || s == "kubepods.slice" {
-			k = i
-			break
-		}
+	up := 0
+	for up < len(seg) && seg[up] == ".." {
+		up++
 	}
-	if k < 0 {
+	seg = seg[up:]
+	k := 0
+	switch {
+	case len(seg) > 0 && (seg[0] == "kubepods" || seg[0] == "kubepods.slice"):
+		k = 1
+	case up == 0:
+		return "", "" // from the root, kubepods comes first
+	}
+	if k < len(seg) && isQoSSegment(seg[k]) {
+		k++
+	}
+	if k >= len(seg) {
 		return "", ""
 	}
-	for i := k + 1; i < len(seg); i++ {
-		uid, ok := podSegment(seg[i])
-		if !ok {
-			continue
-		}
-		if i+1 < len(seg) {
-			containerID = containerSegment(seg[i+1])
-		}
-		return uid, containerID
+	uid, ok := podSegment(seg[k])
+	if !ok {
+		return "", ""
 	}
-	return "", ""
+	if k+1 < len(seg) {
+		containerID = containerSegment(seg[k+1])
+	}
+	return uid, containerID
+}
+
+// isQoSSegment reports whether s is the cgroup of a QoS class below kubepods: "burstable"
+// or "besteffort" (cgroupfs driver), "kubepods-burstable.slice" or
+// "kubepods-besteffort.slice" (systemd driver).
+func isQoSSegment(s string) bool {
+	switch s {
+	case "burstable", "besteffort", "kubepods-burstable.slice", "kubepods-besteffort.slice":
+		return true
+	}
+	return false
 }
 
 // podSegment parses the pod's cgroup: "pod<uid>" (cgroupfs driver) or

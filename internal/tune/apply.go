@@ -162,9 +162,9 @@ func explain(err error) string {
 // Revert puts back every value and file recorded in the journal, newest first: it writes
 // original values and bytes, removes files and directories apply created, and then removes
 // the journal. Read-ahead of a superblock that has been unmounted since is gone with it. A
-// shutdown record (nfstune shutdown) is reported as not reversible and dropped with the
-// journal: the kernel has no way back, and nothing is written.
-// Without a journal it does nothing, so it can be run any number of times.
+// shutdown record (nfstune shutdown) is reported as not reversible and kept: the kernel has
+// no way back, nothing is written, and the journal stays with the records of what cannot be
+// undone. Without a journal it does nothing, so it can be run any number of times.
 func Revert(root hostfs.Root) (*Result, error) {
 	res := &Result{}
 	if ok, err := Pending(root); err != nil || !ok {
@@ -192,20 +192,28 @@ func Revert(root hostfs.Root) (*Result, error) {
 		}
 		status, value, err := revertEntry(root, e)
 		it.Status, it.Value = status, value
-		if err != nil {
+		switch {
+		case err != nil:
 			it.Status, it.Error = StatusFailed, explain(err)
 			errs = append(errs, errors.New(it.Error))
 			keep = append([]Entry{e}, keep...)
+		case status == StatusIrreversible:
+			keep = append([]Entry{e}, keep...) // the one record of what cannot be undone
 		}
 		res.Items = append(res.Items, it)
 	}
-	if len(errs) > 0 {
+	if len(keep) > 0 {
 		j.Entries = keep
 		if err := j.save(root); err != nil {
 			errs = append(errs, err)
 		}
 		res.Journal = JournalPath
+	}
+	if len(errs) > 0 {
 		return res, errors.Join(append([]error{ErrPartial}, errs...)...)
+	}
+	if len(keep) > 0 {
+		return res, nil
 	}
 	if err := root.RemoveFile(JournalPath); err != nil {
 		return res, err

@@ -37,6 +37,9 @@ var (
 	ErrNotStalled = errors.New("the server is not seen stalled")
 	// ErrNoMount means nothing is mounted at the path, or no mount shows the device.
 	ErrNoMount = errors.New("not mounted")
+	// ErrSuperblockChanged (of Shutdown) means the device no longer shows the planned
+	// superblock: it went, and its device number names another, maybe of the same export.
+	ErrSuperblockChanged = inventory.ErrSuperblockChanged
 )
 
 // ShutdownOptions are the guards of PlanShutdown.
@@ -62,6 +65,12 @@ type ShutdownPlan struct {
 	Mounts     []string `json:"mountpoints"`
 	// KernelRelease is the running kernel, as /proc/version shows it.
 	KernelRelease string `json:"kernel_release"`
+	// Identity is the superblock as planned: Shutdown writes only while the device still
+	// shows it (inventory.SuperblockID.Same).
+	Identity inventory.SuperblockID `json:"identity"`
+	// StallWindow is the window the plan watched the transports over; Shutdown watches
+	// them again over it.
+	StallWindow time.Duration `json:"-"`
 	// Stalled is the superblock's server as seen not answering over the stall window.
 	Stalled *inventory.StalledServer `json:"stalled,omitempty"`
 	// MajorTimeouts are the requests mountstats counts as unanswered past timeo and
@@ -137,13 +146,18 @@ func Affected(m inventory.Mount, procs []inventory.Holder) []Holder {
 // unless opts.Force, that its server is stalled: seen not answering over the stall window
 // (inventory.SampleStalls, NFS093) or with major timeouts since the mount (NFS091). The
 // plan is returned with ErrNotStalled too, so that the caller can show whom it would
-// affect; with any other error there is none.
+// affect; with any other error there is none. When ctx ends during the stall window, the
+// error matches ctx's.
 func PlanShutdown(ctx context.Context, root hostfs.Root, target string, opts ShutdownOptions) (*ShutdownPlan, error) {
+	if err := inventory.CheckStallWindow(opts.StallWindow); err != nil {
+		return nil, err
+	}
 	dev, err := resolveTarget(root, target)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := inventory.ConfirmNFS(root, 0, dev); err != nil {
+	id, _, err := inventory.ReadSuperblockID(root, dev)
+	if err != nil {
 		return nil, fmt.Errorf("refusing to shut down %s: %w", target, err)
 	}
 	first := inventory.SampleTransports(root)
@@ -170,9 +184,12 @@ func PlanShutdown(ctx context.Context, root hostfs.Root, target string, opts Shu
 		Version:       m.Version,
 		Mounts:        m.MountPoints,
 		KernelRelease: inv.KernelRelease,
+		Identity:      *id,
+		StallWindow:   opts.StallWindow,
 		Forced:        opts.Force,
 	}
-	procs, warnings := inventory.ReadHolders(root, []string{dev}, inventory.HolderLimits{})
+	// Bounded (inventory.HolderLimits): a host full of open files cannot hold the guard.
+	procs, warnings := inventory.ReadHolders(ctx, root, []string{dev}, inventory.HolderLimits{})
 	p.Affected = Affected(*m, procs[dev])
 	p.Warnings = warnings
 	for _, o := range inv.Mounts {
@@ -193,7 +210,9 @@ func PlanShutdown(ctx context.Context, root hostfs.Root, target string, opts Shu
 			p.MajorTimeouts += op.MajorTimeouts
 		}
 	}
-	inventory.SampleStalls(ctx, root, inv, first, opts.StallWindow)
+	if err := inventory.SampleStalls(ctx, root, inv, first, opts.StallWindow); err != nil {
+		return nil, fmt.Errorf("watching %s's transports for progress: %w", dev, err)
+	}
 	for i, s := range inv.Stalled {
 		if s.Reaches(m) {
 			p.Stalled = &inv.Stalled[i]
@@ -271,26 +290,58 @@ type ShutdownRecord struct {
 
 // ShutdownResult is what Shutdown did.
 type ShutdownResult struct {
+	// MountPoints are the superblock's mount points when it was shut down, as journaled.
+	MountPoints []string `json:"mountpoints"`
 	// Journal is the journal's path, relative to the root, holding the record.
 	Journal string `json:"journal"`
 	// ReadBack is the attribute's value after the write.
 	ReadBack string `json:"read_back"`
 }
 
-// Shutdown shuts the planned superblock down: it confirms again that the device is the NFS
-// superblock of the plan (a device number is reused as soon as its superblock is gone),
-// records the shutdown in the journal before writing, writes 1 to its shutdown attribute
-// through hostfs.ShutdownNFS, and marks the record done.
-func Shutdown(root hostfs.Root, p *ShutdownPlan, now time.Time) (*ShutdownResult, error) {
-	m, err := inventory.ConfirmNFS(root, 0, p.Device)
-	if err != nil {
-		return nil, fmt.Errorf("not shutting down %s: %w", p.Device, err)
-	}
-	if src := m.Server + ":" + m.Export; src != p.Source {
-		return nil, fmt.Errorf("not shutting down %s: it now shows %s, not %s", p.Device, src, p.Source)
-	}
+// Shutdown shuts the planned superblock down, after checking again, right before the
+// write, what the plan found: time has passed since (a prompt, a caller's delay).
+//
+//   - The device still shows the planned superblock (inventory.SuperblockID.Same): an
+//     NFS superblock of the same source, with one of the planned mount IDs, mounted no
+//     later than the plan's. Otherwise the error matches ErrSuperblockChanged.
+//   - A plan that rested on the server seen stalled, not forced, watches its transports
+//     again over the plan's stall window: a server that answers now is not shut down
+//     (ErrNotStalled). NFS091's count of major timeouts only grows, so a plan that rested
+//     on it alone is not checked again.
+//   - The attribute is opened before the last check of the superblock and written
+//     through that open file, which the kernel binds to the superblock it was opened on:
+//     one gone after the check fails the write instead of shutting down its successor.
+//   - Once ctx has ended, nothing is written or journaled, and the error matches ctx's.
+//
+// It records the shutdown in the journal with the mount points seen at that last check,
+// writes 1 through hostfs.NFSShutdownKnob, and marks the record done. An error with a nil
+// result means nothing was written or journaled.
+func Shutdown(ctx context.Context, root hostfs.Root, p *ShutdownPlan, now time.Time) (*ShutdownResult, error) {
 	if err := checkTarget(KindShutdown, p.Attribute); err != nil {
 		return nil, err
+	}
+	m, err := checkPlanned(root, p)
+	if err != nil {
+		return nil, err
+	}
+	if p.Stalled != nil && !p.Forced && !p.AlreadyShutDown {
+		if err := checkStillStalled(ctx, root, p, m); err != nil {
+			return nil, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("not shutting down %s: %w", p.Device, err)
+	}
+	knob, err := hostfs.OpenNFSShutdown(root, p.Device)
+	if err != nil {
+		return nil, fmt.Errorf("not shutting down %s: %s", p.Device, explain(err))
+	}
+	defer knob.Close()
+	if m, err = checkPlanned(root, p); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("not shutting down %s: %w", p.Device, err)
 	}
 	j, unlock, err := lockLoadJournal(root)
 	if err != nil {
@@ -301,7 +352,7 @@ func Shutdown(root hostfs.Root, p *ShutdownPlan, now time.Time) (*ShutdownResult
 		Device:        p.Device,
 		Source:        p.Source,
 		ServerAddr:    p.ServerAddr,
-		MountPoints:   p.Mounts,
+		MountPoints:   m.MountPoints,
 		Time:          now.UTC(),
 		Forced:        p.Forced,
 		KernelRelease: p.KernelRelease,
@@ -309,13 +360,41 @@ func Shutdown(root hostfs.Root, p *ShutdownPlan, now time.Time) (*ShutdownResult
 	if err := j.save(root); err != nil {
 		return nil, err
 	}
-	res := &ShutdownResult{Journal: JournalPath}
-	if err := hostfs.ShutdownNFS(root, p.Device); err != nil {
+	res := &ShutdownResult{Journal: JournalPath, MountPoints: m.MountPoints}
+	if err := knob.Shutdown(); err != nil {
 		return res, errors.New(explain(err))
 	}
 	res.ReadBack = "1"
 	j.Entries[len(j.Entries)-1].Done = true
 	return res, j.save(root)
+}
+
+// checkPlanned reads the superblock of the plan's device now and returns its mount when it
+// is still the planned one.
+func checkPlanned(root hostfs.Root, p *ShutdownPlan) (*inventory.Mount, error) {
+	id, m, err := inventory.ReadSuperblockID(root, p.Device)
+	if err == nil {
+		err = p.Identity.Same(id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("not shutting down %s: %w", p.Device, err)
+	}
+	return m, nil
+}
+
+// checkStillStalled watches the transports over the plan's stall window again and returns
+// ErrNotStalled when m's server is no longer seen stalled.
+func checkStillStalled(ctx context.Context, root hostfs.Root, p *ShutdownPlan, m *inventory.Mount) error {
+	inv := &inventory.Inventory{}
+	if err := inventory.SampleStalls(ctx, root, inv, inventory.SampleTransports(root), p.StallWindow); err != nil {
+		return fmt.Errorf("not shutting down %s: watching its transports again: %w", p.Device, err)
+	}
+	for _, s := range inv.Stalled {
+		if s.Reaches(m) {
+			return nil
+		}
+	}
+	return fmt.Errorf("not shutting down %s: %w any more: its server answered over %s since the plan", p.Device, ErrNotStalled, p.StallWindow)
 }
 
 // describe is the one line revert shows for a shutdown record.
@@ -398,6 +477,9 @@ func WriteShutdownResult(w io.Writer, rep *ShutdownReport) error {
 		ew.Printf("Dry run: nothing written. Without --dry-run, nfstune writes 1 to %s.\n", rep.Plan.Attribute)
 	case rep.Result != nil && rep.Result.ReadBack != "":
 		ew.Printf("Shut down: wrote 1 to %s, read back %s; recorded in %s.\n", rep.Plan.Attribute, rep.Result.ReadBack, rep.Result.Journal)
+		if len(rep.Result.MountPoints) > 0 {
+			mp = strings.Join(rep.Result.MountPoints, " ")
+		}
 		ew.Printf("Next: umount %s\n", mp)
 	}
 	return ew.Err()

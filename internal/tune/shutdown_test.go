@@ -3,8 +3,10 @@ package tune
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -82,7 +84,7 @@ func TestPlanShutdownRefuses(t *testing.T) {
 
 // TestShutdownJournalRevert: a forced shutdown of a mount point names both mount points of
 // the superblock and the other superblock of its client, writes 1, and journals the record
-// first; revert shows it as not reversible, writes nothing and removes the journal.
+// first; revert shows it as not reversible, writes nothing and keeps the record.
 func TestShutdownJournalRevert(t *testing.T) {
 	root := shutdownRoot(t)
 	p, err := PlanShutdown(context.Background(), root, "/srv/data copy", ShutdownOptions{Force: true, StallWindow: time.Millisecond})
@@ -94,7 +96,7 @@ func TestShutdownJournalRevert(t *testing.T) {
 		t.Fatalf("plan = %+v; want 0:53, forced, affecting %v", p, want)
 	}
 	now := time.Date(2026, 11, 23, 4, 0, 0, 0, time.UTC)
-	res, err := Shutdown(root, p, now)
+	res, err := Shutdown(context.Background(), root, p, now)
 	if err != nil || res.ReadBack != "1" {
 		t.Fatalf("Shutdown = %+v, %v", res, err)
 	}
@@ -122,8 +124,14 @@ func TestShutdownJournalRevert(t *testing.T) {
 	if got := readFixture(t, root, "/sys/fs/nfs/0:53/shutdown"); got != "1\n" {
 		t.Errorf("revert wrote the attribute: %q", got)
 	}
-	if ok, err := Pending(root); ok || err != nil {
-		t.Errorf("journal still pending after revert: %v, %v", ok, err)
+	// The record outlives revert, and a second revert reports it again.
+	j, err = loadJournal(root)
+	if err != nil || j == nil || len(j.Entries) != 1 || j.Entries[0].Shutdown == nil || j.Entries[0].Shutdown.Device != "0:53" {
+		t.Fatalf("journal after revert = %+v, %v; want the shutdown record kept", j, err)
+	}
+	rres, err = Revert(root)
+	if err != nil || len(rres.Items) != 1 || rres.Items[0].Status != StatusIrreversible || rres.Journal != JournalPath {
+		t.Errorf("second Revert = %+v, %v; want the record reported again", rres, err)
 	}
 }
 
@@ -135,15 +143,117 @@ func TestShutdownRefusesReusedDevice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Source = "192.168.122.99:/other"
-	if _, err := Shutdown(root, p, time.Now()); err == nil {
-		t.Fatal("Shutdown of a device that changed: no error")
+	rewriteRootFile(t, root, "proc/self/mountinfo", "192.168.122.71:/export/data", "192.168.122.99:/other")
+	if _, err := Shutdown(context.Background(), root, p, time.Now()); !errors.Is(err, ErrSuperblockChanged) {
+		t.Fatalf("Shutdown of a device that changed: err = %v, want ErrSuperblockChanged", err)
 	}
 	if got := readFixture(t, root, "/sys/fs/nfs/0:53/shutdown"); got != "0\n" {
 		t.Errorf("attribute = %q, want 0", got)
 	}
 	if ok, _ := Pending(root); ok {
 		t.Error("a refused shutdown wrote a journal")
+	}
+}
+
+// rewriteRootFile replaces old, which must be there, with new in a file of the root.
+func rewriteRootFile(t *testing.T, root hostfs.Root, p, old, new string) {
+	t.Helper()
+	b, err := os.ReadFile(root.Path(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), old) {
+		t.Fatalf("%s has no %q", p, old)
+	}
+	writeRootFile(t, root, p, strings.Replace(string(b), old, new, 1))
+}
+
+// v3Line is the start of the mountinfo line of 0:65 in the 6.12 server-gone tree.
+const v3Line = "80 79 0:65 / /mnt/lab/v3 rw,relatime - nfs 127.0.0.1:/srv/tmp rw,"
+
+// TestShutdownSuperblockBinding: the stalled superblock 0:65 is planned; while the plan
+// waits (a prompt), the device comes to show a new superblock of the same export. The write
+// goes only to the superblock planned, and the journal records the mount points it has at
+// the write.
+func TestShutdownSuperblockBinding(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		change func(t *testing.T, root hostfs.Root)
+		is     error
+		mounts []string
+	}{
+		{name: "unchanged", mounts: []string{"/mnt/lab/v3"}},
+		{name: "mounted again, another mount ID", is: ErrSuperblockChanged, change: func(t *testing.T, root hostfs.Root) {
+			rewriteRootFile(t, root, "proc/self/mountinfo", v3Line, strings.Replace(v3Line, "80 79", "97 79", 1))
+		}},
+		{name: "mounted again on the freed mount ID, younger", is: ErrSuperblockChanged, change: func(t *testing.T, root hostfs.Root) {
+			b, err := os.ReadFile(root.Proc("self", "mountstats"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := string(b)
+			i := strings.Index(s, "device 127.0.0.1:/srv/tmp mounted on /mnt/lab/v3 ")
+			k := strings.Index(s[i:], "age:\t461")
+			if i < 0 || k < 0 {
+				t.Fatal("no age: 461 for /mnt/lab/v3 in the tree's mountstats")
+			}
+			writeRootFile(t, root, "proc/self/mountstats", s[:i+k]+"age:\t3"+s[i+k+len("age:\t461"):])
+		}},
+		{name: "bind-mounted meanwhile", mounts: []string{"/mnt/lab/v3", "/srv/v3"}, change: func(t *testing.T, root hostfs.Root) {
+			bind := "98 79 0:65 / /srv/v3 rw,relatime - nfs 127.0.0.1:/srv/tmp rw,vers=3,addr=127.0.0.1\n"
+			rewriteRootFile(t, root, "proc/self/mountinfo", v3Line, bind+v3Line)
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := serverGoneRoot(t)
+			p, err := PlanShutdown(context.Background(), root, "/mnt/lab/v3", ShutdownOptions{StallWindow: time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Identity.AgeSeconds == nil || *p.Identity.AgeSeconds != 461 || !slices.Equal(p.Identity.MountIDs, []int{80}) {
+				t.Fatalf("identity = %+v, want mount ID 80 and age 461", p.Identity)
+			}
+			if tt.change != nil {
+				tt.change(t, root)
+			}
+			res, err := Shutdown(context.Background(), root, p, time.Now())
+			if tt.is != nil {
+				if !errors.Is(err, tt.is) || res != nil {
+					t.Errorf("Shutdown = %+v, %v; want %v", res, err, tt.is)
+				}
+				if got := readFixture(t, root, "/sys/fs/nfs/0:65/shutdown"); got != "0\n" {
+					t.Errorf("attribute = %q, want 0", got)
+				}
+				if ok, _ := Pending(root); ok {
+					t.Error("a refused shutdown wrote a journal")
+				}
+				return
+			}
+			if err != nil || !slices.Equal(res.MountPoints, tt.mounts) {
+				t.Fatalf("Shutdown = %+v, %v; want mount points %v", res, err, tt.mounts)
+			}
+			j, err := loadJournal(root)
+			if err != nil || j == nil || len(j.Entries) != 1 || !slices.Equal(j.Entries[0].Shutdown.MountPoints, tt.mounts) {
+				t.Errorf("journal = %+v, %v; want the mount points %v", j, err, tt.mounts)
+			}
+		})
+	}
+}
+
+// TestShutdownServerBack: the plan saw the server stalled; by the write its transports
+// made progress, so Shutdown watches them again and refuses.
+func TestShutdownServerBack(t *testing.T) {
+	root := serverGoneRoot(t)
+	p, err := PlanShutdown(context.Background(), root, "/mnt/lab/v3", ShutdownOptions{StallWindow: time.Millisecond})
+	if err != nil || p.Stalled == nil {
+		t.Fatalf("plan = %+v, %v; want the server stalled", p, err)
+	}
+	emptyQueues(t, root)
+	if res, err := Shutdown(context.Background(), root, p, time.Now()); !errors.Is(err, ErrNotStalled) || res != nil {
+		t.Errorf("Shutdown = %+v, %v; want ErrNotStalled", res, err)
+	}
+	if got := readFixture(t, root, "/sys/fs/nfs/0:65/shutdown"); got != "0\n" {
+		t.Errorf("attribute = %q, want 0", got)
 	}
 }
 
@@ -235,5 +345,97 @@ func TestAffected(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("Affected =\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// TestRevertKeepsShutdownAmongChanges: after an apply and a shutdown, revert puts apply's
+// values back and keeps only the shutdown record.
+func TestRevertKeepsShutdownAmongChanges(t *testing.T) {
+	root := shutdownRoot(t)
+	if _, err := Apply(context.Background(), root, plan(t, root), ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := PlanShutdown(context.Background(), root, "0:53", ShutdownOptions{Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Shutdown(context.Background(), root, p, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Revert(root)
+	if err != nil || res.Failed() != 0 {
+		t.Fatalf("Revert = %+v, %v", res, err)
+	}
+	if got := readFixture(t, root, "sys/devices/virtual/bdi/0:54/read_ahead_kb"); got == "1024\n" {
+		t.Errorf("read-ahead of 0:54 not reverted: %q", got)
+	}
+	j, err := loadJournal(root)
+	if err != nil || j == nil || len(j.Entries) != 1 || j.Entries[0].Kind != KindShutdown {
+		t.Errorf("journal after revert = %+v, %v; want the shutdown record alone", j, err)
+	}
+}
+
+// serverGoneRoot is a copy of the tree recorded from the 6.12 lab with the server gone,
+// with the shutdown attribute of 0:65 (/mnt/lab/v3, NFSv3 to 127.0.0.1).
+func serverGoneRoot(t *testing.T) hostfs.Root {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS("../inventory/testdata/lab-6.12.107+deb13-amd64-server-gone")); err != nil {
+		t.Fatal(err)
+	}
+	root := hostfs.Root(dir)
+	writeRootFile(t, root, "sys/fs/nfs/0:65/shutdown", "0\n")
+	return root
+}
+
+// TestShutdownInterrupted: a context cancelled during the stall window ends PlanShutdown
+// with the context's error and no plan, even with Force; a cancelled context stops
+// Shutdown of a plan made earlier. Nothing is written or journaled.
+func TestShutdownInterrupted(t *testing.T) {
+	root := serverGoneRoot(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	start := time.Now()
+	p, err := PlanShutdown(ctx, root, "/mnt/lab/v3", ShutdownOptions{Force: true, StallWindow: time.Minute})
+	if !errors.Is(err, context.Canceled) || p != nil {
+		t.Errorf("PlanShutdown = %+v, %v; want no plan and context.Canceled", p, err)
+	}
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("PlanShutdown took %s after the cancel", took)
+	}
+
+	p, err = PlanShutdown(context.Background(), root, "/mnt/lab/v3", ShutdownOptions{Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Shutdown(ctx, root, p, time.Now())
+	if !errors.Is(err, context.Canceled) || res != nil {
+		t.Errorf("Shutdown = %+v, %v; want context.Canceled", res, err)
+	}
+	if got := readFixture(t, root, "/sys/fs/nfs/0:65/shutdown"); got != "0\n" {
+		t.Errorf("attribute = %q, want 0", got)
+	}
+	if ok, _ := Pending(root); ok {
+		t.Error("an interrupted shutdown wrote a journal")
+	}
+}
+
+// emptyQueues rewrites every sunrpc transport and switch of root as holding no request, as
+// once the server answers.
+func emptyQueues(t *testing.T, root hostfs.Root) {
+	t.Helper()
+	queued := regexp.MustCompile(`(q_len|queue_len)=[0-9]+`)
+	err := filepath.WalkDir(root.Sys("kernel", "sunrpc"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || (d.Name() != "xprt_info" && d.Name() != "xprt_switch_info") {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(p, queued.ReplaceAll(b, []byte("${1}=0")), 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
