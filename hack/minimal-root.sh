@@ -59,7 +59,7 @@ for p in $absent_packages; do
 	fi
 done
 
-# One run: an overlay on the cached base, so every run starts bare.
+# One run: an overlay on the cached base (or a copy), so every run starts bare.
 run=$(mktemp -d "$cache/run.XXXXXX")
 trap 'rm -rf "$run"' EXIT
 mkdir -p "$run/upper" "$run/work" "$run/root"
@@ -76,7 +76,10 @@ lab_log "minimal root: $( ((full)) && echo 'CI=true bash .ci/run and make demo, 
 unshare --mount --propagation private bash -euo pipefail -c '
 	run=$1 base=$2 goroot=$3 repo=$4 share=$5 gomodcache=$6 gocache=$7 labcache=$8 mode=$9
 	r=$run/root
-	mount -t overlay overlay -o "lowerdir=$base,upperdir=$run/upper,workdir=$run/work" "$r"
+	# An overlay where the filesystem allows one (not on an overlay, as inside this very check):
+	# else a copy.
+	mount -t overlay overlay -o "lowerdir=$base,upperdir=$run/upper,workdir=$run/work" "$r" 2>/dev/null ||
+		cp -a "$base/." "$r/"
 	mount -t proc proc "$r/proc"
 	mount -t sysfs sysfs "$r/sys"
 	mount --rbind /dev "$r/dev"
