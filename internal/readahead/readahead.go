@@ -166,3 +166,24 @@ func delta(cur, prev uint64) uint64 {
 	}
 	return cur - prev
 }
+
+// Between returns the evidence of every mount of cur that has statistics, by device,
+// measured against the same device's statistics in prev, taken elapsed earlier (Measure:
+// since the mount when prev lacks the device). prev may be nil.
+func Between(prev, cur *inventory.Inventory, elapsed time.Duration) map[string]Evidence {
+	old := make(map[string]*inventory.Stats)
+	if prev != nil {
+		for i := range prev.Mounts {
+			if s := prev.Mounts[i].Stats; s != nil {
+				old[prev.Mounts[i].Device] = s
+			}
+		}
+	}
+	out := make(map[string]Evidence, len(cur.Mounts))
+	for i := range cur.Mounts {
+		if m := &cur.Mounts[i]; m.Stats != nil {
+			out[m.Device] = Measure(m, old[m.Device], elapsed)
+		}
+	}
+	return out
+}

@@ -43,7 +43,7 @@ func loadStats(t *testing.T, name string) *inventory.Stats {
 }
 
 func labMount(t *testing.T, sample string, readAheadKB int) *inventory.Mount {
-	return &inventory.Mount{Device: "0:67", MountPoints: []string{"/mnt/lab/rsize-1m"}, RSize: 262144,
+	return &inventory.Mount{Device: "0:64", MountPoints: []string{"/mnt/lab/rsize-1m"}, RSize: 262144,
 		ReadAheadKB: &readAheadKB, Stats: loadStats(t, sample)}
 }
 
@@ -160,5 +160,20 @@ func TestWastefulAndLimiting(t *testing.T) {
 				t.Errorf("Limiting() = %v, want %v", got, tt.limiting)
 			}
 		})
+	}
+}
+
+// TestBetween pairs mounts by device: one with an earlier sample is measured over the
+// interval, one without since its mount, one without statistics not at all.
+func TestBetween(t *testing.T) {
+	m0 := labMount(t, "lab-6.1-rsize-1m.0.mountstats", 1024)
+	m1 := labMount(t, "lab-6.1-rsize-1m.1.mountstats", 1024)
+	other := *m1
+	other.Device = "0:99"
+	bare := inventory.Mount{Device: "0:98"}
+	got := Between(&inventory.Inventory{Mounts: []inventory.Mount{*m0}},
+		&inventory.Inventory{Mounts: []inventory.Mount{*m1, other, bare}}, 10*time.Second)
+	if len(got) != 2 || got["0:64"].SinceMount || got["0:64"].Seconds != 10 || !got["0:99"].SinceMount {
+		t.Errorf("Between = %+v", got)
 	}
 }
