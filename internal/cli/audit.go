@@ -13,6 +13,7 @@ import (
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/policy"
 	"github.com/nfstune/nfstune/internal/readahead"
+	"github.com/nfstune/nfstune/internal/tune"
 )
 
 // failOnNone disables the findings exit code.
@@ -90,6 +91,9 @@ type auditOutput struct {
 	// their transports; Blocked their superblocks with the processes using them.
 	Stalled []inventory.StalledServer `json:"stalled"`
 	Blocked []inventory.BlockedMount  `json:"blocked"`
+	// ReadAheadVerdicts are the verdicts nfstune apply --measure kept in its journal on the
+	// read-ahead changes it made, the last per device.
+	ReadAheadVerdicts []readahead.Change `json:"readahead_verdicts"`
 }
 
 func runAudit(ctx context.Context, g *globals, streams IOStreams, flags *auditFlags) error {
@@ -168,8 +172,15 @@ func runAudit(ctx context.Context, g *globals, streams IOStreams, flags *auditFl
 		if warnings == nil {
 			warnings = []string{}
 		}
+		verdicts, err := tune.Verdicts(g.Root())
+		if err != nil {
+			warnings = append(warnings, fmt.Sprintf("read-ahead verdicts: %v", err))
+		}
+		if verdicts == nil {
+			verdicts = []readahead.Change{}
+		}
 		out := auditOutput{Mounts: rep.Mounts, Findings: rep.Findings, Warnings: warnings, Desired: rep.Desired,
-			Stalled: rep.Stalled, Blocked: rep.Blocked}
+			Stalled: rep.Stalled, Blocked: rep.Blocked, ReadAheadVerdicts: verdicts}
 		if out.Mounts == nil {
 			out.Mounts = []inventory.Mount{}
 		}
