@@ -95,6 +95,9 @@ type Config struct {
 	// (runtime/debug.FreeOSMemory), so that an idle agent's resident size stays near its
 	// live heap; it costs one garbage collection of a small heap per reconcile.
 	ReleaseMemory bool
+	// VerdictWindow is how long the agent watches a mount's traffic after changing its
+	// read-ahead before judging the change (readahead.Judge); 0 means DefaultVerdictWindow.
+	VerdictWindow time.Duration
 	// Logger receives structured logs; Metrics receives the agent's own metrics.
 	Logger  *slog.Logger
 	Metrics *Metrics
@@ -116,6 +119,9 @@ type Agent struct {
 	// the result of the last comparison (see sampleStalls).
 	transports inventory.TransportSample
 	stalled    []inventory.StalledServer
+
+	// verdicts judges the agent's read-ahead writes on each mount's traffic.
+	verdicts *verdicts
 }
 
 // New checks cfg and returns an Agent.
@@ -141,7 +147,8 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics()
 	}
-	return &Agent{cfg: cfg, known: make(map[string]int), settling: make(map[string]time.Time)}, nil
+	return &Agent{cfg: cfg, known: make(map[string]int), settling: make(map[string]time.Time),
+		verdicts: newVerdicts(cfg.VerdictWindow, cfg.Logger)}, nil
 }
 
 // Trigger names what started a reconcile; it is a label of nfstune_agent_reconciles_total.
@@ -314,6 +321,7 @@ func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time)
 	settling := a.settling // only Reconcile uses it, and reconciles never overlap
 
 	var volumes map[string]bool
+	var writes []written
 	next := make(map[string]int, len(inv.Mounts))
 	for _, i := range newFirst(inv.Mounts, prev) {
 		mnt := &inv.Mounts[i]
@@ -375,6 +383,7 @@ func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time)
 			continue
 		}
 		next[mnt.Device] = want.ReadAheadKB
+		writes = append(writes, written{mount: mnt, from: cur, to: want.ReadAheadKB})
 		m.Repairs.WithLabelValues(reason).Inc()
 		took := time.Since(since)
 		if reason == "new" {
@@ -387,6 +396,7 @@ func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time)
 		log.Info("read-ahead set", "took", took)
 	}
 	m.Mounts.Set(float64(len(next)))
+	a.afterReconcile(ctx, writes)
 	now := time.Now()
 	if trigger == TriggerResync || trigger == TriggerStart {
 		m.LastResync.Set(float64(now.UnixNano()) / 1e9)
@@ -421,7 +431,8 @@ func (a *Agent) Snapshot(ctx context.Context) (metrics.Snapshot, error) {
 	pol := a.policy
 	a.mu.Unlock()
 	a.sampleStalls(inv, time.Now())
-	s := metrics.Snapshot{Inventory: inv}
+	a.verdicts.observe(inv, time.Now())
+	s := metrics.Snapshot{Inventory: inv, ReadAheadVerdicts: a.verdicts.latest()}
 	if pol != nil && pol.Audit != nil {
 		s.Findings = pol.Audit(inv)
 	}

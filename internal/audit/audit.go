@@ -13,6 +13,7 @@ import (
 
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/policy"
+	"github.com/nfstune/nfstune/internal/readahead"
 )
 
 // Severities, worst first.
@@ -87,6 +88,9 @@ type mountCtx struct {
 	kernel  kernelVersion
 	group   *inventory.Group
 	byDev   map[string]*inventory.Mount
+	// traffic is the mount's read-ahead evidence over a window of two samples; nil
+	// without one.
+	traffic *readahead.Evidence
 }
 
 // finding starts a finding about the context's mount.
@@ -99,6 +103,8 @@ func mountChecks() []mountCheck {
 	return []mountCheck{
 		checkReadAhead,      // NFS001
 		checkReadAheadRSize, // NFS002
+		checkOverRead,       // NFS003
+		checkWindowBound,    // NFS004
 		checkNConnect,       // NFS010, NFS011, NFS012
 		checkTransferSize,   // NFS020, NFS021, NFS022
 		checkSoft,           // NFS030
@@ -115,9 +121,21 @@ func mountChecks() []mountCheck {
 	}
 }
 
+// Options add to what the inventory holds.
+type Options struct {
+	// Traffic is each mount's read-ahead evidence over a window between two samples of
+	// mountstats, by device (readahead.Between): NFS004 needs it. Nil leaves NFS004 out.
+	Traffic map[string]readahead.Evidence
+}
+
 // Run audits every mount of inv against pol. It never reads the host: everything comes
 // from the inventory.
 func Run(inv *inventory.Inventory, pol *policy.Policy) Report {
+	return RunWith(inv, pol, Options{})
+}
+
+// RunWith is Run with the evidence of a window of traffic (Options).
+func RunWith(inv *inventory.Inventory, pol *policy.Policy, opts Options) Report {
 	rep := Report{
 		Mounts:   slices.Clone(inv.Mounts),
 		Desired:  make(map[string]policy.Resolved, len(inv.Mounts)),
@@ -144,6 +162,9 @@ func Run(inv *inventory.Inventory, pol *policy.Policy) Report {
 		rep.Desired[m.Device] = res
 		b, _ := pol.Backend(res.Backend)
 		c := &mountCtx{inv: inv, m: m, res: res, backend: b, kernel: kernel, group: groups[m.ClientGroup], byDev: byDev}
+		if e, ok := opts.Traffic[m.Device]; ok {
+			c.traffic = &e
+		}
 		for _, check := range checks {
 			rep.Findings = append(rep.Findings, check(c)...)
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/policy"
+	"github.com/nfstune/nfstune/internal/readahead"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
@@ -95,6 +96,29 @@ type ruleCase struct {
 	want     int
 	severity string
 	contains []string // substrings of message + fix of the first finding
+	// traffic is the first mount's evidence over a window of two samples (Options.Traffic).
+	traffic *readahead.Evidence
+}
+
+// readSinceMount sets the first mount's counters since its mount: app bytes read by
+// applications (normal), server bytes of READ payload.
+func readSinceMount(app, server uint64) func(inv *inventory.Inventory) {
+	return func(inv *inventory.Inventory) {
+		st := m0(inv).Stats
+		st.Age = 10 * time.Minute
+		st.Bytes.Read, st.Bytes.ReadTotal = app, server
+	}
+}
+
+// windowBound is 10 s of a sequential reader of the healthy share (15360 KiB read-ahead,
+// 1 MiB READs: 15 READs per window) with inFlight READs outstanding on average.
+func windowBound(inFlight float64, reads uint64, overRead float64) *readahead.Evidence {
+	return &readahead.Evidence{
+		Seconds: 10, ReadAheadKB: 15360, RSize: 1048576, Reads: reads,
+		ServerReadBytes: reads << 20, AppReadBytes: uint64(float64(reads<<20) / overRead),
+		ReadRTTSeconds: 10 * inFlight, OverRead: overRead, AvgReadBytes: 1 << 20,
+		InFlight: inFlight, WindowReads: 15, WindowBound: inFlight / 15,
+	}
 }
 
 // m0 returns the first mount, for mutations.
@@ -132,6 +156,28 @@ func bareIP(m *inventory.Mount, rsize int) {
 }
 
 var ruleTests = map[string][]ruleCase{
+	"NFS003": {
+		// 3.9 GiB from the server for 1 GiB read: 15360 / 3.9 = 3938 KiB, in whole READs 3072.
+		{name: "3.9x over 3.9 GiB fires", mutate: readSinceMount(1<<30, 39<<30/10), want: 1, severity: SeverityWarning,
+			contains: []string{"3.9x the bytes applications read", "echo 3072 > /sys/class/bdi/0:53/read_ahead_kb"}},
+		{name: "1.2x is normal", mutate: readSinceMount(1<<30, 12<<30/10)},
+		{name: "3.9x over 100 MiB is too little to tell", mutate: readSinceMount(100<<20*10/39, 100<<20)},
+		{name: "no read(2) at all (mmap readers): not judged", mutate: readSinceMount(0, 1<<30)},
+		{name: "read-ahead already one READ: memory, not read-ahead", mutate: func(inv *inventory.Inventory) {
+			readSinceMount(1<<30, 4<<30)(inv)
+			m0(inv).ReadAheadKB = intp(1024)
+		}, want: 1, severity: SeverityWarning, contains: []string{"more memory"}},
+		{name: "no statistics", mutate: func(inv *inventory.Inventory) { m0(inv).Stats = nil }},
+	},
+	"NFS004": {
+		// 12 READs in flight of the 15 one window holds: 0.8.
+		{name: "window full fires", traffic: windowBound(12, 3000, 1.0), want: 1, severity: SeverityInfo,
+			contains: []string{"12.0 READs were in flight on average, 80% of the 15.0 one window allows", "echo 30720 > /sys/class/bdi/0:53/read_ahead_kb"}},
+		{name: "half the window", traffic: windowBound(7.5, 3000, 1.0)},
+		{name: "window full but wasting (NFS003's case)", traffic: windowBound(12, 3000, 2.0)},
+		{name: "window full over 50 READs", traffic: windowBound(12, 50, 1.0)},
+		{name: "no second sample"},
+	},
 	"NFS001": {
 		{name: "128 KiB fires", mutate: func(inv *inventory.Inventory) { m0(inv).ReadAheadKB = intp(128) }, want: 1, severity: SeverityWarning,
 			contains: []string{"128 KiB", "echo 15360 > /sys/class/bdi/0:53/read_ahead_kb"}},
@@ -419,7 +465,11 @@ func TestRules(t *testing.T) {
 					if tc.mutate != nil {
 						tc.mutate(inv)
 					}
-					rep := Run(inv, pol)
+					var opts Options
+					if tc.traffic != nil {
+						opts.Traffic = map[string]readahead.Evidence{m0(inv).Device: *tc.traffic}
+					}
+					rep := RunWith(inv, pol, opts)
 					var got []Finding
 					for _, f := range rep.Findings {
 						if f.ID == id {

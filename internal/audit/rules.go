@@ -12,6 +12,7 @@ import (
 
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/policy"
+	"github.com/nfstune/nfstune/internal/readahead"
 )
 
 // Sources cited by the rules.
@@ -104,6 +105,66 @@ func checkReadAheadRSize(c *mountCtx) []Finding {
 	f.Source = srcReadAheadCommit + "; Linux mm/readahead.c (bdi io_pages)"
 	return []Finding{f}
 }
+
+// srcReadAheadEvidence is where the read-ahead evidence comes from.
+const srcReadAheadEvidence = srcMountstats + " (bytes: normal, direct and server read bytes; READ row: operations, cumulative RTT); fs/nfs/iostat.h; Linux mm/readahead.c"
+
+// checkOverRead is NFS003: since the mount, the server sent much more READ payload than
+// applications read (readahead.Evidence.Wasteful): read-ahead fetched pages that were
+// evicted before use or never read.
+func checkOverRead(c *mountCtx) []Finding {
+	if c.m.Stats == nil || c.m.ReadAheadKB == nil {
+		return nil
+	}
+	e := readahead.Measure(c.m, nil, 0)
+	if !e.Wasteful() {
+		return nil
+	}
+	cur, rsizeKB := *c.m.ReadAheadKB, max(c.m.RSize/1024, 1)
+	f := c.finding("NFS003", SeverityWarning)
+	f.Message = fmt.Sprintf("since the mount the server sent %.1fx the bytes applications read (%s for %s): read-ahead of %s fetched pages that were evicted before use or never read",
+		e.OverRead, gib(e.ServerReadBytes), gib(e.AppReadBytes), kib(cur))
+	f.Expected = fmt.Sprintf("server READ bytes <= %.1f x application read bytes (over at least %s of READs)", readahead.WastefulOverRead, gib(readahead.MinWasteBytes))
+	f.Actual = fmt.Sprintf("over-read %.2f over %.0f s: %d server READ bytes, %d application read bytes (normal + direct); read_ahead_kb = %d; %d single-page reads, %d read-ahead batches",
+		e.OverRead, e.Seconds, e.ServerReadBytes, e.AppReadBytes, cur, e.ReadPageEvents, e.ReadaheadEvents)
+	// The window that would have fetched what was read, in whole READs, at least one.
+	lower := max(int(float64(cur)/e.OverRead)/rsizeKB*rsizeKB, rsizeKB)
+	mp := firstOr(c.m.MountPoints, "<mountpoint>")
+	if lower < cur {
+		f.Fix = fmt.Sprintf("echo %d > /sys/class/bdi/%s/read_ahead_kb ; nfstune stats 10 %s shows the over-read of files opened from then on; to keep it: readAheadKB: %d and readAheadExact: true in a config rule for this mount, then nfstune apply --exact --measure 1m",
+			lower, c.m.Device, mp, lower)
+	} else {
+		f.Fix = fmt.Sprintf("read-ahead is already at most one READ (rsize %s): give the readers of %s more memory (their cgroup's memory.max, or the host's), or look for readers that map files (mmap) rather than read them", kib(rsizeKB), mp)
+	}
+	f.Reason = "read-ahead reads pages before the reader asks for them; when the readers' memory (their cgroup's memory.max, or the host's) cannot hold a window per stream until it is read, the pages are evicted and fetched again, so the server sends several times what is read and the readers slow down. Reads of mmap'd files count as server bytes but not as application bytes: a mount read through mmap shows over-read without waste"
+	f.Source = srcReadAheadEvidence + "; " + srcReadAheadOptimum
+	return []Finding{f}
+}
+
+// checkWindowBound is NFS004: over a window of two samples, the READs in flight filled
+// what the read-ahead window allows (readahead.Evidence.Limiting): the window, not the
+// server or the network, bounds the sequential readers.
+func checkWindowBound(c *mountCtx) []Finding {
+	e := c.traffic
+	if e == nil || !e.Limiting() {
+		return nil
+	}
+	cur := e.ReadAheadKB
+	f := c.finding("NFS004", SeverityInfo)
+	f.Message = fmt.Sprintf("read-ahead of %s bounds the readers: %.1f READs were in flight on average, %.0f%% of the %.1f one window allows", kib(cur), e.InFlight, 100*e.WindowBound, e.WindowReads)
+	f.Expected = fmt.Sprintf("READs in flight below %.2f of a read-ahead window's", readahead.WindowBoundAt)
+	f.Actual = fmt.Sprintf("window-bound %.2f over %.0f s: %d READs of %.0f KiB on average (rsize %s), RTT %.1f ms, over-read %.2f; read_ahead_kb = %d",
+		e.WindowBound, e.Seconds, e.Reads, e.AvgReadBytes/1024, kib(e.RSize/1024), 1000*e.ReadRTTSeconds/float64(e.Reads), e.OverRead, cur)
+	mp := firstOr(c.m.MountPoints, "<mountpoint>")
+	f.Fix = fmt.Sprintf("echo %d > /sys/class/bdi/%s/read_ahead_kb ; nfstune stats 10 %s shows window-bound and application MB/s for files opened from then on; to keep it: readAheadKB: %d in a config rule for this mount, then nfstune apply --measure 1m",
+		2*cur, c.m.Device, mp, 2*cur)
+	f.Reason = "a sequential reader has at most one read-ahead window of READs outstanding (mm/readahead.c); READs in flight are READs per second times their RTT, so when they fill the window, throughput is the window divided by the RTT, and a larger window raises it until the server, the network or memory bounds it (NFS003 then says so). Files already open keep the read-ahead they were opened with"
+	f.Source = srcReadAheadEvidence
+	return []Finding{f}
+}
+
+// gib formats bytes in GiB.
+func gib(b uint64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }
 
 // azureFilesExport is how Azure Files exports a share: /<storage account>/<share>, the
 // account 3 to 24 lowercase letters and digits.

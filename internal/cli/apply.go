@@ -14,6 +14,7 @@ import (
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/policy"
+	"github.com/nfstune/nfstune/internal/readahead"
 	"github.com/nfstune/nfstune/internal/tune"
 )
 
@@ -30,6 +31,7 @@ type applyFlags struct {
 	udevProgram string
 	udevWait    time.Duration
 	pid         int
+	measure     time.Duration
 }
 
 func newApplyCommand(g *globals, streams IOStreams) *cobra.Command {
@@ -58,6 +60,7 @@ first; "nfstune revert" puts them back. Exit code 1 means some changes failed.`,
 	f.StringVar(&flags.udevProgram, "udev-program", "", "absolute path of nfstune on the host, for the udev rule (default: this executable)")
 	f.DurationVar(&flags.udevWait, "udev-wait", time.Second, "longest time the udev rule's helper waits for a new mount's mountinfo entry (at most 10s; udev is blocked meanwhile)")
 	f.IntVar(&flags.pid, "pid", 0, "read the mounts of this process's mount namespace (0: this process)")
+	f.DurationVar(&flags.measure, "measure", 0, "watch each mount's traffic for this long before and after applying, and judge every read-ahead change on it (helped, no_change, hurt, too_little_traffic); the verdicts are kept in the journal. 0 disables")
 	return c
 }
 
@@ -104,18 +107,60 @@ func udevCommand(root hostfs.Root, flags *applyFlags) (string, error) {
 	return cmd, nil
 }
 
+// measurement is each mount's read-ahead evidence over a window, by device, and when the
+// window ended.
+type measurement struct {
+	evidence map[string]readahead.Evidence
+	end      time.Time
+}
+
+// measure reads the mounts, waits window, reads them again and returns the evidence in
+// between with the second inventory. ctx ending ends the wait early.
+func measure(ctx context.Context, read func() (*inventory.Inventory, error), window time.Duration) (measurement, *inventory.Inventory, error) {
+	at := time.Now()
+	start, err := read()
+	if err != nil {
+		return measurement{}, nil, fmt.Errorf("reading mounts: %w", err)
+	}
+	t := time.NewTimer(window)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	end := time.Now()
+	cur, err := read()
+	if err != nil {
+		return measurement{}, nil, fmt.Errorf("reading mounts after %s of traffic: %w", window, err)
+	}
+	return measurement{evidence: readahead.Between(start, cur, end.Sub(at)), end: end}, cur, nil
+}
+
 func runApply(ctx context.Context, g *globals, streams IOStreams, flags *applyFlags) error {
 	if err := checkOutput(flags.output, OutputTable, OutputJSON, OutputYAML); err != nil {
 		return err
+	}
+	if flags.measure < 0 || (flags.measure > 0 && flags.dryRun) {
+		return &ExitError{Code: ExitError2, Err: fmt.Errorf("--measure %s: want a positive duration, without --dry-run", flags.measure)}
 	}
 	root := g.Root()
 	pol, err := policy.Load(flags.config)
 	if err != nil {
 		return &ExitError{Code: ExitError2, Err: fmt.Errorf("loading policy: %w", err)}
 	}
-	inv, err := inventory.Read(root, inventory.ReadOptions{PID: flags.pid})
+	read := func() (*inventory.Inventory, error) {
+		return inventory.Read(root, inventory.ReadOptions{PID: flags.pid})
+	}
+	inv, err := read()
 	if err != nil {
 		return &ExitError{Code: ExitError2, Err: err}
+	}
+	// With --measure, the plan is made from the inventory that ends the window before.
+	var before measurement
+	if flags.measure > 0 {
+		if before, inv, err = measure(ctx, read, flags.measure); err != nil {
+			return &ExitError{Code: ExitError2, Err: err}
+		}
 	}
 	opts := tune.Options{Persist: flags.persist, Exact: flags.exact, Fstab: flags.fstab}
 	if flags.persist == tune.PersistUdev {
@@ -140,6 +185,19 @@ func runApply(ctx context.Context, g *globals, streams IOStreams, flags *applyFl
 		rep.Result, applyErr = tune.Apply(ctx, root, plan, aopts)
 		if applyErr != nil {
 			rep.Error = applyErr.Error()
+		}
+		if changes := tune.ReadAheadChanges(rep.Result); flags.measure > 0 && len(changes) > 0 {
+			after, _, err := measure(ctx, read, flags.measure)
+			if err != nil {
+				return &ExitError{Code: ExitError2, Err: err}
+			}
+			for _, c := range changes {
+				rep.Verdicts = append(rep.Verdicts, readahead.NewChange(c.Device, c.MountPoint, c.FromKB, c.ToKB,
+					before.end, before.evidence[c.Device], after.evidence[c.Device]))
+			}
+			if err := tune.RecordVerdicts(root, rep.Verdicts); err != nil {
+				return &ExitError{Code: ExitError2, Err: fmt.Errorf("keeping the read-ahead verdicts: %w", err)}
+			}
 		}
 	}
 	if flags.output != OutputTable {

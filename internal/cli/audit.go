@@ -9,8 +9,11 @@ import (
 
 	"github.com/nfstune/nfstune/internal/audit"
 	"github.com/nfstune/nfstune/internal/display"
+	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/policy"
+	"github.com/nfstune/nfstune/internal/readahead"
+	"github.com/nfstune/nfstune/internal/tune"
 )
 
 // failOnNone disables the findings exit code.
@@ -23,6 +26,7 @@ type auditFlags struct {
 	output  string
 	opStats bool
 	stall   time.Duration
+	traffic time.Duration
 }
 
 func newAuditCommand(g *globals, streams IOStreams) *cobra.Command {
@@ -55,10 +59,31 @@ interrupted stall window prints no report.`,
 	f.StringVar(&flags.failOn, "fail-on", audit.SeverityError, "exit 1 when a finding is at or above this severity: error, warning, info or none")
 	f.StringVarP(&flags.output, "output", "o", OutputTable, "output format: table, json or yaml")
 	f.DurationVar(&flags.stall, "stall-window", inventory.DefaultStallWindow, "when requests are queued on a transport, look again after this long and report servers that did not answer (NFS093); 0 disables")
+	f.DurationVar(&flags.traffic, "traffic-window", 0, "read mountstats again after this long and judge each mount's read-ahead on the traffic in between (NFS004, the window bounds the readers); it runs alongside the stall window. 0 disables")
 	f.BoolVar(&flags.opStats, "op-stats", false, "also parse the per-operation rows of mountstats, to report servers that left requests unanswered (NFS091); slower with many mounts")
 	_ = c.RegisterFlagCompletionFunc("fail-on", cobra.FixedCompletions([]string{audit.SeverityError, audit.SeverityWarning, audit.SeverityInfo, failOnNone}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{OutputTable, OutputJSON, OutputYAML}, cobra.ShellCompDirectiveNoFileComp))
 	return c
+}
+
+// sampleTraffic waits until window has passed since first was read (at), reads the mounts
+// again and returns each mount's read-ahead evidence over the time in between. ctx ending
+// ends the wait early: the evidence then covers the shorter window.
+func sampleTraffic(ctx context.Context, root hostfs.Root, pid int, first *inventory.Inventory, at time.Time, window time.Duration) (map[string]readahead.Evidence, error) {
+	if wait := time.Until(at.Add(window)); wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+	}
+	elapsed := time.Since(at)
+	second, err := inventory.Read(root, inventory.ReadOptions{PID: pid})
+	if err != nil {
+		return nil, fmt.Errorf("reading mounts again after the traffic window: %w", err)
+	}
+	return readahead.Between(first, second, elapsed), nil
 }
 
 // auditOutput is the -o json|yaml document.
@@ -71,6 +96,9 @@ type auditOutput struct {
 	// their transports; Blocked their superblocks with the processes using them.
 	Stalled []inventory.StalledServer `json:"stalled"`
 	Blocked []inventory.BlockedMount  `json:"blocked"`
+	// ReadAheadVerdicts are the verdicts nfstune apply --measure kept in its journal on the
+	// read-ahead changes it made, the last per device.
+	ReadAheadVerdicts []readahead.Change `json:"readahead_verdicts"`
 }
 
 func runAudit(ctx context.Context, g *globals, streams IOStreams, flags *auditFlags) error {
@@ -93,7 +121,21 @@ func runAudit(ctx context.Context, g *globals, streams IOStreams, flags *auditFl
 	if err != nil {
 		return &ExitError{Code: ExitError2, Err: fmt.Errorf("loading policy: %w", err)}
 	}
+	if flags.traffic < 0 {
+		return &ExitError{Code: ExitError2, Err: fmt.Errorf("invalid --traffic-window %s", flags.traffic)}
+	}
 	log := g.Logger(streams.ErrOut)
+	readOpts := inventory.ReadOptions{PID: flags.pid, SkipOperations: !flags.opStats, Logger: log}
+	// The first sample of the traffic window, with the READ row of every mount; like the
+	// stall window, the window runs while the rest is read.
+	var trafficStart *inventory.Inventory
+	var trafficAt time.Time
+	if flags.traffic > 0 {
+		trafficAt = time.Now()
+		if trafficStart, err = inventory.Read(g.Root(), inventory.ReadOptions{PID: flags.pid}); err != nil {
+			return &ExitError{Code: ExitError2, Err: fmt.Errorf("reading mounts: %w", err)}
+		}
+	}
 	// The first sample of the stall window, before the inventory: the window runs while
 	// the rest is read.
 	var first inventory.TransportSample
@@ -103,7 +145,7 @@ func runAudit(ctx context.Context, g *globals, streams IOStreams, flags *auditFl
 		log.Debug("audit", "stage", "first transport sample", "elapsed", time.Since(start), "transports", len(first.Transports))
 	}
 	start = time.Now()
-	inv, err := inventory.Read(g.Root(), inventory.ReadOptions{PID: flags.pid, SkipOperations: !flags.opStats, Logger: log})
+	inv, err := inventory.Read(g.Root(), readOpts)
 	if err != nil {
 		return &ExitError{Code: ExitError2, Err: fmt.Errorf("reading mounts: %w", err)}
 	}
@@ -120,8 +162,14 @@ func runAudit(ctx context.Context, g *globals, streams IOStreams, flags *auditFl
 		return &ExitError{Code: ExitError2, Err: err}
 	}
 	log.Debug("audit", "stage", "stall sample", "elapsed", time.Since(start), "stalled", len(inv.Stalled), "blocked mounts", len(inv.Blocked))
+	var aopts audit.Options
+	if trafficStart != nil {
+		if aopts.Traffic, err = sampleTraffic(ctx, g.Root(), flags.pid, trafficStart, trafficAt, flags.traffic); err != nil {
+			return &ExitError{Code: ExitError2, Err: err}
+		}
+	}
 	start = time.Now()
-	rep := audit.Run(inv, pol)
+	rep := audit.RunWith(inv, pol, aopts)
 	log.Debug("audit", "stage", "rules", "elapsed", time.Since(start), "findings", len(rep.Findings))
 	defer func(start time.Time) { log.Debug("audit", "stage", "output", "elapsed", time.Since(start)) }(time.Now())
 
@@ -139,8 +187,15 @@ func runAudit(ctx context.Context, g *globals, streams IOStreams, flags *auditFl
 		if warnings == nil {
 			warnings = []string{}
 		}
+		verdicts, err := tune.Verdicts(g.Root())
+		if err != nil {
+			warnings = append(warnings, fmt.Sprintf("read-ahead verdicts: %v", err))
+		}
+		if verdicts == nil {
+			verdicts = []readahead.Change{}
+		}
 		out := auditOutput{Mounts: rep.Mounts, Findings: rep.Findings, Warnings: warnings, Desired: rep.Desired,
-			Stalled: rep.Stalled, Blocked: rep.Blocked}
+			Stalled: rep.Stalled, Blocked: rep.Blocked, ReadAheadVerdicts: verdicts}
 		if out.Mounts == nil {
 			out.Mounts = []inventory.Mount{}
 		}

@@ -28,7 +28,10 @@ func newStatsCommand(g *globals, streams IOStreams) *cobra.Command {
 		Short: "Show per-mount NFS rates, like nfsiostat, counted over every nconnect transport",
 		Long: `stats prints, for each NFS mount, RPC ops/s, backlog, read and write MB/s, retransmissions,
 and per operation (READ, WRITE, GETATTR, ...) ops/s, kB/op, average RTT, execute and queue
-time, from two snapshots of mountstats. The first report covers the time since each mount;
+time, from two snapshots of mountstats; when the interval had reads, the read-ahead evidence:
+application read MB/s, over-read (server READ bytes per application byte), average READ
+against rsize, and READs in flight against what one read-ahead window allows (window-bound).
+The first report covers the time since each mount;
 later ones cover the interval (seconds). Without a count it runs until interrupted.
 
 Unlike nfsiostat, ops/s and backlog add up all xprt: lines, so they are right with nconnect.

@@ -31,6 +31,7 @@ import (
 
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/kubelet"
+	"github.com/nfstune/nfstune/internal/readahead"
 )
 
 // Namespace prefixes every nfstune metric.
@@ -63,6 +64,9 @@ type Snapshot struct {
 	Findings  []Finding
 	// Limits are exported once per label set, however many mounts reach the export.
 	Limits []ServiceLimit
+	// ReadAheadVerdicts are the last verdicts on the agent's read-ahead changes, by device
+	// (readahead.Judge).
+	ReadAheadVerdicts map[string]readahead.Verdict
 }
 
 // Source returns the state to export. It must read only /proc and /sys (never a mount
@@ -77,6 +81,7 @@ var (
 	infoLabels     = []string{"fstype", "client_group", "mountpoints", "proxy", "upstream"}
 	podLabels      = []string{"pod_uid", "volume", "pv", "driver"}
 	findingLabels  = []string{"rule", "severity"}
+	verdictLabel   = []string{"verdict"}
 	sourceLabel    = []string{"source"}
 	operationLabel = []string{"operation"}
 )
@@ -96,7 +101,7 @@ type Collector struct {
 	readBytes, writeBytes                                  *prometheus.Desc
 	ops, retrans, majorTimeouts, opErrors                  *prometheus.Desc
 	sentBytes, recvBytes, rttSeconds, exeSeconds, queueSec *prometheus.Desc
-	findings, compliant, blocked                           *prometheus.Desc
+	findings, compliant, blocked, readAheadVerdict         *prometheus.Desc
 
 	groupSends, groupRecvs, groupBadXIDs, groupBacklog *prometheus.Desc
 	groupConnects, groupConnections, groupMounts       *prometheus.Desc
@@ -116,8 +121,8 @@ type Tier string
 
 const (
 	// TierDefault is a bounded set per mount (see DefaultOperations): at most 36 series,
-	// plus one per failing audit rule, one per pod using the superblock, and the blocked
-	// processes while its server is not answering; and two per server address (its
+	// plus one per failing audit rule, one per pod using the superblock, the blocked
+	// processes while its server is not answering, and the last read-ahead verdict; and two per server address (its
 	// transports, and the stuck ones). It is what dashboards and alerts need on hosts with
 	// many mounts.
 	TierDefault Tier = "default"
@@ -202,9 +207,10 @@ func NewCollector(src Source, logger *slog.Logger, opts Options) *Collector {
 		exeSeconds:    m("operation_execute_seconds_total", "Cumulative time from creating an RPC to its completion, RTT included, per NFS operation.", operationLabel...),
 		queueSec:      m("operation_queue_seconds_total", "Cumulative time RPCs waited before transmission, per NFS operation.", operationLabel...),
 
-		findings:  m("findings", "Audit findings for the mount, per rule and severity.", findingLabels...),
-		compliant: m("compliant", "1 when the audit found nothing for the mount, else 0."),
-		blocked:   m("blocked_processes", "Processes with an open file, working directory or root on the superblock, while its server is not answering (nfstune_server_stuck_transports > 0); exported only then. They block (hard mount) or get errors (soft)."),
+		findings:         m("findings", "Audit findings for the mount, per rule and severity.", findingLabels...),
+		compliant:        m("compliant", "1 when the audit found nothing for the mount, else 0."),
+		readAheadVerdict: m("readahead_verdict", "The last verdict on a read-ahead change the agent made (value 1): helped, no_change, hurt or too_little_traffic, from the mount's application read rate and over-read before and after the change (docs/policy.md, Read-ahead verdicts).", verdictLabel...),
+		blocked:          m("blocked_processes", "Processes with an open file, working directory or root on the superblock, while its server is not answering (nfstune_server_stuck_transports > 0); exported only then. They block (hard mount) or get errors (soft)."),
 
 		groupSends:       g("sends_total", "RPC requests sent over all transports of the kernel NFS client."),
 		groupRecvs:       g("receives_total", "RPC replies received over all transports of the kernel NFS client."),
@@ -250,7 +256,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		c.info, c.podInfo, c.age, c.readAhead, c.connections, c.nconnect, c.readBytes, c.writeBytes,
 		c.ops, c.retrans, c.majorTimeouts, c.opErrors, c.sentBytes, c.recvBytes,
-		c.rttSeconds, c.exeSeconds, c.queueSec, c.findings, c.compliant,
+		c.rttSeconds, c.exeSeconds, c.queueSec, c.findings, c.compliant, c.readAheadVerdict,
 		c.groupSends, c.groupRecvs, c.groupBadXIDs, c.groupBacklog, c.groupConnects,
 		c.groupConnections, c.groupMounts, c.blocked, c.serverTransports, c.serverStuck, c.uninspected,
 	} {
@@ -322,7 +328,7 @@ func (c *Collector) collectInventory(ch chan<- prometheus.Metric, snap Snapshot)
 		if n, ok := blocked[dev]; ok {
 			holders = &n
 		}
-		buf = c.mountMetrics(buf[:0], &inv.Mounts[i], byDevice[dev], holders)
+		buf = c.mountMetrics(buf[:0], &inv.Mounts[i], byDevice[dev], holders, snap.ReadAheadVerdicts[dev])
 		if len(buf) > budget {
 			droppedSeries += len(buf)
 			droppedMounts++
@@ -404,8 +410,9 @@ func labelPairs(names, values []string) []*dto.LabelPair {
 }
 
 // mountMetrics appends the series of one mount; blocked is the number of processes using
-// it when its server is stalled, nil otherwise.
-func (c *Collector) mountMetrics(out []prometheus.Metric, m *inventory.Mount, findings []Finding, blocked *int) []prometheus.Metric {
+// it when its server is stalled, nil otherwise; verdict the last verdict on a read-ahead
+// change, empty when none.
+func (c *Collector) mountMetrics(out []prometheus.Metric, m *inventory.Mount, findings []Finding, blocked *int, verdict readahead.Verdict) []prometheus.Metric {
 	first := ""
 	if len(m.MountPoints) > 0 {
 		first = m.MountPoints[0]
@@ -466,6 +473,9 @@ func (c *Collector) mountMetrics(out []prometheus.Metric, m *inventory.Mount, fi
 	add(c.compliant, prometheus.GaugeValue, compliant, base)
 	if blocked != nil {
 		add(c.blocked, prometheus.GaugeValue, float64(*blocked), base)
+	}
+	if verdict != "" {
+		add(c.readAheadVerdict, prometheus.GaugeValue, 1, with(verdictLabel, string(verdict)))
 	}
 
 	st := m.Stats

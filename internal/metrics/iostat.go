@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/procfs"
 
 	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/readahead"
 )
 
 // TransportTotals are the counters of all transports of one kernel NFS client added up.
@@ -61,6 +62,9 @@ type MountRates struct {
 	Retrans uint64 `json:"retrans"`
 	// Ops are the operations that ran in the interval, READ and WRITE first.
 	Ops []OpRates `json:"ops"`
+	// ReadAhead is the read-ahead evidence over the same interval: over-read, READs in
+	// flight against the window, average READ size (package readahead).
+	ReadAhead readahead.Evidence `json:"readahead"`
 }
 
 // OpRates are one NFS operation's figures over an interval.
@@ -101,7 +105,9 @@ func Rates(prev, cur *inventory.Inventory, elapsed time.Duration) []MountRates {
 			p = &inventory.Stats{}
 			dt = m.Stats.Age.Seconds()
 		}
-		out = append(out, mountRates(m, p, m.Stats, dt))
+		r := mountRates(m, p, m.Stats, dt)
+		r.ReadAhead = readahead.Measure(m, old[m.Device], elapsed)
+		out = append(out, r)
 	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/printer"
+	"github.com/nfstune/nfstune/internal/readahead"
 )
 
 // StatsReport is one report of nfstune stats: the rates of the selected mounts over one
@@ -102,8 +103,21 @@ func filterRates(rates []MountRates, inv *inventory.Inventory, want []string) []
 	return out
 }
 
+// writeReadAhead writes the read-ahead evidence of an interval with reads (package readahead):
+// application reads, server bytes per application byte, the average READ against rsize,
+// and the READs in flight against what one read-ahead window allows.
+func writeReadAhead(p *printer.Writer, e readahead.Evidence) error {
+	p.Printf("\n")
+	tw := tabwriter.NewWriter(p, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "read-ahead kB\tapp read MB/s\tover-read\tavg READ kB\trsize kB\tREADs in flight\twindow READs\twindow-bound\t\n")
+	fmt.Fprintf(tw, "%d\t%.3f\t%.3f\t%.3f\t%d\t%.3f\t%.3f\t%.3f\t\n", e.ReadAheadKB, e.AppBytesPerSecond/1e6, e.OverRead,
+		e.AvgReadBytes/1024, e.RSize/1024, e.InFlight, e.WindowReads, e.WindowBound)
+	return tw.Flush()
+}
+
 // WriteStatsTable writes rates for people, as nfsiostat lays them out: per mount a line
-// naming it, the mount's totals, then one row per operation.
+// naming it, the mount's totals, the read-ahead evidence when the interval had reads, then
+// one row per operation.
 func WriteStatsTable(w io.Writer, rates []MountRates) error {
 	p := printer.New(w)
 	for _, r := range rates {
@@ -114,6 +128,11 @@ func WriteStatsTable(w io.Writer, rates []MountRates) error {
 		fmt.Fprintf(tw, "%.3f\t%.3f\t%.3f\t%.3f\t%d\t\n", r.OpsPerSec, r.Backlog, r.ReadMBps, r.WriteMBps, r.Retrans)
 		if err := tw.Flush(); err != nil {
 			return err
+		}
+		if r.ReadAhead.AppReadBytes > 0 || r.ReadAhead.ServerReadBytes > 0 {
+			if err := writeReadAhead(p, r.ReadAhead); err != nil {
+				return err
+			}
 		}
 		if len(r.Ops) == 0 {
 			continue

@@ -126,3 +126,33 @@ func TestWriteStatsTable(t *testing.T) {
 		}
 	}
 }
+
+// TestRatesReadAhead checks that each interval carries the read-ahead evidence of the same
+// interval (package readahead), and that the table shows it. Between t0 and t1, 10 s apart:
+// 5242880000 - 3145728000 = 2097152000 bytes read by applications and by the server
+// (over-read 1), in 5000 - 3000 = 2000 READs of 1048576 bytes; RTT (28000 - 12000) ms = 16 s,
+// so 1.6 READs in flight; a 15360 KiB window holds 15 READs: window-bound 1.6 / 15.
+func TestRatesReadAhead(t *testing.T) {
+	t.Parallel()
+	t0, t1 := loadStats(t, "t0"), loadStats(t, "t1")
+	ra := 15360
+	t1.Mounts[0].ReadAheadKB = &ra
+	r := Rates(t0, t1, 10*time.Second)[0].ReadAhead
+	if r.Seconds != 10 || r.AppReadBytes != 2097152000 || r.Reads != 2000 || !near(r.OverRead, 1) ||
+		!near(r.AvgReadBytes, 1048576) || !near(r.InFlight, 1.6) || !near(r.WindowReads, 15) || !near(r.WindowBound, 1.6/15) {
+		t.Errorf("read-ahead evidence = %+v", r)
+	}
+	var out bytes.Buffer
+	if err := WriteStatsTable(&out, Rates(t0, t1, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"read-ahead kB  app read MB/s  over-read  avg READ kB  rsize kB  READs in flight  window READs  window-bound",
+		"15360        209.715      1.000     1024.000",
+		"1.600        15.000         0.107",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+}

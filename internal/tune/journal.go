@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/nfstune/nfstune/internal/hostfs"
+	"github.com/nfstune/nfstune/internal/readahead"
 )
 
 // KindDir is a journal entry for a directory apply created to hold a file.
@@ -29,6 +30,9 @@ type Journal struct {
 	Entries []Entry `json:"entries"`
 	// Created are the directories made to hold the journal itself.
 	Created []string `json:"created_dirs,omitempty"`
+	// ReadAheadVerdicts are the last verdict on each device whose read-ahead apply
+	// --measure changed (RecordVerdicts): evidence, nothing to revert.
+	ReadAheadVerdicts []readahead.Change `json:"readahead_verdicts,omitempty"`
 }
 
 // Entry is the original state of one attribute, file or directory.

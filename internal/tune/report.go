@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/nfstune/nfstune/internal/printer"
+	"github.com/nfstune/nfstune/internal/readahead"
 )
 
 // Report is what apply prints: the plan and, unless it was a dry run, the result.
@@ -15,6 +16,9 @@ type Report struct {
 	Plan   *Plan   `json:"plan"`
 	Result *Result `json:"result,omitempty"`
 	Error  string  `json:"error,omitempty"`
+	// Verdicts judge each read-ahead change on the mount's traffic before and after it
+	// (apply --measure).
+	Verdicts []readahead.Change `json:"readahead_verdicts,omitempty"`
 }
 
 // WriteReport writes apply's text report: the plan, old -> new for every value and file,
@@ -74,6 +78,12 @@ func WriteReport(w io.Writer, rep *Report) error {
 	}
 	if readAhead {
 		ew.Printf("Read-ahead applies to files opened after the change: files already open keep the old value until reopened.\n")
+	}
+	if len(rep.Verdicts) > 0 {
+		ew.Printf("\nRead-ahead verdicts (the mount's traffic over %.0f s before and after):\n", rep.Verdicts[0].Before.Seconds)
+		for _, v := range rep.Verdicts {
+			ew.Printf("  %s (%s): %d -> %d KiB: %s: %s\n", v.MountPoint, v.Device, v.FromKB, v.ToKB, v.Verdict, v.Reason)
+		}
 	}
 	if len(p.Remounts) > 0 {
 		ew.Printf("\nMount options (apply never remounts; unmount each group together, then mount again):\n")

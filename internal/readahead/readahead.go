@@ -1,0 +1,189 @@
+// Package readahead measures, from a superblock's own mountstats counters, whether its
+// read-ahead pays: how many of the bytes the server sent the applications read (over-read),
+// whether the read-ahead window is what bounds the READs in flight (window-bound), and, for a
+// change of read_ahead_kb, whether the mount's traffic after it is better than before
+// (Judge). It reads nothing: it works on two samples of inventory.Stats, so that audit,
+// metrics, tune and the agent compute the same figures the same way.
+//
+// The counters come from fs/nfs/iostat.h and fs/nfs/super.c nfs_show_stats
+// (/proc/self/mountstats): the bytes: line's normal, direct and server read bytes, the
+// events: line's vfsreadpage and vfsreadpages, and the READ row of the per-op statistics
+// (operations, cumulative RTT in milliseconds).
+package readahead
+
+import (
+	"time"
+
+	"github.com/nfstune/nfstune/internal/inventory"
+)
+
+// Thresholds of the figures, justified where they are used (docs/policy.md, NFS003 and
+// NFS004).
+const (
+	// WastefulOverRead is the over-read above which read-ahead wastes: a third of the bytes
+	// the server sent were never read. A sequential reader whose pages stay in memory reads
+	// each fetched page once (about 1.0); the tail past where a reader stops is at most one
+	// window per open file, which MinWasteBytes keeps small. The field case of 16 readers in
+	// a 64 MiB cgroup at 15360 KiB measured 3.9.
+	WastefulOverRead = 1.5
+	// MinWasteBytes is the server READ payload a mount must have received before its
+	// over-read is judged: 256 MiB is 17 windows of the largest default read-ahead
+	// (15 x 1 MiB rsize), so the overshoot of one stream's last window adds at most 6 %.
+	MinWasteBytes = 256 << 20
+	// WindowBoundAt is the ratio of READs in flight to READs one window allows at and above
+	// which the window bounds the reader. A window-limited stream cannot keep the whole
+	// window in flight all the time: the kernel starts the next asynchronous batch only when
+	// the reader reaches the marker page of the current one, and RTT counts the server's
+	// time too; 0.75 leaves a quarter for those gaps. With several streams each has its own
+	// window, so the ratio counts busy windows and may exceed 1.
+	WindowBoundAt = 0.75
+	// MinWindowReads is the READs a two-sample window must hold before it is judged
+	// window-bound: fewer is a few files opened, not a reader.
+	MinWindowReads = 100
+)
+
+// Evidence is one superblock's read traffic over an interval: the counters' differences,
+// and the figures derived from them (zero when undefined, e.g. OverRead without application
+// reads).
+type Evidence struct {
+	// Seconds is the length of the interval; SinceMount is set when it runs from the mount
+	// (no earlier sample, or the counters went backwards because the device number was
+	// reused).
+	Seconds    float64 `json:"seconds"`
+	SinceMount bool    `json:"since_mount"`
+	// ReadAheadKB is read_ahead_kb at the end of the interval; RSize the mount's rsize.
+	ReadAheadKB int `json:"read_ahead_kb"`
+	RSize       int `json:"rsize"`
+	// AppReadBytes are the bytes applications read with read(2): the bytes: line's normal
+	// and direct read bytes (fields 1 and 3). Reads of mmap'd files are not counted here.
+	AppReadBytes uint64 `json:"app_read_bytes"`
+	// ServerReadBytes are the READ payload bytes the server sent (bytes: field 5).
+	ServerReadBytes uint64 `json:"server_read_bytes"`
+	// Reads and ReadRTTSeconds are the READ operations completed and their summed round
+	// trip times (per-op statistics, READ row); zero when the per-op rows were not read.
+	Reads          uint64  `json:"reads"`
+	ReadRTTSeconds float64 `json:"read_rtt_seconds"`
+	// ReadPageEvents counts pages read one at a time (events: vfsreadpage, ->read_folio):
+	// pages read-ahead did not bring in, because it is off or could not allocate them under
+	// memory pressure. ReadaheadEvents counts read-ahead batches (vfsreadpages,
+	// ->readahead). Both are shown as they are; no threshold uses them.
+	ReadPageEvents  uint64 `json:"readpage_events"`
+	ReadaheadEvents uint64 `json:"readahead_events"`
+
+	// OverRead is ServerReadBytes / AppReadBytes: above 1, read-ahead fetched pages that
+	// were evicted or never read; below 1, reads were served from the page cache.
+	OverRead float64 `json:"over_read"`
+	// AvgReadBytes is ServerReadBytes / Reads, the payload of an average READ.
+	AvgReadBytes float64 `json:"avg_read_bytes"`
+	// InFlight is the average number of READs outstanding: READs per second times their
+	// average RTT, which is ReadRTTSeconds / Seconds (Little's law).
+	InFlight float64 `json:"reads_in_flight"`
+	// WindowReads is how many READs of AvgReadBytes one read-ahead window keeps in flight:
+	// ReadAheadKB x 1024 / AvgReadBytes.
+	WindowReads float64 `json:"window_reads"`
+	// WindowBound is InFlight / WindowReads: near 1 (WindowBoundAt) the read-ahead window is
+	// what limits a sequential reader.
+	WindowBound float64 `json:"window_bound"`
+	// AppBytesPerSecond is AppReadBytes / Seconds: what the applications got.
+	AppBytesPerSecond float64 `json:"app_read_bytes_per_second"`
+}
+
+// Measure returns the evidence of mount m between prev, a sample of its statistics taken
+// elapsed earlier, and m.Stats now. With prev nil, or counters lower than prev's (the device
+// number now names another superblock), it measures since the mount. m.Stats must not be nil.
+func Measure(m *inventory.Mount, prev *inventory.Stats, elapsed time.Duration) Evidence {
+	cur := m.Stats
+	e := Evidence{RSize: m.RSize, Seconds: elapsed.Seconds()}
+	if m.ReadAheadKB != nil {
+		e.ReadAheadKB = *m.ReadAheadKB
+	}
+	if prev == nil || wentBack(prev, cur) {
+		prev = &inventory.Stats{}
+		e.Seconds, e.SinceMount = cur.Age.Seconds(), true
+	}
+	e.AppReadBytes = delta(cur.Bytes.Read, prev.Bytes.Read) + delta(cur.Bytes.DirectRead, prev.Bytes.DirectRead)
+	e.ServerReadBytes = delta(cur.Bytes.ReadTotal, prev.Bytes.ReadTotal)
+	e.ReadPageEvents = delta(cur.Events.VFSReadPage, prev.Events.VFSReadPage)
+	e.ReadaheadEvents = delta(cur.Events.VFSReadPages, prev.Events.VFSReadPages)
+	reads, rttMS := readRow(cur)
+	preads, prttMS := readRow(prev)
+	e.Reads = delta(reads, preads)
+	e.ReadRTTSeconds = float64(delta(rttMS, prttMS)) / 1000
+	e.derive()
+	return e
+}
+
+// derive fills in the figures computed from the counters.
+func (e *Evidence) derive() {
+	if e.AppReadBytes > 0 {
+		e.OverRead = float64(e.ServerReadBytes) / float64(e.AppReadBytes)
+	}
+	if e.Reads > 0 {
+		e.AvgReadBytes = float64(e.ServerReadBytes) / float64(e.Reads)
+	}
+	if e.Seconds > 0 {
+		e.InFlight = e.ReadRTTSeconds / e.Seconds
+		e.AppBytesPerSecond = float64(e.AppReadBytes) / e.Seconds
+	}
+	if e.AvgReadBytes > 0 && e.ReadAheadKB > 0 {
+		e.WindowReads = float64(e.ReadAheadKB) * 1024 / e.AvgReadBytes
+		e.WindowBound = e.InFlight / e.WindowReads
+	}
+}
+
+// Wasteful reports whether read-ahead fetched much more than the applications read, over
+// enough traffic to tell (WastefulOverRead, MinWasteBytes).
+func (e Evidence) Wasteful() bool {
+	return e.ServerReadBytes >= MinWasteBytes && e.OverRead > WastefulOverRead
+}
+
+// Limiting reports whether the read-ahead window bounds the READs in flight, over enough
+// READs to tell, while read-ahead does not waste: raising a window whose pages are thrown
+// away would only throw away more.
+func (e Evidence) Limiting() bool {
+	return e.Reads >= MinWindowReads && e.WindowBound >= WindowBoundAt && e.OverRead <= WastefulOverRead
+}
+
+// readRow returns the READ row's operations and cumulative RTT in milliseconds.
+func readRow(s *inventory.Stats) (ops, rttMS uint64) {
+	for i := range s.Operations {
+		if op := &s.Operations[i]; op.Operation == "READ" {
+			return op.Requests, op.CumulativeTotalResponseMilliseconds
+		}
+	}
+	return 0, 0
+}
+
+// wentBack reports whether a counter is lower in cur than in prev.
+func wentBack(prev, cur *inventory.Stats) bool {
+	return cur.Age < prev.Age || cur.Bytes.ReadTotal < prev.Bytes.ReadTotal ||
+		cur.Bytes.Read < prev.Bytes.Read || cur.Bytes.DirectRead < prev.Bytes.DirectRead
+}
+
+func delta(cur, prev uint64) uint64 {
+	if cur < prev {
+		return 0
+	}
+	return cur - prev
+}
+
+// Between returns the evidence of every mount of cur that has statistics, by device,
+// measured against the same device's statistics in prev, taken elapsed earlier (Measure:
+// since the mount when prev lacks the device). prev may be nil.
+func Between(prev, cur *inventory.Inventory, elapsed time.Duration) map[string]Evidence {
+	old := make(map[string]*inventory.Stats)
+	if prev != nil {
+		for i := range prev.Mounts {
+			if s := prev.Mounts[i].Stats; s != nil {
+				old[prev.Mounts[i].Device] = s
+			}
+		}
+	}
+	out := make(map[string]Evidence, len(cur.Mounts))
+	for i := range cur.Mounts {
+		if m := &cur.Mounts[i]; m.Stats != nil {
+			out[m.Device] = Measure(m, old[m.Device], elapsed)
+		}
+	}
+	return out
+}
