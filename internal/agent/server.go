@@ -108,7 +108,7 @@ func (a *Agent) Handler(opts HandlerOptions) (http.Handler, error) {
 	}
 
 	mux := http.NewServeMux()
-	var gatherer prometheus.TransactionalGatherer = prometheus.ToTransactionalGatherer(reg)
+	gatherer := prometheus.ToTransactionalGatherer(reg)
 	release := opts.ReleaseMemory
 	if opts.MinScrapeInterval > 0 {
 		gatherer = newCachedGatherer(reg, opts.MinScrapeInterval, release)
