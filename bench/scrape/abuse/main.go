@@ -72,12 +72,14 @@ func (a agent) idleConnections(n int) {
 		opened, n, float64(before)/1024, float64(peak)/1024, open)
 }
 
-// stalledScrapes starts n clients that request /metrics and never read, then scrapes as
-// Prometheus would, at once and every 2 s for 20 s, and reports the answers.
+// stalledScrapes starts n clients that request /metrics and never read, each from its own
+// loopback address (127.0.0.3, .4, ...: other pods), then scrapes as Prometheus would,
+// from 127.0.0.2, at once and every 2 s for 20 s, and reports the answers.
 func (a agent) stalledScrapes(n int) {
 	var conns []net.Conn
-	for range n {
-		c, err := net.Dial("tcp", a.addr)
+	for i := range n {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(3+i))}}
+		c, err := d.Dial("tcp", a.addr)
 		if err != nil {
 			fmt.Println("stalled: dial:", err)
 			return
@@ -90,7 +92,7 @@ func (a agent) stalledScrapes(n int) {
 	codes := map[string]int{}
 	var order []string
 	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(2 * time.Second) {
-		code := a.scrape()
+		code := a.scrapeFrom(net.IPv4(127, 0, 0, 2))
 		if codes[code] == 0 {
 			order = append(order, code)
 		}
@@ -117,8 +119,15 @@ func (a agent) scrapeLoop(d time.Duration) {
 	fmt.Printf("loop: one client scraping back to back for %v: %d scrapes, agent CPU %.0f %% of a core\n", d, scrapes, cpu*100)
 }
 
-func (a agent) scrape() string {
-	cl := http.Client{Timeout: 10 * time.Second}
+func (a agent) scrape() string { return a.scrapeFrom(nil) }
+
+// scrapeFrom scrapes /metrics from the local address ip (nil: any).
+func (a agent) scrapeFrom(ip net.IP) string {
+	d := net.Dialer{}
+	if ip != nil {
+		d.LocalAddr = &net.TCPAddr{IP: ip}
+	}
+	cl := http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: d.DialContext}}
 	resp, err := cl.Get("http://" + a.addr + "/metrics")
 	if err != nil {
 		return "error"
