@@ -37,6 +37,8 @@ type Options struct {
 	Tier metrics.Tier
 	// MaxSeries caps the per-mount and per-group series of one scrape; 0 for no cap.
 	MaxSeries int
+	// MinScrapeInterval is HandlerOptions.MinScrapeInterval.
+	MinScrapeInterval time.Duration
 	// MemoryLimit is the soft limit of the Go heap in bytes (runtime/debug.SetMemoryLimit,
 	// unless GOMEMLIMIT is set); above 0 it also returns the memory of each scrape and
 	// reconcile to the system (Config.ReleaseMemory).
@@ -83,7 +85,9 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	h, err := a.Handler(HandlerOptions{Tier: opts.Tier, MaxSeries: opts.MaxSeries, ReleaseMemory: release})
+	h, err := a.Handler(HandlerOptions{
+		Tier: opts.Tier, MaxSeries: opts.MaxSeries, MinScrapeInterval: opts.MinScrapeInterval, ReleaseMemory: release,
+	})
 	if err != nil {
 		return err
 	}

@@ -8,12 +8,15 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+	"golang.org/x/net/netutil"
 
 	"github.com/nfstune/nfstune/internal/metrics"
 )
@@ -24,14 +27,43 @@ const DefaultListen = "127.0.0.1:9477"
 
 // MaxScrapesInFlight is how many /metrics requests are served at once; more get 503 at
 // once. Each holds one gathered copy of the metrics while its body is written (overlapping
-// scrapes share one), so this, with WriteTimeout, bounds the memory scrapes can hold
-// whatever the clients do. Two lets a pair of Prometheus servers scrape the same agent.
-const MaxScrapesInFlight = 2
+// scrapes, and those within DefaultMinScrapeInterval, share one), so this, with
+// WriteTimeout, bounds the memory scrapes can hold whatever the clients do. One client
+// address holds at most one of them (MaxScrapesPerClient), so a pair of Prometheus
+// servers still scrapes while two other clients hold a slot each and never read.
+const MaxScrapesInFlight = 4
+
+// MaxScrapesPerClient is how many /metrics requests one client address has in flight; a
+// second concurrent one gets 503. A Prometheus server scrapes a target one request at a
+// time.
+const MaxScrapesPerClient = 1
+
+// MaxConnections caps the open connections of the HTTP server; past it new connections
+// wait in the kernel's accept queue. Each costs a goroutine and its buffers (about 20 KiB
+// idle), so it bounds what idle clients can pin: 5,000 idle keep-alive connections took
+// the agent from 19 to 115 MiB before. Prometheus, kubelet's probes and a few people with
+// curl need far fewer.
+const MaxConnections = 64
 
 // WriteTimeout bounds the writing of one response, /metrics included: a client that stops
 // reading is cut off after it and frees its scrape slot. Encoding a large host on a busy
 // CPU takes seconds, so it is well above a scrape's usual duration.
 const WriteTimeout = 30 * time.Second
+
+// IdleTimeout closes a keep-alive connection that sends no request for that long, and
+// ReadTimeout bounds the reading of a request (headers included: no request to the agent
+// has a body), so a connection that sends nothing does not keep its place below
+// MaxConnections. Prometheus reconnects for each scrape when its interval is longer,
+// which costs a TCP handshake.
+const (
+	IdleTimeout = 5 * time.Second
+	ReadTimeout = 5 * time.Second
+)
+
+// DefaultMinScrapeInterval is how long the metrics of one gather are served to every
+// scrape (HandlerOptions.MinScrapeInterval): a client scraping in a loop reads the host,
+// audits and gathers once per interval, not once per request.
+const DefaultMinScrapeInterval = 5 * time.Second
 
 // HandlerOptions configure the HTTP handler.
 type HandlerOptions struct {
@@ -42,8 +74,13 @@ type HandlerOptions struct {
 	// ScrapeTimeout bounds the inventory read of one scrape; 0 means 800 ms, so that a
 	// scrape answers within a second whatever happens.
 	ScrapeTimeout time.Duration
-	// ReleaseMemory returns the memory a scrape used to the system right after it
-	// (runtime/debug.FreeOSMemory): one extra garbage collection per scrape keeps the
+	// MinScrapeInterval is how long one gather of the metrics answers every scrape: the
+	// host is read, audited and gathered at most once per interval whatever the clients
+	// do. 0 gathers for every scrape.
+	MinScrapeInterval time.Duration
+	// ReleaseMemory returns the memory a scrape used to the system once it is no longer
+	// served (runtime/debug.FreeOSMemory): right after the scrape, or when its gather
+	// expires after MinScrapeInterval. One extra garbage collection per gather keeps the
 	// resident size of an idle agent near its live heap instead of its scrape peak.
 	ReleaseMemory bool
 }
@@ -71,7 +108,13 @@ func (a *Agent) Handler(opts HandlerOptions) (http.Handler, error) {
 	}
 
 	mux := http.NewServeMux()
-	scrapeHandler := promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+	gatherer := prometheus.ToTransactionalGatherer(reg)
+	release := opts.ReleaseMemory
+	if opts.MinScrapeInterval > 0 {
+		gatherer = newCachedGatherer(reg, opts.MinScrapeInterval, release)
+		release = false // the cache releases when its gather expires
+	}
+	scrapeHandler := promhttp.HandlerForTransactional(gatherer, promhttp.HandlerOpts{
 		ErrorLog:      slog.NewLogLogger(a.cfg.Logger.Handler(), slog.LevelError),
 		ErrorHandling: promhttp.ContinueOnError,
 		// The response is streamed to the client: a scrape holds its slot, and with it the
@@ -82,14 +125,14 @@ func (a *Agent) Handler(opts HandlerOptions) (http.Handler, error) {
 		MaxRequestsInFlight: MaxScrapesInFlight,
 		CoalesceGather:      true,
 	})
-	if opts.ReleaseMemory {
+	if release {
 		inner := scrapeHandler
 		scrapeHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			inner.ServeHTTP(w, r)
 			debug.FreeOSMemory()
 		})
 	}
-	mux.Handle("GET /metrics", firstWriteError(scrapeHandler))
+	mux.Handle("GET /metrics", onePerClient(firstWriteError(scrapeHandler), MaxScrapesPerClient))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if err := a.Healthy(time.Now()); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
@@ -105,6 +148,84 @@ func (a *Agent) Handler(opts HandlerOptions) (http.Handler, error) {
 		fmt.Fprintln(w, "ok")
 	})
 	return mux, nil
+}
+
+// cachedGatherer answers every Gather within interval of the last one that ran with that
+// one's metrics. Gathers that arrive while one runs wait for it (as promhttp's
+// CoalesceGather does). When the metrics expire they are dropped, and with release their
+// memory is returned to the system.
+type cachedGatherer struct {
+	g        prometheus.Gatherer
+	interval time.Duration
+	release  bool
+
+	mu  sync.Mutex
+	gen int // counts gathers, so that an old expiry leaves a newer gather alone
+	mfs []*dto.MetricFamily
+	err error
+	ok  bool // mfs and err are a gather younger than interval
+}
+
+func newCachedGatherer(g prometheus.Gatherer, interval time.Duration, release bool) *cachedGatherer {
+	return &cachedGatherer{g: g, interval: interval, release: release}
+}
+
+// Gather implements prometheus.TransactionalGatherer. The families are shared between
+// scrapes and must not be changed (promhttp only reads them); each caller gets its own
+// slice.
+func (c *cachedGatherer) Gather() ([]*dto.MetricFamily, func(), error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.ok {
+		c.mfs, c.err = c.g.Gather()
+		c.ok = true
+		c.gen++
+		gen := c.gen
+		time.AfterFunc(c.interval, func() { c.expire(gen) })
+	}
+	return slices.Clone(c.mfs), func() {}, c.err
+}
+
+func (c *cachedGatherer) expire(gen int) {
+	c.mu.Lock()
+	if c.gen != gen {
+		c.mu.Unlock()
+		return
+	}
+	c.mfs, c.err, c.ok = nil, nil, false
+	c.mu.Unlock()
+	if c.release {
+		debug.FreeOSMemory()
+	}
+}
+
+// onePerClient answers 503 to a request while limit requests of the same client address
+// are in flight, so that a few clients that never read cannot hold every scrape slot.
+func onePerClient(h http.Handler, limit int) http.Handler {
+	var mu sync.Mutex
+	inFlight := map[string]int{}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		client, _, err := net.SplitHostPort(r.RemoteAddr)
+		if err != nil {
+			client = r.RemoteAddr
+		}
+		mu.Lock()
+		if inFlight[client] >= limit {
+			mu.Unlock()
+			http.Error(w, "a scrape from this address is in flight, try again later", http.StatusServiceUnavailable)
+			return
+		}
+		inFlight[client]++
+		mu.Unlock()
+		defer func() {
+			mu.Lock()
+			if inFlight[client]--; inFlight[client] == 0 {
+				delete(inFlight, client)
+			}
+			mu.Unlock()
+		}()
+		h.ServeHTTP(w, r)
+	})
 }
 
 // firstWriteError hands h a ResponseWriter that drops every write after the first one that
@@ -180,11 +301,12 @@ func boundedSource(src metrics.Source) metrics.Source {
 	}
 }
 
-// Serve serves h on ln until ctx ends, then shuts down, giving open requests 5 s.
+// Serve serves h on ln, at most MaxConnections connections at a time, until ctx ends, then
+// shuts down, giving open requests 5 s.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger) error {
 	srv := newServer(h, logger)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(netutil.LimitListener(ln, MaxConnections)) }()
 	logger.Info("serving", "addr", ln.Addr().String())
 	select {
 	case err := <-errc:
@@ -200,13 +322,14 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Lo
 }
 
 // newServer is the agent's HTTP server: every phase of a connection has a deadline, so a
-// client that sends slowly, reads slowly or not at all is cut off.
+// client that sends slowly, reads slowly, not at all, or idles is cut off.
 func newServer(h http.Handler, logger *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: 5 * time.Second,
+		ReadHeaderTimeout: ReadTimeout,
+		ReadTimeout:       ReadTimeout,
 		WriteTimeout:      WriteTimeout,
-		IdleTimeout:       60 * time.Second,
+		IdleTimeout:       IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 }

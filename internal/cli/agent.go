@@ -21,6 +21,8 @@ type agentFlags struct {
 	MaxSeries int
 	Metrics   string
 	MemLimit  int64
+	// MinScrape is --min-scrape-interval.
+	MinScrape time.Duration
 }
 
 func newAgentCommand(g *globals, streams IOStreams) *cobra.Command {
@@ -47,27 +49,32 @@ so does a change of the file. SIGTERM stops it cleanly.`,
 	f.BoolVar(&flags.Exact, "exact", false, "also lower read-ahead that is above the profile (profile values are minimums by default)")
 	f.StringVar(&flags.Metrics, "metrics", string(metrics.TierDefault), "per-mount series to export: default (at most 36 per mount, plus audit findings and pods: bytes, and requests, errors, RTT and execution time of READ, WRITE, GETATTR, LOOKUP, ACCESS and the others summed) or full (every counter of every operation in use)")
 	f.IntVar(&flags.MaxSeries, "max-series", 100000, "cap on per-mount and per-group series in one scrape; 0 for no cap")
+	f.DurationVar(&flags.MinScrape, "min-scrape-interval", agent.DefaultMinScrapeInterval, "serve the metrics of one read of the host to every scrape within this time of it, so that clients scraping in a loop cost one read, audit and gather per interval; 0 reads for every scrape")
 	f.Int64Var(&flags.MemLimit, "memory-limit", 16<<20, "soft limit for the Go heap in bytes (runtime/debug.SetMemoryLimit); memory a scrape or reconcile used is also returned to the system after it; 0 for neither; GOMEMLIMIT wins when set")
 	return c
 }
 
 func runAgent(ctx context.Context, g *globals, streams IOStreams, flags *agentFlags) error {
+	if flags.MinScrape < 0 {
+		return &ExitError{Code: ExitError2, Err: fmt.Errorf("invalid --min-scrape-interval %v: want 0 or more", flags.MinScrape)}
+	}
 	tier, err := metrics.ParseTier(flags.Metrics)
 	if err != nil {
 		return &ExitError{Code: ExitError2, Err: fmt.Errorf("invalid --metrics: %w", err)}
 	}
 	err = agent.Run(ctx, agent.Options{
-		Root:        g.Root(),
-		PID:         flags.PID,
-		Resync:      flags.Resync,
-		Exact:       flags.Exact,
-		Listen:      flags.Listen,
-		PolicyFile:  flags.Config,
-		Observe:     flags.Observe,
-		Tier:        tier,
-		MaxSeries:   flags.MaxSeries,
-		MemoryLimit: flags.MemLimit,
-		Logger:      g.Logger(streams.ErrOut),
+		Root:              g.Root(),
+		PID:               flags.PID,
+		Resync:            flags.Resync,
+		Exact:             flags.Exact,
+		Listen:            flags.Listen,
+		PolicyFile:        flags.Config,
+		Observe:           flags.Observe,
+		Tier:              tier,
+		MaxSeries:         flags.MaxSeries,
+		MemoryLimit:       flags.MemLimit,
+		MinScrapeInterval: flags.MinScrape,
+		Logger:            g.Logger(streams.ErrOut),
 	})
 	if err != nil {
 		return &ExitError{Code: ExitError2, Err: err}

@@ -37,12 +37,19 @@ const (
 	HostBDI = "/sys/devices/virtual/bdi"
 	// BDIMountPath is where HostBDI appears in the container.
 	BDIMountPath = HostRoot + "/sys/class/bdi"
-	// HostSys is the host's sysfs, mounted read-only under the bdi mount
-	// (agent.hostSys). /sys/kernel/sunrpc, the transports, is tagged by network
-	// namespace: a bind of the host's /sys shows the host's, the pod's own /sys the pod's.
-	// It is mounted whole because /sys/kernel/sunrpc is missing before Linux 5.14, and a
-	// hostPath volume of a missing sysfs directory fails the pod.
-	HostSys = "/sys"
+	// HostSunrpc is the host's sunrpc sysfs directory, mounted read-only at the same path
+	// below HostRoot (agent.hostSys): the agent reads the transports of
+	// kernel/sunrpc/xprt-switches there and nothing else of /sys but the bdi mount.
+	// Its entries are tagged by network namespace: a sysfs instance shows those of the
+	// namespace it was mounted in, so the pod's own /sys shows the pod's, none, and a
+	// hostPath of the host's /sys/kernel/sunrpc, which kubelet and the runtime bind-mount
+	// from the host's mount namespace, carries the host's sysfs instance and with it the
+	// host's transports (kubelet's NFS mounts live in the host's network namespace).
+	// Unlike the whole /sys, it holds no submount (cgroup2, securityfs, debugfs, bpf),
+	// so a plain read-only bind leaves nothing writable, recursive read-only or not. It
+	// is missing before Linux 5.14, and then the pod does not start (the Directory type
+	// check): such nodes set agent.hostSys to false.
+	HostSunrpc = "/sys/kernel/sunrpc"
 	// PolicyDir is where the policy ConfigMap is mounted (a directory, not a subPath, so
 	// that kubelet's atomic updates reach the agent, which reloads the file).
 	PolicyDir = "/etc/nfstune"
@@ -249,23 +256,15 @@ func policyVolume() corev1.Volume {
 }
 
 // readVolumes are the host paths every nfstune container reads: /proc and the bdi
-// directory, and with hostSys the host's /sys. bdiWritable makes the bdi mount writable.
-//
-// /sys is listed before the bdi mount, which sits on top of it at /host/sys/class/bdi:
-// runtimes mount in list order after sorting by depth (containerd, CRI-O), so either way
-// the child is mounted last and shadows the host's class/bdi symlinks. The /sys mount is
-// read-only; recursively where the runtime can (containerd 2.0, CRI-O 1.30, Linux 5.12),
-// since a plain read-only bind leaves the submounts of /sys (cgroup2, securityfs,
-// debugfs, bpf) writable to uid 0.
+// directory, and with hostSys the host's sunrpc directory. bdiWritable makes the bdi
+// mount writable. The bdi and sunrpc mounts are siblings below /host/sys, neither inside
+// the other.
 func readVolumes(bdiWritable, hostSys bool) ([]corev1.Volume, []corev1.VolumeMount) {
 	vols := []corev1.Volume{hostPathVolume("host-proc", HostProc, corev1.HostPathDirectory)}
 	mounts := []corev1.VolumeMount{{Name: "host-proc", MountPath: HostRoot + HostProc, ReadOnly: true}}
 	if hostSys {
-		vols = append(vols, hostPathVolume("host-sys", HostSys, corev1.HostPathDirectory))
-		mounts = append(mounts, corev1.VolumeMount{
-			Name: "host-sys", MountPath: HostRoot + HostSys, ReadOnly: true,
-			RecursiveReadOnly: new(corev1.RecursiveReadOnlyIfPossible),
-		})
+		vols = append(vols, hostPathVolume("host-sunrpc", HostSunrpc, corev1.HostPathDirectory))
+		mounts = append(mounts, corev1.VolumeMount{Name: "host-sunrpc", MountPath: HostRoot + HostSunrpc, ReadOnly: true})
 	}
 	vols = append(vols, hostPathVolume("host-bdi", HostBDI, corev1.HostPathDirectory))
 	mounts = append(mounts, corev1.VolumeMount{Name: "host-bdi", MountPath: BDIMountPath, ReadOnly: !bdiWritable})
@@ -407,6 +406,7 @@ func agentArgs(v Values) []string {
 		"--log-level="+v.Agent.LogLevel,
 		"--log-format=json",
 		"--metrics="+v.Metrics.Tier,
+		"--min-scrape-interval="+v.Metrics.MinScrapeInterval,
 	)
 }
 

@@ -416,7 +416,10 @@ func TestRenderNetworkPolicy(t *testing.T) {
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
 			Ingress: []networkingv1.NetworkPolicyIngressRule{{
 				Ports: []networkingv1.NetworkPolicyPort{{Protocol: new(corev1.ProtocolTCP), Port: new(intstr.FromInt32(MetricsPort))}},
-				From:  []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{}}},
+				// Only the monitoring namespace: /metrics names every tenant's mounts and pods.
+				From: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{
+					MatchLabels: map[string]string{"kubernetes.io/metadata.name": "monitoring"},
+				}}},
 			}},
 		}
 		if diff := cmp.Diff(toMap(t, want), toMap(t, np.Spec)); diff != "" {

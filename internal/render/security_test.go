@@ -148,9 +148,10 @@ func agentHostPaths(enforce bool) contract {
 	}}
 }
 
-// withHostSys adds the host's /sys, recursively read-only at /host/sys (agent.hostSys).
+// withHostSys adds the host's /sys/kernel/sunrpc, read-only at the same path below /host
+// (agent.hostSys): only that directory, so that no submount of /sys comes with it.
 func withHostSys(c contract) contract {
-	c.hostPaths["/sys"] = hostPathRule{mountPath: "/host/sys", recursive: true}
+	c.hostPaths["/sys/kernel/sunrpc"] = hostPathRule{mountPath: "/host/sys/kernel/sunrpc"}
 	return c
 }
 
@@ -163,11 +164,9 @@ func withProxyHelpers(c contract) contract {
 	return c
 }
 
-// withPtrace adds CAP_SYS_PTRACE and an unconfined AppArmor profile
-// (agent.blockedProcesses, agent.appArmorProfile).
+// withPtrace adds CAP_SYS_PTRACE (agent.blockedProcesses).
 func withPtrace(c contract) contract {
 	c.capabilities = []corev1.Capability{"SYS_PTRACE"}
-	c.unconfined = true
 	return c
 }
 
@@ -231,8 +230,11 @@ func TestSecurityContractCatches(t *testing.T) {
 			p.Volumes = append(p.Volumes, hostPathVolume("root", "/", corev1.HostPathDirectory))
 		}, `host path "/" is not allowed`},
 		{"writable proc", func(p *corev1.PodSpec) { mount(p, "host-proc").ReadOnly = false }, `host path "/proc" is writable`},
-		{"writable sys", func(p *corev1.PodSpec) { mount(p, "host-sys").ReadOnly = false }, `host path "/sys" is writable`},
-		{"sys submounts writable", func(p *corev1.PodSpec) { mount(p, "host-sys").RecursiveReadOnly = nil }, `host path "/sys" is not recursively read-only`},
+		{"writable sunrpc", func(p *corev1.PodSpec) { mount(p, "host-sunrpc").ReadOnly = false }, `host path "/sys/kernel/sunrpc" is writable`},
+		{"whole sys, with its submounts", func(p *corev1.PodSpec) {
+			volume(p, "host-sunrpc").HostPath.Path = "/sys"
+			mount(p, "host-sunrpc").MountPath = "/host/sys"
+		}, `host path "/sys" is not allowed`},
 		{"writable bdi in observe mode", func(p *corev1.PodSpec) { mount(p, "host-bdi").ReadOnly = false }, `"/sys/devices/virtual/bdi" is writable`},
 		{"capability added", func(p *corev1.PodSpec) {
 			p.Containers[0].SecurityContext.Capabilities.Add = []corev1.Capability{"SYS_ADMIN"}

@@ -112,17 +112,22 @@ type Agent struct {
 	// ProxyHelpers mounts the state of the NFS proxy helpers, so that the agent attributes
 	// a mount through efs-utils or AZNFS to its service instead of a bare loopback one.
 	ProxyHelpers ProxyHelpers `json:"proxyHelpers"`
-	// HostSys mounts the host's /sys read-only at /host/sys (recursively where the runtime
-	// can), under the bdi mount, so that the agent reads the host's sunrpc transports
-	// (/sys/kernel/sunrpc is tagged by network namespace: the pod's own /sys shows the
-	// pod's). Off, the agent sees no transports and exports no nfstune_server_* series.
+	// HostSys mounts the host's /sys/kernel/sunrpc read-only at /host/sys/kernel/sunrpc
+	// (HostSunrpc), so that the agent reads the host's sunrpc transports (the directory is
+	// tagged by network namespace: the pod's own /sys shows the pod's). Off, the agent sees
+	// no transports and exports no nfstune_server_* series; nodes before Linux 5.14, which
+	// have no such directory, need it off.
 	HostSys bool `json:"hostSys"`
-	// BlockedProcesses lets the agent inspect every process using a stalled server's mounts.
+	// BlockedProcesses lets the agent inspect every process using a stalled server's mounts
+	// (CAP_SYS_PTRACE). The capability also opens /proc/<pid>/root of every host process to
+	// the container's uid 0, for writing too: unconfined by an LSM, it makes the agent root
+	// on the node.
 	BlockedProcesses Toggle `json:"blockedProcesses"`
 	// AppArmorProfile is the agent container's AppArmor profile; nil leaves the runtime's
 	// default. The default profiles of containerd and CRI-O allow ptrace only between
-	// processes of that profile, so BlockedProcesses needs Unconfined or a Localhost profile
-	// on AppArmor nodes.
+	// processes of that profile, so BlockedProcesses needs another one on AppArmor nodes:
+	// deploy/apparmor/nfstune-agent (Localhost), which confines the capability, or
+	// Unconfined, which does not.
 	AppArmorProfile *corev1.AppArmorProfile `json:"appArmorProfile"`
 }
 
@@ -188,6 +193,9 @@ type Metrics struct {
 	MetricRelabelings []map[string]any `json:"metricRelabelings"`
 	// Tier is the agent's --metrics: default (at most 40 series per mount) or full.
 	Tier string `json:"tier"`
+	// MinScrapeInterval is the agent's --min-scrape-interval, a Go duration: scrapes
+	// within it of one that read the host get that one's metrics.
+	MinScrapeInterval string `json:"minScrapeInterval"`
 }
 
 // Toggle is a value that only switches an object on.
@@ -230,11 +238,17 @@ func (v Values) dashboardNamespace() string {
 // It takes effect where the cluster's network plugin enforces NetworkPolicy.
 type NetworkPolicy struct {
 	Enabled bool `json:"enabled"`
-	// From are the peers that may scrape the agents, as in a NetworkPolicy ingress rule:
-	// the default admits pods of every namespace and nothing outside the pod network; an
-	// empty list admits every source.
+	// From are the peers that may scrape the agents, as in a NetworkPolicy ingress rule.
+	// The default admits the pods of the namespace named monitoring (MonitoringNamespace)
+	// and nothing else: /metrics names every mount, server and pod UID of the node, and
+	// an endpoint open to every pod could be kept busy by any of them. An empty list
+	// admits every source.
 	From []networkingv1.NetworkPolicyPeer `json:"from"`
 }
+
+// MonitoringNamespace is the namespace the default NetworkPolicy admits scrapes from, by
+// the kubernetes.io/metadata.name label Kubernetes puts on every namespace.
+const MonitoringNamespace = "monitoring"
 
 // DefaultPolicy is the policy file of DefaultValues: the built-in profiles, no rules.
 const DefaultPolicy = "apiVersion: nfstune.io/v1alpha1\nkind: Policy\n"
@@ -260,7 +274,8 @@ func DefaultValues() Values {
 		Policy: DefaultPolicy,
 		Metrics: Metrics{
 			Service: true, PodAnnotations: true, Tier: metricsTiers[0], Interval: "30s", ScrapeTimeout: "10s",
-			Labels: map[string]string{}, Relabelings: []map[string]any{}, MetricRelabelings: []map[string]any{},
+			MinScrapeInterval: "5s",
+			Labels:            map[string]string{}, Relabelings: []map[string]any{}, MetricRelabelings: []map[string]any{},
 		},
 		PrometheusRule: PrometheusRule{Labels: map[string]string{}},
 		GrafanaDashboard: GrafanaDashboard{
@@ -269,7 +284,9 @@ func DefaultValues() Values {
 		},
 		NetworkPolicy: NetworkPolicy{
 			Enabled: true,
-			From:    []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{}}},
+			From: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{"kubernetes.io/metadata.name": MonitoringNamespace},
+			}}},
 		},
 		Resources: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{
@@ -384,6 +401,9 @@ func (v Values) Validate() error {
 	}
 	if v.Agent.PolicyMode != PolicyObserve && v.Agent.PolicyMode != PolicyEnforce {
 		add("agent.policyMode %q: want %q or %q", v.Agent.PolicyMode, PolicyObserve, PolicyEnforce)
+	}
+	if !durationRE.MatchString(v.Metrics.MinScrapeInterval) {
+		add("metrics.minScrapeInterval %q: want a duration such as 5s, or 0s", v.Metrics.MinScrapeInterval)
 	}
 	if !durationRE.MatchString(v.Agent.Resync) {
 		add("agent.resync %q: want a duration such as 30s", v.Agent.Resync)

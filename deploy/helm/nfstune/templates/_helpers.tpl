@@ -79,18 +79,17 @@ updateStrategy:
     maxUnavailable: {{ .Values.maxUnavailable }}
 {{- end }}
 
-{{/* The read-only host mounts: /proc, with .hostSys the host's /sys (recursively
-     read-only where the runtime can; listed before the bdi mount that sits on top of it),
-     and the bdi directory at the place its /sys/class/bdi symlinks point to. */}}
+{{/* The read-only host mounts: /proc, with .hostSys the host's /sys/kernel/sunrpc (no
+     submount inside, unlike the whole /sys), and the bdi directory at the place its
+     /sys/class/bdi symlinks point to. */}}
 {{- define "nfstune.readMounts" -}}
 - name: host-proc
   mountPath: /host/proc
   readOnly: true
 {{- if .hostSys }}
-- name: host-sys
-  mountPath: /host/sys
+- name: host-sunrpc
+  mountPath: /host/sys/kernel/sunrpc
   readOnly: true
-  recursiveReadOnly: IfPossible
 {{- end }}
 - name: host-bdi
   mountPath: /host/sys/class/bdi
@@ -103,9 +102,9 @@ updateStrategy:
     path: /proc
     type: Directory
 {{- if .hostSys }}
-- name: host-sys
+- name: host-sunrpc
   hostPath:
-    path: /sys
+    path: /sys/kernel/sunrpc
     type: Directory
 {{- end }}
 - name: host-bdi
