@@ -89,6 +89,12 @@ unshare --mount --propagation private bash -euo pipefail -c '
 	mount --bind -o ro "$goroot" "$r/usr/local/go"
 	mount --bind -o ro "$repo" "$r/src"
 	cp /etc/resolv.conf "$r/etc/resolv.conf"
+	# The host'"'"'s local trust anchors (a site'"'"'s TLS-intercepting proxy): a machine of that site
+	# has them before anything else, and HTTPS to the Go module proxy needs them.
+	if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+		cp /usr/local/share/ca-certificates/*.crt "$r/usr/local/share/ca-certificates/"
+		chroot "$r" update-ca-certificates >/dev/null 2>&1
+	fi
 	if ((share)); then
 		mkdir -p "$r/root/go/pkg/mod" "$r/root/.cache/go-build" "$r/var/cache/nfstune-lab"
 		mount --bind "$gomodcache" "$r/root/go/pkg/mod"
