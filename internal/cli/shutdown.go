@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/nfstune/nfstune/internal/display"
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/tune"
 )
@@ -124,9 +125,10 @@ func runShutdown(ctx context.Context, g *globals, streams IOStreams, flags *shut
 // errNotConfirmed is a shutdown the user did not confirm.
 var errNotConfirmed = errors.New("not confirmed")
 
-// confirm asks whether to go on and accepts y or yes.
+// confirm asks whether to go on and accepts y or yes. The source comes from the host and
+// is escaped, so that it cannot clear the plan printed above the prompt.
 func confirm(streams IOStreams, p *tune.ShutdownPlan) error {
-	fmt.Fprintf(streams.ErrOut, "Shut down %s (%s) now? This cannot be undone. [y/N] ", p.Device, p.Source)
+	fmt.Fprintf(streams.ErrOut, "Shut down %s (%s) now? This cannot be undone. [y/N] ", display.Text(p.Device), display.Text(p.Source))
 	line, _ := bufio.NewReader(streams.In).ReadString('\n')
 	if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
 		return fmt.Errorf("%s left as it is: %w", p.Device, errNotConfirmed)
