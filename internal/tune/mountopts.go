@@ -302,6 +302,10 @@ func planMountOptions(root hostfs.Root, p *Plan, inv *inventory.Inventory, desir
 			} else {
 				// A proxied mount is mounted again through its helper (inventory.RemountSpec).
 				rs := inventory.RemountSpec(m)
+				if !policy.ValidServer(rs.Server) {
+					p.note("%s: the server %q is not a host name or an IP address; no fstab line or mount command is given for it", mp, rs.Server)
+					continue
+				}
 				base := map[string]string{}
 				if m.Requested != nil {
 					maps.Copy(base, m.Requested.Options)
