@@ -338,7 +338,7 @@ func readAZNFSTunnels(root hostfs.Root) (map[int]Proxy, []string) {
 func readStateDir(root hostfs.Root, dirs ...[]string) (dir, shown string, names []string, err error) {
 	for _, d := range dirs {
 		p := root.Path(d...)
-		f, err := os.Open(p)
+		f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_DIRECTORY, 0) // a FIFO fails, not blocks
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
