@@ -306,10 +306,7 @@ func planMountOptions(root hostfs.Root, p *Plan, inv *inventory.Inventory, desir
 					p.note("%s: the server %q is not a host name or an IP address; no fstab line or mount command is given for it", mp, rs.Server)
 					continue
 				}
-				base := map[string]string{}
-				if m.Requested != nil {
-					maps.Copy(base, m.Requested.Options)
-				}
+				base := m.OwnOptions()
 				for _, k := range rs.Drop {
 					delete(base, k)
 				}

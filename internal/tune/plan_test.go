@@ -460,3 +460,25 @@ func TestPlanFstabLineRefusesBadServer(t *testing.T) {
 		t.Errorf("no note about the server: %q", p.Notes)
 	}
 }
+
+// A mount missing from /etc/fstab gets a line to add by hand that keeps the options it
+// was mounted with (mountinfo's, less the addresses the kernel found), with the changes.
+func TestPlanFstabLineKeepsMountOptions(t *testing.T) {
+	t.Parallel()
+	root := fixtureRoot(t)
+	fstab := strings.Replace(fixtureFstab, "192.168.122.72:/export/tools\t/mnt/tools\tnfs\tsoft,rsize=65536,wsize=65536\t0\t0\n", "", 1)
+	if err := os.WriteFile(root.Path("etc/fstab"), []byte(fstab), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPlan(root, fixtureInventory(), fixtureWant(), defaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Remounts) != 1 || len(p.Remounts[0].Mounts) != 1 {
+		t.Fatalf("remount groups = %+v, want one (tools)", p.Remounts)
+	}
+	want := []string{"192.168.122.72:/export/tools /mnt/tools nfs proto=tcp,retrans=2,timeo=600,vers=3,rsize=1048576,wsize=1048576,hard 0 0"}
+	if diff := cmp.Diff(want, p.Remounts[0].Mounts[0].FstabLines); diff != "" {
+		t.Errorf("fstab lines (-want +got):\n%s", diff)
+	}
+}
