@@ -243,3 +243,55 @@ func TestMetricsLabStacked(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsInvalidUTF8 serves /metrics for a host whose mount point and server address
+// are not UTF-8 (a Latin-1 directory name, a corrupt mount option): the series are exported
+// with the bytes escaped, and the scrape stays healthy, nfstune_scrape_success included.
+func TestMetricsInvalidUTF8(t *testing.T) {
+	t.Parallel()
+	root := copyTree(t, "testdata/root")
+	for _, f := range []string{"proc/1/mountinfo", "proc/1/mountstats"} {
+		b, err := os.ReadFile(root.Path(f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = bytes.ReplaceAll(b, []byte(" /mnt/data "), []byte(" /mnt/d\xe9ta "))
+		b = bytes.ReplaceAll(b, []byte(",addr=10.0.0.6"), []byte(",addr=10.0.0.6\xff"))
+		if err := os.WriteFile(root.Path(f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, err := New(Config{
+		Root: root, PID: 1,
+		Read: func(context.Context) (*inventory.Inventory, error) {
+			return inventory.Read(root, inventory.ReadOptions{PID: 1})
+		},
+		Load:   auditedPolicy(policy.ModeObserve),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.loadPolicy(); err != nil {
+		t.Fatal(err)
+	}
+	h, err := a.Handler(HandlerOptions{Tier: metrics.TierDefault})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	out := rec.Body.String()
+	if rec.Code != http.StatusOK {
+		t.Fatalf("/metrics = %d\n%s", rec.Code, out)
+	}
+	for _, want := range []string{
+		"\nnfstune_scrape_success 1\n",
+		`nfstune_mount_compliant{backend="generic",device="0:52",export="/export/data",mountpoint="/mnt/d\\xe9ta"`,
+		`nfstune_client_group_mounts{client_group="tcp://10.0.0.6\\xff/v3"`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %s in\n%s", want, out)
+		}
+	}
+}

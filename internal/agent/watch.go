@@ -21,7 +21,8 @@ import (
 func watchMountinfo(ctx context.Context, path string, changes chan<- time.Time) error {
 	// A raw descriptor: an *os.File would be registered with the Go runtime's epoll, whose
 	// wake-ups consume the change flag that our poll(2) waits for.
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	// O_NONBLOCK: a FIFO in place of mountinfo (a crafted --root) must not block the open.
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return fmt.Errorf("opening %q: %w", path, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/nfstune/nfstune/internal/cli"
+	"github.com/nfstune/nfstune/internal/display"
 )
 
 // Main runs nfstune with the process's arguments and streams and returns the exit code.
@@ -65,13 +66,20 @@ func Run(ctx context.Context, streams cli.IOStreams, args []string) int {
 	if err == nil {
 		return cli.ExitOK
 	}
+	code := cli.ExitError2
 	var exit *cli.ExitError
 	if errors.As(err, &exit) {
-		if exit.Err != nil {
-			fmt.Fprintf(streams.ErrOut, "nfstune: %v\n", exit.Err)
-		}
-		return exit.Code
+		code, err = exit.Code, exit.Err
 	}
-	fmt.Fprintf(streams.ErrOut, "nfstune: %v\n", err)
-	return cli.ExitError2
+	if err != nil {
+		printError(streams.ErrOut, err)
+	}
+	return code
+}
+
+// printError prints the final error. Errors quote mount points, exports, file names and
+// arguments, so the text is escaped (display.Error): a control byte in them must not reach
+// the terminal or forge a line; the problems of a join keep one line each.
+func printError(w io.Writer, err error) {
+	fmt.Fprintf(w, "nfstune: %s\n", display.Error(err))
 }

@@ -254,26 +254,16 @@ func kib(n int) string { return fmt.Sprintf("%d KiB", n) }
 // leave them out.
 var noEffectOptions = []string{"atime", "noatime", "diratime", "nodiratime", "relatime", "norelatime", "strictatime", "nostrictatime"}
 
-// fstabLine writes the /etc/fstab line for the mount: the options fstab or nfsmount.conf
-// requested (when unknown, the profile's options and ro if the mount is read-only), minus
-// drop and the options that have no effect on NFS, plus set ("" for a flag).
+// fstabLine writes the /etc/fstab line for the mount: its own options (Mount.OwnOptions:
+// fstab's or nfsmount.conf's, else mountinfo's) with the fix applied: drop and the options
+// that have no effect on NFS are removed, and set ("" for a flag) added or replaced, so a
+// user who copies the line keeps every other option of the mount.
 func (c *mountCtx) fstabLine(set map[string]string, drop ...string) string {
-	return fstabLine(c.m, c.res.Mount, set, drop...)
+	return fstabLine(c.m, set, drop...)
 }
 
-func fstabLine(m *inventory.Mount, profile policy.MountOptions, set map[string]string, drop ...string) string {
-	opts := map[string]string{}
-	if m.Requested != nil {
-		maps.Copy(opts, m.Requested.Options)
-	} else {
-		for _, o := range profile.List() {
-			k, v, _ := strings.Cut(o, "=")
-			opts[k] = v
-		}
-		if hasOpt(m, "ro") {
-			opts["ro"] = ""
-		}
-	}
+func fstabLine(m *inventory.Mount, set map[string]string, drop ...string) string {
+	opts := m.OwnOptions()
 	if _, ok := set["hard"]; ok {
 		drop = append(drop, "soft", "softerr")
 	}

@@ -563,19 +563,34 @@ func TestFstabLine(t *testing.T) {
 	m := healthyAzureFiles()
 	m.MountPoints = []string{"/mnt/with space"}
 	requested(&m, "vers", "4.1", "noatime", "", "_netdev", "", "soft", "")
-	got := fstabLine(&m, policy.MountOptions{}, map[string]string{"hard": "", "nconnect": "4"})
+	got := fstabLine(&m, map[string]string{"hard": "", "nconnect": "4"})
 	want := `nfsacct01.file.core.windows.net:/nfsacct01/share1 /mnt/with\040space nfs4 _netdev,hard,nconnect=4,vers=4.1 0 0`
 	if got != want {
 		t.Errorf("fstabLine:\n got %s\nwant %s", got, want)
 	}
-	// Without fstab, the profile's options and the read-only flag are the base.
+	// Without fstab, the mount's own options from mountinfo are the base, less the
+	// addresses and values the kernel found: a user who copies the line keeps nconnect,
+	// the sizes and every option the fix does not change.
 	m.Requested = nil
-	m.Options["ro"] = ""
-	prof, _ := policy.Default().Profile(policy.BackendAzureFiles, policy.WorkloadGeneral)
-	got = fstabLine(&m, prof.Mount, map[string]string{"nconnect": "2"}, "actimeo")
-	want = `nfsacct01.file.core.windows.net:/nfsacct01/share1 /mnt/with\040space nfs4 hard,nconnect=2,noresvport,proto=tcp,ro,rsize=1048576,sec=sys,vers=4.1,wsize=1048576 0 0`
+	delete(m.Options, "rw")
+	m.Options["ro"], m.Options["actimeo"] = "", "30"
+	got = fstabLine(&m, map[string]string{"nconnect": "2"}, "actimeo")
+	want = `nfsacct01.file.core.windows.net:/nfsacct01/share1 /mnt/with\040space nfs4 hard,local_lock=none,nconnect=2,proto=tcp,retrans=2,ro,rsize=1048576,sec=sys,timeo=600,vers=4.1,wsize=1048576 0 0`
 	if got != want {
-		t.Errorf("fstabLine from profile:\n got %s\nwant %s", got, want)
+		t.Errorf("fstabLine from mountinfo:\n got %s\nwant %s", got, want)
+	}
+	// A generic profile asks only for hard and proto=tcp: the fix line for a soft mount
+	// keeps vers, nconnect and the sizes it was mounted with.
+	generic := inventory.Mount{
+		Device: "0:60", MountPoints: []string{"/data"}, Server: "10.0.0.9", Export: "/data", FSType: "nfs4",
+		Options: map[string]string{"rw": "", "relatime": "", "vers": "4.1", "rsize": "524288", "wsize": "524288", "namlen": "255",
+			"soft": "", "proto": "tcp", "nconnect": "4", "timeo": "600", "retrans": "2", "sec": "sys", "clientaddr": "10.0.0.2",
+			"local_lock": "none", "addr": "10.0.0.9"},
+	}
+	got = fstabLine(&generic, map[string]string{"hard": ""}, "soft", "softerr")
+	want = `10.0.0.9:/data /data nfs4 hard,local_lock=none,nconnect=4,proto=tcp,retrans=2,rsize=524288,rw,sec=sys,timeo=600,vers=4.1,wsize=524288 0 0`
+	if got != want {
+		t.Errorf("fstabLine for a generic mount:\n got %s\nwant %s", got, want)
 	}
 }
 

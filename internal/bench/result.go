@@ -3,12 +3,12 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 	"time"
 
 	"github.com/prometheus/procfs"
 
+	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
 )
 
@@ -198,7 +198,7 @@ func TuningOf(m *inventory.Mount, mountPoint string) *Tuning {
 
 // ReadResult reads a result file written by bench run or bench sweep.
 func ReadResult(path string) (*Result, error) {
-	b, err := os.ReadFile(path)
+	b, err := hostfs.ReadFile(path, hostfs.MaxSmall)
 	if err != nil {
 		return nil, fmt.Errorf("reading result: %w", err)
 	}

@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/nfstune/nfstune/internal/display"
+	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/policy"
 	"github.com/nfstune/nfstune/internal/render"
 	"github.com/nfstune/nfstune/internal/version"
@@ -115,12 +115,18 @@ func runK8sRender(c *cobra.Command, streams IOStreams, flags *k8sRenderFlags) er
 	return render.Write(streams.Out, flags.Output, objs)
 }
 
-// readConfig reads a file, or stdin for "-".
+// readConfig reads a file, or stdin for "-", of at most hostfs.MaxConfigSize bytes.
 func readConfig(in io.Reader, name string) ([]byte, error) {
+	var b []byte
+	var err error
 	if name == "-" {
-		return io.ReadAll(in)
+		b, err = io.ReadAll(io.LimitReader(in, hostfs.MaxConfigSize+1))
+		if err == nil && len(b) > hostfs.MaxConfigSize {
+			err = fmt.Errorf("stdin: %w: larger than %d bytes", hostfs.ErrTooLarge, hostfs.MaxConfigSize)
+		}
+	} else {
+		b, err = hostfs.ReadFile(name, hostfs.MaxConfigSize)
 	}
-	b, err := os.ReadFile(name)
 	if err != nil {
 		return nil, fmt.Errorf("reading values: %w", err)
 	}

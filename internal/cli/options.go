@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -77,11 +78,17 @@ func runOptions(_ context.Context, streams IOStreams, flags *optionsFlags) error
 	if !slices.Contains([]string{formatMount, formatFstab, formatNFSMountConf}, flags.format) {
 		return usage("unknown --format %q (want mount, fstab or nfsmount.conf)", flags.format)
 	}
+	if flags.server != "" && !policy.ValidServer(flags.server) {
+		return usage("--server %q is not a host name or an IP address", flags.server)
+	}
 	if flags.export != "" && !strings.HasPrefix(flags.export, "/") {
 		return usage("--export %q must be an absolute path", flags.export)
 	}
 	if flags.mountpoint != "" && !strings.HasPrefix(flags.mountpoint, "/") {
 		return usage("--mountpoint %q must be an absolute path", flags.mountpoint)
+	}
+	if flags.format == formatNFSMountConf && strings.ContainsFunc(flags.mountpoint, func(r rune) bool { return r == '"' || unicode.IsControl(r) }) {
+		return usage("--mountpoint %q: an nfsmount.conf section name cannot hold a quote or a control character", flags.mountpoint)
 	}
 	pol, err := policy.Load(flags.config)
 	if err != nil {

@@ -74,6 +74,13 @@ rules:
 		{name: "unknown workload", args: []string{"options", "--workload", "batch"}, code: ExitError2, want: "unknown --workload"},
 		{name: "unknown format", args: []string{"options", "--format", "json"}, code: ExitError2, want: "unknown --format"},
 		{name: "relative mount point", args: []string{"options", "--mountpoint", "mnt"}, code: ExitError2, want: "absolute path"},
+		{name: "server with a whole fstab line", code: ExitError2, want: "not a host name or an IP address",
+			args: []string{"options", "--format", "fstab", "--server", "srv:/x /mnt nfs sec=none 0 0\nsrv", "--export", "/e", "--mountpoint", "/m"}},
+		{name: "server with an nfsmount.conf section", code: ExitError2, want: "not a host name or an IP address",
+			args: []string{"options", "--format", "nfsmount.conf", "--server", "srv\" ]\n[ NFSMount_Global_Options ]\nSec=none\n[ Server \"x"}},
+		{name: "server with an option", code: ExitError2, want: "not a host name or an IP address", args: []string{"options", "--server", "srv,sec=none"}},
+		{name: "mount point closing the nfsmount.conf section", code: ExitError2, want: "--mountpoint",
+			args: []string{"options", "--format", "nfsmount.conf", "--mountpoint", "/m\" ]\nSec=none\n[ MountPoint \"/m"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

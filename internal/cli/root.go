@@ -12,6 +12,7 @@
 package cli
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -26,6 +27,19 @@ type globals struct {
 	root      string
 	logLevel  string
 	logFormat string
+	level     slog.Level // logLevel, parsed by check
+}
+
+// check parses the log flags: an unknown level or format is bad input, not a silent
+// fall-back to info or text.
+func (g *globals) check() error {
+	if err := g.level.UnmarshalText([]byte(g.logLevel)); err != nil {
+		return &ExitError{Code: ExitError2, Err: fmt.Errorf("--log-level %q: want debug, info, warn or error", g.logLevel)}
+	}
+	if g.logFormat != "text" && g.logFormat != "json" {
+		return &ExitError{Code: ExitError2, Err: fmt.Errorf("--log-format %q: want text or json", g.logFormat)}
+	}
+	return nil
 }
 
 // Root returns the host root that verbs read and write under.
@@ -33,11 +47,7 @@ func (g *globals) Root() hostfs.Root { return hostfs.Root(g.root) }
 
 // Logger builds the structured logger the flags ask for, writing to w.
 func (g *globals) Logger(w io.Writer) *slog.Logger {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(g.logLevel)); err != nil {
-		level = slog.LevelInfo
-	}
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: g.level}
 	if g.logFormat == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
@@ -56,6 +66,9 @@ fixes, keeps mounts tuned as a node agent, renders Kubernetes manifests, benchma
 and plans capacity per NFS service.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			return g.check()
+		},
 	}
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)

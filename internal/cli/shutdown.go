@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/nfstune/nfstune/internal/display"
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/tune"
 )
@@ -144,9 +145,10 @@ func checkStallWindow(window time.Duration) error {
 var errNotConfirmed = errors.New("not confirmed")
 
 // confirm asks whether to go on and accepts y or yes. It returns ctx's error when ctx ends
-// first (the read is left to the process's exit).
+// first (the read is left to the process's exit). The source comes from the host and is
+// escaped, so that it cannot clear the plan printed above the prompt.
 func confirm(ctx context.Context, streams IOStreams, p *tune.ShutdownPlan) error {
-	fmt.Fprintf(streams.ErrOut, "Shut down %s (%s) now? This cannot be undone. [y/N] ", p.Device, p.Source)
+	fmt.Fprintf(streams.ErrOut, "Shut down %s (%s) now? This cannot be undone. [y/N] ", display.Text(p.Device), display.Text(p.Source))
 	answer := make(chan string, 1)
 	go func() {
 		line, _ := bufio.NewReader(streams.In).ReadString('\n')

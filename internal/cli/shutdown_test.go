@@ -142,6 +142,14 @@ func TestShutdownConfirm(t *testing.T) {
 			t.Errorf("prompt = %q", errOut.String())
 		}
 	}
+	// The source comes from mountinfo: an export with terminal escapes must not clear the
+	// plan printed above the prompt.
+	var errOut bytes.Buffer
+	evil := &tune.ShutdownPlan{Device: "0:53", Source: "10.0.0.7:/export\x1b[2J\x1b[H\rdata"}
+	_ = confirm(context.Background(), IOStreams{In: strings.NewReader("n\n"), ErrOut: &errOut}, evil)
+	if got := errOut.String(); strings.ContainsAny(got, "\x1b\r") || !strings.Contains(got, `(10.0.0.7:/export\x1b[2J\x1b[H\rdata)`) {
+		t.Errorf("prompt = %q, want the source escaped", got)
+	}
 	if isTerminal(strings.NewReader("")) {
 		t.Error("a strings.Reader is not a terminal")
 	}

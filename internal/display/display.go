@@ -73,3 +73,38 @@ func Args(args []any) []any {
 	}
 	return out
 }
+
+// Error returns err's text with Text applied, keeping the line breaks of errors.Join (one
+// problem a line, as a config file's errors are listed): a break inside a message, such as
+// a newline in a mount point the error quotes, is escaped like any other control byte.
+func Error(err error) string {
+	return strings.Join(errorLines(err), "\n")
+}
+
+// errorLines splits err at the joins in its tree: a join whose text is its errors' texts
+// one a line, and a wrapper that only adds a prefix to such a join.
+func errorLines(err error) []string {
+	msg := err.Error()
+	switch u := err.(type) {
+	case interface{ Unwrap() []error }:
+		errs := u.Unwrap()
+		texts := make([]string, len(errs))
+		for i, e := range errs {
+			texts[i] = e.Error()
+		}
+		if len(errs) > 0 && msg == strings.Join(texts, "\n") {
+			var lines []string
+			for _, e := range errs {
+				lines = append(lines, errorLines(e)...)
+			}
+			return lines
+		}
+	case interface{ Unwrap() error }:
+		if inner := u.Unwrap(); inner != nil && strings.HasSuffix(msg, inner.Error()) {
+			lines := errorLines(inner)
+			lines[0] = Text(strings.TrimSuffix(msg, inner.Error())) + lines[0]
+			return lines
+		}
+	}
+	return []string{Text(msg)}
+}

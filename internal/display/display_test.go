@@ -57,3 +57,28 @@ func FuzzText(f *testing.F) {
 		}
 	})
 }
+
+func TestError(t *testing.T) {
+	t.Parallel()
+	host := errors.New("open /mnt/a\x1b[2J\nforged: no such file")
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"plain", errors.New("bad flag"), "bad flag"},
+		{"host text", host, `open /mnt/a\x1b[2J\nforged: no such file`},
+		{"wrapped host text", fmt.Errorf("reading config: %w", host), `reading config: open /mnt/a\x1b[2J\nforged: no such file`},
+		{"join keeps its lines", errors.Join(errors.New("p.yaml:1: a"), host), "p.yaml:1: a\n" + `open /mnt/a\x1b[2J\nforged: no such file`},
+		{"prefix of a join", fmt.Errorf("policy: %w", errors.Join(errors.New("a"), errors.New("b\rc"))), "policy: a\n" + `b\rc`},
+		{"two wraps are not a join", fmt.Errorf("%w: %w", errors.New("a"), host), `a: open /mnt/a\x1b[2J\nforged: no such file`},
+		{"prefix with a newline", fmt.Errorf("x\x1b\n%w", errors.New("a")), `x\x1b\na`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Error(tt.err); got != tt.want {
+				t.Errorf("Error() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nfstune/nfstune/internal/hostfs"
@@ -399,7 +400,7 @@ func relativeTo(p, rootPath string) string {
 // fds calls use for every open file of the process on a wanted mount, by the mnt_id line
 // of /proc/<dir>/fdinfo/<fd>. It reports whether the process's fds were not ours to read.
 func (r *holderReader) fds(dir string, t *nsMounts, use func(dev, via string)) (denied bool) {
-	d, err := os.Open(r.root.Proc(dir, "fdinfo"))
+	d, err := os.OpenFile(r.root.Proc(dir, "fdinfo"), os.O_RDONLY|syscall.O_DIRECTORY, 0) // a FIFO fails, not blocks
 	if err != nil {
 		return errors.Is(err, fs.ErrPermission)
 	}

@@ -134,13 +134,15 @@ func mountsFromInfo(infos []*mountinfo.Info) []Mount {
 			byDev[dev] = m
 			perMount[dev] = in.Options
 		}
-		if !slices.Contains(m.MountPoints, in.Mountpoint) {
-			m.MountPoints = append(m.MountPoints, in.Mountpoint)
-		}
+		m.MountPoints = append(m.MountPoints, in.Mountpoint)
 	}
 	out := make([]Mount, 0, len(byDev))
 	for dev, m := range byDev {
+		// Sorted, then each mount point once: a path seen twice (a mount propagated into
+		// another namespace) is one. Linear in the bind mounts of a superblock, where a
+		// lookup per line was quadratic.
 		sort.Strings(m.MountPoints)
+		m.MountPoints = slices.Compact(m.MountPoints)
 		mergePerMountOptions(m.Options, perMount[dev])
 		m.ServerAddr = m.Options["addr"]
 		m.Version = nfsVersion(m.FSType, m.Options)

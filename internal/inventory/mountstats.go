@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/moby/sys/mountinfo"
@@ -445,7 +446,7 @@ func statsByDevice(infos []*mountinfo.Info, entries []mountStatsEntry) map[strin
 }
 
 func readStrippedFile(p string) ([]byte, error) {
-	f, err := os.Open(p)
+	f, err := hostfs.Open(p)
 	if err != nil {
 		return nil, err
 	}
@@ -454,6 +455,17 @@ func readStrippedFile(p string) ([]byte, error) {
 }
 
 func procfsMountStats(root hostfs.Root, pid int) ([]*procfs.Mount, error) {
+	// procfs opens the file itself, blocking: check first that it is a regular file, not a
+	// FIFO that would block the read forever.
+	self := "self"
+	if pid > 0 {
+		self = strconv.Itoa(pid)
+	}
+	f, err := hostfs.Open(root.Proc(self, "mountstats"))
+	if err != nil {
+		return nil, err
+	}
+	f.Close()
 	pfs, err := procfs.NewFS(root.Proc())
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
@@ -338,7 +339,7 @@ func readAZNFSTunnels(root hostfs.Root) (map[int]Proxy, []string) {
 func readStateDir(root hostfs.Root, dirs ...[]string) (dir, shown string, names []string, err error) {
 	for _, d := range dirs {
 		p := root.Path(d...)
-		f, err := os.Open(p)
+		f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_DIRECTORY, 0) // a FIFO fails, not blocks
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -463,6 +464,30 @@ type MountSpec struct {
 
 // Source is "server:export".
 func (s MountSpec) Source() string { return s.Server + ":" + s.Export }
+
+// kernelFoundOptions are options mountinfo shows that the kernel or mount.nfs found when
+// the file system was mounted (the server's and the client's addresses, the mount
+// daemon's port, the server's name length): a line that pinned them would break when they
+// change.
+var kernelFoundOptions = []string{"addr", "clientaddr", "mountaddr", "mountport", "namlen"}
+
+// OwnOptions returns the options a line that mounts m again starts from: those fstab or
+// nfsmount.conf requested (Requested), or when no file requested any, those mountinfo
+// shows less the values the kernel found at mount time, so that a fix applied to them
+// keeps every other option of the mount. The map is a copy.
+func (m *Mount) OwnOptions() map[string]string {
+	if m.Requested != nil {
+		return maps.Clone(m.Requested.Options)
+	}
+	opts := maps.Clone(m.Options)
+	if opts == nil {
+		opts = map[string]string{}
+	}
+	for _, k := range kernelFoundOptions {
+		delete(opts, k)
+	}
+	return opts
+}
 
 // RemountSpec returns how to mount m again. The options of a proxied mount go to its
 // helper, which strips its own (tls, stunnel, ...) and adds port= before mount.nfs4.

@@ -25,6 +25,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -265,7 +266,8 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 // Collect implements prometheus.Collector. A failing Source never fails the scrape: it
-// shows as nfstune_scrape_success 0.
+// shows as nfstune_scrape_success 0. The scrape's health series go first, before any
+// series built from host data.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
@@ -279,6 +281,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		success = 0
 		c.logger.Error("reading NFS state for scrape", "err", err)
 	}
+	ch <- constMetric(c.scrapeSuccess, prometheus.GaugeValue, success)
+	ch <- constMetric(c.scrapeDuration, prometheus.GaugeValue, time.Since(start).Seconds())
 	var droppedSeries, droppedMounts int
 	if snap.Inventory != nil {
 		droppedSeries, droppedMounts = c.collectInventory(ch, snap)
@@ -287,11 +291,48 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	if droppedMounts > 0 {
 		c.capHits.Inc()
 	}
-	ch <- prometheus.MustNewConstMetric(c.seriesDropped, prometheus.GaugeValue, float64(droppedSeries))
-	ch <- prometheus.MustNewConstMetric(c.mountsDropped, prometheus.GaugeValue, float64(droppedMounts))
+	ch <- constMetric(c.seriesDropped, prometheus.GaugeValue, float64(droppedSeries))
+	ch <- constMetric(c.mountsDropped, prometheus.GaugeValue, float64(droppedMounts))
 	c.capHits.Collect(ch)
-	ch <- prometheus.MustNewConstMetric(c.scrapeSuccess, prometheus.GaugeValue, success)
-	ch <- prometheus.MustNewConstMetric(c.scrapeDuration, prometheus.GaugeValue, time.Since(start).Seconds())
+}
+
+// constMetric is prometheus.MustNewConstMetric for label values that come from the host:
+// it escapes what is not UTF-8 (labelValue) and never panics.
+func constMetric(d *prometheus.Desc, typ prometheus.ValueType, v float64, values ...string) prometheus.Metric {
+	escaped := values // the caller's slice, copied before the first change
+	for i, lv := range values {
+		if e := labelValue(lv); e != lv {
+			if len(escaped) > 0 && &escaped[0] == &values[0] {
+				escaped = slices.Clone(values)
+			}
+			escaped[i] = e
+		}
+	}
+	m, err := prometheus.NewConstMetric(d, typ, v, escaped...)
+	if err != nil {
+		return prometheus.NewInvalidMetric(d, err)
+	}
+	return m
+}
+
+// labelValue returns s with every byte that is not part of valid UTF-8 escaped as \xNN,
+// as display.Text does: Prometheus refuses such a label value, and mount points, exports,
+// mountstats and the proxy helpers' state files are bytes, not text.
+func labelValue(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		} else {
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
 }
 
 // collectInventory sends group series first, then mounts in exportOrder until the series
@@ -351,7 +392,7 @@ func (c *Collector) collectLimits(ch chan<- prometheus.Metric, limits []ServiceL
 			continue
 		}
 		seen[l] = true
-		ch <- prometheus.MustNewConstMetric(c.serviceLimit, prometheus.GaugeValue, l.BytesPerSecond,
+		ch <- constMetric(c.serviceLimit, prometheus.GaugeValue, l.BytesPerSecond,
 			l.Server, l.Export, l.Service, l.Tier, l.Access)
 	}
 }
@@ -399,10 +440,12 @@ func (s *sample) Write(out *dto.Metric) error {
 }
 
 // labelPairs returns names and values as label pairs sorted by name, as the exposition
-// lists them. The pairs point into the two slices, which the caller must not change.
+// lists them. It escapes the values in place (labelValue); the pairs point into the two
+// slices, which the caller must not change afterwards.
 func labelPairs(names, values []string) []*dto.LabelPair {
 	pairs := make([]*dto.LabelPair, len(names))
 	for i := range names {
+		values[i] = labelValue(values[i])
 		pairs[i] = &dto.LabelPair{Name: &names[i], Value: &values[i]}
 	}
 	slices.SortFunc(pairs, func(a, b *dto.LabelPair) int { return strings.Compare(*a.Name, *b.Name) })
@@ -599,12 +642,12 @@ func (c *Collector) serverMetrics(inv *inventory.Inventory) []prometheus.Metric 
 	out := make([]prometheus.Metric, 0, 2*len(addrs)+1)
 	for _, a := range addrs {
 		out = append(out,
-			prometheus.MustNewConstMetric(c.serverTransports, prometheus.GaugeValue, float64(count[a]), a),
-			prometheus.MustNewConstMetric(c.serverStuck, prometheus.GaugeValue, float64(stuck[a]), a),
+			constMetric(c.serverTransports, prometheus.GaugeValue, float64(count[a]), a),
+			constMetric(c.serverStuck, prometheus.GaugeValue, float64(stuck[a]), a),
 		)
 	}
 	if len(inv.Blocked) > 0 {
-		out = append(out, prometheus.MustNewConstMetric(c.uninspected, prometheus.GaugeValue, float64(inv.Blocked[0].Uninspected)))
+		out = append(out, constMetric(c.uninspected, prometheus.GaugeValue, float64(inv.Blocked[0].Uninspected)))
 	}
 	return out
 }
@@ -623,8 +666,8 @@ func (c *Collector) groupMetrics(inv *inventory.Inventory) []prometheus.Metric {
 	for _, g := range inv.Groups {
 		lv := []string{g.Key, g.ServerAddr, g.Version, g.Proto}
 		out = append(out,
-			prometheus.MustNewConstMetric(c.groupMounts, prometheus.GaugeValue, float64(len(g.Devices)), lv...),
-			prometheus.MustNewConstMetric(c.groupConnections, prometheus.GaugeValue, float64(g.Connections), lv...),
+			constMetric(c.groupMounts, prometheus.GaugeValue, float64(len(g.Devices)), lv...),
+			constMetric(c.groupConnections, prometheus.GaugeValue, float64(g.Connections), lv...),
 		)
 		st := stats[g.Key]
 		if st == nil {
@@ -632,11 +675,11 @@ func (c *Collector) groupMetrics(inv *inventory.Inventory) []prometheus.Metric {
 		}
 		t := SumTransports(st.Transports)
 		out = append(out,
-			prometheus.MustNewConstMetric(c.groupSends, prometheus.CounterValue, float64(t.Sends), lv...),
-			prometheus.MustNewConstMetric(c.groupRecvs, prometheus.CounterValue, float64(t.Receives), lv...),
-			prometheus.MustNewConstMetric(c.groupBadXIDs, prometheus.CounterValue, float64(t.BadTransactionIDs), lv...),
-			prometheus.MustNewConstMetric(c.groupBacklog, prometheus.CounterValue, float64(t.CumulativeBacklog), lv...),
-			prometheus.MustNewConstMetric(c.groupConnects, prometheus.CounterValue, float64(t.Connect), lv...),
+			constMetric(c.groupSends, prometheus.CounterValue, float64(t.Sends), lv...),
+			constMetric(c.groupRecvs, prometheus.CounterValue, float64(t.Receives), lv...),
+			constMetric(c.groupBadXIDs, prometheus.CounterValue, float64(t.BadTransactionIDs), lv...),
+			constMetric(c.groupBacklog, prometheus.CounterValue, float64(t.CumulativeBacklog), lv...),
+			constMetric(c.groupConnects, prometheus.CounterValue, float64(t.Connect), lv...),
 		)
 	}
 	return out

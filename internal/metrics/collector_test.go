@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/procfs"
 
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
@@ -500,5 +501,71 @@ nfstune_server_transports{server_addr="127.0.0.1"} 3
 	c := newTestCollector(snap, nil, Options{})
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "nfstune_server_stuck_transports", "nfstune_server_transports"); err != nil {
 		t.Error(err)
+	}
+}
+
+// Host text that is not UTF-8 (a Latin-1 mount point, a proxy helper's state line, a
+// transport's address) is exported with the bad bytes escaped as \xNN, and never fails the
+// scrape: a metric constructor panicking on it would take the scrape's health series with it.
+func TestCollectorInvalidUTF8Labels(t *testing.T) {
+	t.Parallel()
+	snap := twoMounts(t)
+	inv := snap.Inventory
+	m := &inv.Mounts[0]
+	m.MountPoints = []string{"/mnt/caf\xe9"}
+	m.Server, m.Export = "files\xff.example", "/export/\xfe"
+	m.Proxy = &inventory.Proxy{Kind: "efs-utils", Upstream: "fs-1.efs\xc3"}
+	st := *m.Stats
+	st.Operations = append(slices.Clone(st.Operations), procfs.NFSOperationStats{Operation: "OP\xff", Requests: 1})
+	m.Stats = &st
+	g := &inv.Groups[0]
+	g.Key, g.ServerAddr = "10.0.0.5\xff:2049/4.2/tcp", "10.0.0.5\xff"
+	m.ClientGroup, inv.Mounts[1].ClientGroup = g.Key, g.Key
+	inv.Transports = []inventory.Transport{{Name: "switch-3/xprt-0-tcp", DstAddr: "10.0.0.5\xff"}}
+	snap.Limits = []ServiceLimit{{Server: "files\xff.example", Export: "/export/\xfe", Service: "s", Tier: "t", Access: "read", BytesPerSecond: 1}}
+	for _, tier := range []Tier{TierDefault, TierFull} {
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(newTestCollector(snap, nil, Options{Tier: tier}))
+		families, err := reg.Gather()
+		if err != nil {
+			t.Fatalf("tier %s: gather: %v", tier, err)
+		}
+		var exposition bytes.Buffer
+		for _, f := range families {
+			if _, err := expfmt.MetricFamilyToText(&exposition, f); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out := exposition.String()
+		for _, want := range []string{
+			`nfstune_scrape_success 1`,
+			`mountpoint="/mnt/caf\\xe9"`, `server="files\\xff.example"`, `export="/export/\\xfe"`,
+			`upstream="fs-1.efs\\xc3"`, `client_group="10.0.0.5\\xff:2049/4.2/tcp"`, `server_addr="10.0.0.5\\xff"`,
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("tier %s: no %s in\n%s", tier, want, out)
+			}
+		}
+	}
+}
+
+// The scrape's health series come before any series built from host data, so that a
+// failure while building those cannot take nfstune_scrape_success with it.
+func TestCollectorHealthFirst(t *testing.T) {
+	t.Parallel()
+	ch := make(chan prometheus.Metric, 1024)
+	newTestCollector(twoMounts(t), nil, Options{}).Collect(ch)
+	close(ch)
+	var names []string
+	for m := range ch {
+		names = append(names, m.Desc().String())
+		if len(names) == 2 {
+			break
+		}
+	}
+	for i, want := range []string{`"nfstune_scrape_success"`, `"nfstune_scrape_duration_seconds"`} {
+		if i >= len(names) || !strings.Contains(names[i], want) {
+			t.Errorf("series %d: %v, want %s", i, names, want)
+		}
 	}
 }

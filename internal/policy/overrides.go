@@ -2,6 +2,7 @@ package policy
 
 import (
 	"maps"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -256,6 +257,45 @@ func ValidOption(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c <= ' ' || c > '~' || strings.IndexByte(",#'\"\\", c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidServer reports whether s is an NFS server as an fstab line, a mount source and an
+// nfsmount.conf [ Server "..." ] section carry it: a host name (letters, digits, '-' and
+// '_' in dot-separated labels of at most 63 bytes, 253 in all) or an IPv4 or IPv6 address,
+// the latter bare or in brackets, with a zone of the same characters as a host name label.
+// Nothing else, so that no server name can add a field, an option or a line.
+func ValidServer(s string) bool {
+	if a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")); err == nil {
+		bracketed := strings.HasPrefix(s, "[")
+		return bracketed == strings.HasSuffix(s, "]") && (!bracketed || a.Is6()) && validLabel(a.Zone(), true)
+	}
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for _, l := range strings.Split(s, ".") {
+		if !validLabel(l, false) {
+			return false
+		}
+	}
+	return true
+}
+
+// validLabel reports whether l is one host name label: 1 to 63 letters, digits, '-' or
+// '_', not starting or ending with '-'; empty is allowed only when empty is true.
+func validLabel(l string, empty bool) bool {
+	if l == "" {
+		return empty
+	}
+	if len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(l); i++ {
+		c := l[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
 			return false
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"maps"
 	"net/netip"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -15,6 +14,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
 )
 
@@ -102,12 +102,7 @@ func Load(file string) (*Policy, error) {
 	if file == "" {
 		return Default(), nil
 	}
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, fmt.Errorf("reading policy: %w", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxConfigSize+1))
+	b, err := hostfs.ReadFile(file, MaxConfigSize)
 	if err != nil {
 		return nil, fmt.Errorf("reading policy: %w", err)
 	}

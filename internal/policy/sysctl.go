@@ -3,11 +3,13 @@ package policy
 import (
 	"maps"
 	"slices"
+
+	"github.com/nfstune/nfstune/internal/hostfs"
 )
 
 // MaxConfigSize caps a config file. A policy is a few rules; 256 KiB holds thousands, and
 // decoding the largest one allocates about 25 MiB.
-const MaxConfigSize = 256 << 10
+const MaxConfigSize = hostfs.MaxConfigSize
 
 // MaxReadAheadKB is the largest read-ahead a profile may ask for, 1 GiB: the top of what
 // nfstune bench sweeps (and far above the 15-16 MiB the cloud documents recommend).

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/nfstune/nfstune/internal/policy"
 )
 
 // Volume drivers nfstune renders for.
@@ -158,6 +160,9 @@ func (s VolumeSpec) validate() error {
 	needServer := s.Static || s.Driver == DriverNFS
 	if needServer && s.Server == "" {
 		add("a server is required for %s", map[bool]string{true: "a static volume", false: "nfs-csi"}[s.Static])
+	}
+	if s.Server != "" && !policy.ValidServer(s.Server) {
+		add("server %q: not a host name or an IP address", s.Server)
 	}
 	if needServer && !strings.HasPrefix(s.Export, "/") {
 		add("export %q: want an absolute path", s.Export)

@@ -56,6 +56,7 @@ var volumeTests = []struct {
 	{name: "in-tree-dynamic", spec: VolumeSpec{Name: "x", Namespace: "d", Driver: DriverInTree, Server: "s", Export: "/e"}, wantErr: "no in-tree NFS provisioner"},
 	{name: "static-needs-server", spec: VolumeSpec{Name: "x", Namespace: "d", Driver: DriverNFS, Static: true, Size: "1Gi", Export: "/e"}, wantErr: "a server is required"},
 	{name: "bad-size", spec: VolumeSpec{Name: "x", Namespace: "d", Driver: DriverNFS, Static: true, Server: "s", Export: "/e", Size: "lots"}, wantErr: `size "lots"`},
+	{name: "bad-server", spec: VolumeSpec{Name: "x", Namespace: "d", Driver: DriverNFS, Server: "srv,sec=none", Export: "/e"}, wantErr: `server "srv,sec=none": not a host name or an IP address`},
 	{name: "bad-driver", spec: VolumeSpec{Name: "x", Namespace: "d", Driver: "efs-csi"}, wantErr: `driver "efs-csi"`},
 	{name: "bad-name", spec: VolumeSpec{Name: "Bad_Name", Namespace: "d", Driver: DriverBlob}, wantErr: `name "Bad_Name"`},
 }

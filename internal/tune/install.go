@@ -47,7 +47,7 @@ func InstallNode(ctx context.Context, root hostfs.Root, in NodeInstall) error {
 			return err
 		}
 	}
-	polBytes, err := os.ReadFile(in.PolicyFile)
+	polBytes, err := hostfs.ReadFile(in.PolicyFile, policy.MaxConfigSize)
 	if err != nil {
 		return fmt.Errorf("reading policy: %w", err)
 	}

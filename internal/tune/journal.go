@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path"
 	"syscall"
 
@@ -63,15 +61,10 @@ func (j *Journal) find(p string) int {
 // loadJournal reads the journal; it returns nil, nil when there is none. A journal larger
 // than MaxJournalSize, or naming anything apply could not have written, is refused whole.
 func loadJournal(root hostfs.Root) (*Journal, error) {
-	f, err := os.Open(root.Path(JournalPath))
+	b, err := hostfs.ReadFile(root.Path(JournalPath), MaxJournalSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("reading journal %q: %w", JournalPath, err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxJournalSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading journal %q: %w", JournalPath, err)
 	}

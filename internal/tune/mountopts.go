@@ -302,10 +302,11 @@ func planMountOptions(root hostfs.Root, p *Plan, inv *inventory.Inventory, desir
 			} else {
 				// A proxied mount is mounted again through its helper (inventory.RemountSpec).
 				rs := inventory.RemountSpec(m)
-				base := map[string]string{}
-				if m.Requested != nil {
-					maps.Copy(base, m.Requested.Options)
+				if !policy.ValidServer(rs.Server) {
+					p.note("%s: the server %q is not a host name or an IP address; no fstab line or mount command is given for it", mp, rs.Server)
+					continue
 				}
+				base := m.OwnOptions()
 				for _, k := range rs.Drop {
 					delete(base, k)
 				}

@@ -420,3 +420,65 @@ func TestPlanBuiltInReadAhead(t *testing.T) {
 		t.Errorf("no note on the kept value: %q", p.Notes)
 	}
 }
+
+// A mount missing from /etc/fstab gets a line to add by hand, built from mountinfo's
+// source; a server that is not a host name or an address (a source holding a field and an
+// option) gets no line and no mount command, only a note.
+func TestPlanFstabLineRefusesBadServer(t *testing.T) {
+	t.Parallel()
+	root := fixtureRoot(t)
+	fstab := strings.Replace(fixtureFstab, "192.168.122.72:/export/tools\t/mnt/tools\tnfs\tsoft,rsize=65536,wsize=65536\t0\t0\n", "", 1)
+	if err := os.WriteFile(root.Path("etc/fstab"), []byte(fstab), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inv := fixtureInventory()
+	for i := range inv.Mounts {
+		if inv.Mounts[i].Device == "0:54" {
+			inv.Mounts[i].Server = "srv:/x /mnt nfs sec=none 0 0\nsrv"
+		}
+	}
+	want := fixtureWant()
+	resolve := want.Resolve
+	want.Resolve = func(m *inventory.Mount) Desired {
+		c := *m
+		c.Server = c.ServerAddr
+		return resolve(&c)
+	}
+	opts := defaultOptions()
+	opts.Fstab = true
+	p, err := NewPlan(root, inv, want, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Remounts) != 1 || len(p.Remounts[0].Mounts) != 1 {
+		t.Fatalf("remount groups = %+v, want one (tools)", p.Remounts)
+	}
+	if r := p.Remounts[0].Mounts[0]; len(r.FstabLines) != 0 || len(r.Commands) != 0 {
+		t.Errorf("fstab lines %q, commands %q: want none for a bad server", r.FstabLines, r.Commands)
+	}
+	if !containsNote(p, "is not a host name or an IP address") {
+		t.Errorf("no note about the server: %q", p.Notes)
+	}
+}
+
+// A mount missing from /etc/fstab gets a line to add by hand that keeps the options it
+// was mounted with (mountinfo's, less the addresses the kernel found), with the changes.
+func TestPlanFstabLineKeepsMountOptions(t *testing.T) {
+	t.Parallel()
+	root := fixtureRoot(t)
+	fstab := strings.Replace(fixtureFstab, "192.168.122.72:/export/tools\t/mnt/tools\tnfs\tsoft,rsize=65536,wsize=65536\t0\t0\n", "", 1)
+	if err := os.WriteFile(root.Path("etc/fstab"), []byte(fstab), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPlan(root, fixtureInventory(), fixtureWant(), defaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Remounts) != 1 || len(p.Remounts[0].Mounts) != 1 {
+		t.Fatalf("remount groups = %+v, want one (tools)", p.Remounts)
+	}
+	want := []string{"192.168.122.72:/export/tools /mnt/tools nfs proto=tcp,retrans=2,timeo=600,vers=3,rsize=1048576,wsize=1048576,hard 0 0"}
+	if diff := cmp.Diff(want, p.Remounts[0].Mounts[0].FstabLines); diff != "" {
+		t.Errorf("fstab lines (-want +got):\n%s", diff)
+	}
+}

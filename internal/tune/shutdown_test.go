@@ -439,3 +439,30 @@ func emptyQueues(t *testing.T, root hostfs.Root) {
 		t.Fatal(err)
 	}
 }
+
+// Every host string of the plan and the result (source, mount points, a process's command,
+// warnings) is printed escaped: the plan is what the user confirms, and an export with
+// terminal escapes must not wipe it off the screen.
+func TestWriteShutdownPlanEscapes(t *testing.T) {
+	t.Parallel()
+	const evil = "\x1b[2J\x1b[H\r\n"
+	p := &ShutdownPlan{
+		Device: "0:53", Attribute: "/sys/fs/nfs/0:53/shutdown", Source: "srv:/export" + evil, FSType: "nfs4", Version: "4.2",
+		Mounts: []string{"/mnt/a" + evil}, KernelRelease: "6.12" + evil,
+		Stalled:      &inventory.StalledServer{Addr: "10.0.0.7" + evil, Transports: []string{"xprt" + evil}, Waiting: 1, Window: time.Second},
+		Affected:     []Holder{{Kind: HolderProcess, Name: "42 cat" + evil, Detail: "via fd" + evil}},
+		Warnings:     []string{"w" + evil},
+		SharedClient: []string{"0:54 srv:/other" + evil},
+	}
+	var b strings.Builder
+	if err := WriteShutdownPlan(&b, p); err != nil {
+		t.Fatal(err)
+	}
+	rep := &ShutdownReport{Plan: p, Result: &ShutdownResult{ReadBack: "1" + evil, Journal: "/var/lib/nfstune/journal.json"}}
+	if err := WriteShutdownResult(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); strings.ContainsAny(out, "\x1b\r") || strings.Contains(out, "\n\n") {
+		t.Errorf("host text printed raw:\n%q", out)
+	}
+}
