@@ -18,17 +18,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // MaxSmall caps how much ReadSmall reads. mountstats on a host with thousands of mounts is a
 // few MiB; anything larger is not a kernel pseudo-file we understand.
 const MaxSmall = 64 << 20
 
-// ErrTooLarge is returned by ReadSmall when a file exceeds MaxSmall.
+// ErrTooLarge is returned by ReadFile and ReadSmall when a file exceeds their cap.
 var ErrTooLarge = errors.New("file too large")
 
 // Root is a host filesystem root: "/" in production, testdata/root in tests.
@@ -70,20 +72,71 @@ func ValidDevice(s string) bool {
 	return err == nil
 }
 
-// ReadSmall reads a whole file without stat'ing it, up to MaxSmall bytes. Pseudo-files in
-// /proc and /sys report a size of 0 or 4096, so the size is never trusted.
+// ReadSmall reads a whole file of at most MaxSmall bytes (ReadFile). Pseudo-files in /proc
+// and /sys report a size of 0 or 4096, so the size is never trusted.
 func ReadSmall(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	return ReadFile(path, MaxSmall)
+}
+
+// MaxConfigSize caps a file the user names: a policy, chart values, a price list. A policy
+// is a few rules; 256 KiB holds thousands.
+const MaxConfigSize = 256 << 10
+
+// ErrNotRegular is returned by Open for anything but a regular file: a FIFO would block
+// the read until a writer comes, and a device such as /dev/zero never ends.
+var ErrNotRegular = errors.New("not a regular file")
+
+// Open opens a regular file for reading. It opens without blocking, so that a FIFO does
+// not wait for a writer, then checks the type of the open descriptor (fstat), not of the
+// path. Files in /proc and /sys are regular files.
+func Open(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, fileType(fi.Mode()))}
+	}
+	return f, nil
+}
+
+// fileType names the type of a file that is not regular.
+func fileType(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m.IsDir():
+		return "a directory"
+	}
+	return m.Type().String()
+}
+
+// ReadFile reads a whole regular file (Open) of at most max bytes; a larger one is
+// ErrTooLarge, and nothing past max+1 bytes is read.
+func ReadFile(path string, max int64) ([]byte, error) {
+	f, err := Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxSmall+1))
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > MaxSmall {
-		return nil, fmt.Errorf("reading %q: %w", path, ErrTooLarge)
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("reading %q: %w: larger than %d bytes", path, ErrTooLarge, max)
 	}
 	return b, nil
 }

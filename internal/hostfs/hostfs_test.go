@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestRootPaths(t *testing.T) {
@@ -194,5 +196,56 @@ func TestReadString(t *testing.T) {
 	}
 	if want := "always [madvise] never"; got != want {
 		t.Errorf("ReadString = %q, want %q", got, want)
+	}
+}
+
+// returnsWithin runs f and fails the test if it has not returned after d: a read that
+// blocks forever (a FIFO without a writer) must fail instead.
+func returnsWithin(t *testing.T, d time.Duration, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("still blocked after %s", d)
+	}
+}
+
+func TestReadFileRefusesNonRegular(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{fifo, "/dev/zero", dir} {
+		returnsWithin(t, 10*time.Second, func() {
+			if _, err := ReadFile(p, 1<<10); !errors.Is(err, ErrNotRegular) {
+				t.Errorf("ReadFile(%s) = %v, want ErrNotRegular", p, err)
+			}
+			if _, err := ReadSmall(p); !errors.Is(err, ErrNotRegular) {
+				t.Errorf("ReadSmall(%s) = %v, want ErrNotRegular", p, err)
+			}
+		})
+	}
+	// Kernel pseudo-files are regular files.
+	for _, p := range []string{"/proc/self/mountinfo", "/proc/sys/kernel/ostype"} {
+		if b, err := ReadSmall(p); err != nil || len(b) == 0 {
+			t.Errorf("ReadSmall(%s) = %d bytes, %v", p, len(b), err)
+		}
+	}
+	small := filepath.Join(dir, "small")
+	if err := os.WriteFile(small, []byte("12345"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ReadFile(small, 5); err != nil || string(b) != "12345" {
+		t.Errorf("ReadFile at the cap = %q, %v", b, err)
+	}
+	if _, err := ReadFile(small, 4); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("ReadFile over the cap = %v, want ErrTooLarge", err)
 	}
 }

@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"regexp"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/nfstune/nfstune/internal/hostfs"
 )
 
 // PriceList is a user's prices for some service tiers. nfstune ships no prices: list
@@ -66,7 +67,7 @@ var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): `)
 func LoadPrices(c *Catalog, paths ...string) (*Prices, error) {
 	ps := &Prices{ByTier: map[string]Price{}}
 	for _, path := range paths {
-		b, err := os.ReadFile(path)
+		b, err := hostfs.ReadFile(path, hostfs.MaxConfigSize)
 		if err != nil {
 			return nil, fmt.Errorf("reading price file: %w", err)
 		}

@@ -1,10 +1,13 @@
 package plan
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nfstune/nfstune/internal/hostfs"
 )
 
 var priceFileTests = []struct {
@@ -168,4 +171,20 @@ func FuzzParsePriceList(f *testing.F) {
 			t.Error("accepted a price list without a currency")
 		}
 	})
+}
+
+// TestLoadPricesCapped: a price file is read like a policy, a regular file of at most
+// hostfs.MaxConfigSize bytes; /dev/zero would otherwise be read until memory ran out.
+func TestLoadPricesCapped(t *testing.T) {
+	t.Parallel()
+	c := catalog(t)
+	big := filepath.Join(t.TempDir(), "big.yaml")
+	if err := os.WriteFile(big, []byte("# "+strings.Repeat("x", hostfs.MaxConfigSize)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]error{big: hostfs.ErrTooLarge, "/dev/zero": hostfs.ErrNotRegular} {
+		if _, err := LoadPrices(c, file); !errors.Is(err, want) {
+			t.Errorf("LoadPrices(%s) = %v, want %v", file, err, want)
+		}
+	}
 }
