@@ -17,7 +17,7 @@ TAGS     := lab,helm,apiserver
 
 PROMTOOL ?= promtool
 
-.PHONY: all host-packages build verify test vet scrape-test rules-test check lab-setup lab-test lab-matrix lab-record lab-shell demo minimal-root-check clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e
+.PHONY: all host-packages build verify test vet scrape-test rules-test compare-nfsiostat check lab-setup lab-test lab-matrix lab-record lab-shell demo minimal-root-check clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e
 
 all: build
 
@@ -68,6 +68,14 @@ host-packages:
 # has passed, with make -j too.
 check: verify
 	$(MAKE) test scrape-test rules-test helm-lint helm-test apiserver-test lab-test lab-matrix k8s-e2e minimal-root-check
+
+# compare-nfsiostat compares nfstune stats --view attr,dir,page with nfs-utils' nfsiostat -a,
+# -d and -p on saved mountstats samples read in place (REAL_MOUNTSTATS, never copied here). It
+# needs root (nfsiostat runs in a private mount namespace) and nfs-common, and the samples,
+# which are not in the repository, so make check does not run it (docs/agent.md, Evidence views).
+REAL_MOUNTSTATS ?= ../shared/real-mountstats
+compare-nfsiostat:
+	bash hack/compare-nfsiostat-views.sh $(REAL_MOUNTSTATS)
 
 # minimal-root-check proves that a bare Debian 12 machine gets through the set-up: in a Debian
 # minbase root with only Go, make, git, python3 and ca-certificates, hack/deps.sh names what is

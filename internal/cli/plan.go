@@ -36,7 +36,9 @@ func newPlanCommand(streams IOStreams) *cobra.Command {
 Google Filestore from their published performance models and lists the options that meet the
 need: what to provision, the throughput and IOPS it gives, how many clients it takes to drive
 it with one connection and with nconnect, and what limits it. Options are ranked by monthly
-cost when --prices gives prices, otherwise by provisioned capacity.
+cost where a price is known, otherwise by provisioned capacity. Prices come from the
+built-in price list (each price with its source and the date it was read; a tier without a
+sourced price has none), or, with --prices, from your files instead.
 
 Sizes are in GiB and 1 TiB = 1024 GiB, as Azure meters shares and volumes. Units are strict: GiB and GB, MiB/s, MB/s
 and Mbps are different things. Exit code 1 when no option meets the need.`,
@@ -60,7 +62,7 @@ and Mbps are different things. Exit code 1 when no option meets the need.`,
 func addPlanFlags(c *cobra.Command, flags *planFlags) {
 	c.Flags().StringVar(&flags.ClientNIC, "client-nic", "", "network bandwidth of one client, e.g. 12.5Gbps")
 	c.Flags().StringVar(&flags.Access, "access", string(plan.Read), "read or write: EFS, Blob NFS and Filestore publish different limits")
-	c.Flags().StringArrayVar(&flags.Prices, "prices", nil, "price file (YAML kind PriceList); repeat to layer files, later entries win")
+	c.Flags().StringArrayVar(&flags.Prices, "prices", nil, "price file (YAML kind PriceList) used instead of the built-in price list; repeat to layer files, later entries win")
 	c.Flags().StringVarP(&flags.Output, "output", "o", OutputTable, "output format: table, json or yaml")
 }
 
@@ -142,11 +144,14 @@ func loadPlanInputs(f *planFlags) (*plan.Catalog, *plan.Prices, plan.Need, error
 	if err != nil {
 		return nil, nil, n, err
 	}
+	// The user's price files replace the built-in list: one currency, one set of dates.
 	var ps *plan.Prices
 	if len(f.Prices) > 0 {
 		if ps, err = plan.LoadPrices(c, f.Prices...); err != nil {
 			return nil, nil, n, planUsageErr(err)
 		}
+	} else if ps, err = plan.DefaultPrices(c); err != nil {
+		return nil, nil, n, err
 	}
 	return c, ps, n, nil
 }

@@ -171,3 +171,32 @@ func TestPlanDocsExamples(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanPriceLists: without --prices the built-in list is used and named with its date;
+// a price file replaces it, so a file in another currency is no clash.
+func TestPlanPriceLists(t *testing.T) {
+	t.Parallel()
+	out, errOut, code := runVerb(t, "plan", "--throughput", "1GiB/s", "-o", "json")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var r struct {
+		PriceNote  string `json:"priceNote"`
+		PriceLists []struct{ Source, Date, Currency string }
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.PriceLists) != 1 || r.PriceLists[0].Source != "nfstune built-in price list" || r.PriceLists[0].Date == "" ||
+		!strings.Contains(r.PriceNote, r.PriceLists[0].Date) {
+		t.Errorf("default price lists = %+v, note %q; want the dated built-in list", r.PriceLists, r.PriceNote)
+	}
+	eur := filepath.Join(t.TempDir(), "eur.yaml")
+	if err := os.WriteFile(eur, []byte("apiVersion: nfstune.io/v1alpha1\nkind: PriceList\ncurrency: EUR\ndate: \"2026-11-01\"\nsource: contract\nprices:\n  - {service: afs, tier: provisioned-v1, perGiBMonth: 0.2}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = runVerb(t, "plan", "--throughput", "1GiB/s", "--prices", eur)
+	if code != ExitOK || !strings.Contains(out, "EUR") || strings.Contains(out, "built-in") {
+		t.Errorf("with an EUR file: exit %d (%s)\n%s", code, errOut, out)
+	}
+}

@@ -77,7 +77,7 @@ func twoSnapshots(t *testing.T) func() (*inventory.Inventory, error) {
 func TestStatsJSON(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
-	err := runStats(context.Background(), &out, twoSnapshots(t), 10*time.Millisecond, 2, []string{"/mnt/data"}, OutputJSON)
+	err := runStats(context.Background(), &out, twoSnapshots(t), metrics.StatsOptions{Interval: 10 * time.Millisecond, Count: 2, MountPoints: []string{"/mnt/data"}}, OutputJSON)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestStatsJSONIdle(t *testing.T) {
 	}
 	same := func() (*inventory.Inventory, error) { return inv, nil }
 	var out bytes.Buffer
-	if err := runStats(context.Background(), &out, same, 10*time.Millisecond, 2, nil, OutputJSON); err != nil {
+	if err := runStats(context.Background(), &out, same, metrics.StatsOptions{Interval: 10 * time.Millisecond, Count: 2}, OutputJSON); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -146,7 +146,7 @@ func TestStatsLabStacked(t *testing.T) {
 		return inventory.Read(hostfs.Root(stackedRoot), inventory.ReadOptions{})
 	}
 	var out bytes.Buffer
-	if err := runStats(context.Background(), &out, read, 0, 1, []string{"/mnt/lab/stacked"}, OutputJSON); err != nil {
+	if err := runStats(context.Background(), &out, read, metrics.StatsOptions{MountPoints: []string{"/mnt/lab/stacked"}}, OutputJSON); err != nil {
 		t.Fatal(err)
 	}
 	var rep metrics.StatsReport
@@ -171,7 +171,7 @@ func TestStatsLabStacked(t *testing.T) {
 func TestStatsTable(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
-	if err := runStats(context.Background(), &out, twoSnapshots(t), 0, 1, nil, OutputTable); err != nil {
+	if err := runStats(context.Background(), &out, twoSnapshots(t), metrics.StatsOptions{}, OutputTable); err != nil {
 		t.Fatal(err)
 	}
 	s := out.String()
@@ -190,7 +190,7 @@ func TestStatsTable(t *testing.T) {
 
 func TestStatsUnknownMount(t *testing.T) {
 	t.Parallel()
-	err := runStats(context.Background(), &bytes.Buffer{}, twoSnapshots(t), 0, 1, []string{"/nowhere"}, OutputTable)
+	err := runStats(context.Background(), &bytes.Buffer{}, twoSnapshots(t), metrics.StatsOptions{MountPoints: []string{"/nowhere"}}, OutputTable)
 	if err == nil || !strings.Contains(err.Error(), "/nowhere") {
 		t.Errorf("err = %v, want one naming /nowhere", err)
 	}
@@ -207,5 +207,65 @@ func TestStatsTableEscapes(t *testing.T) {
 	out := b.String()
 	if strings.Contains(out, "\nforged line") || strings.ContainsAny(out, "\x1b\r\x07") {
 		t.Errorf("host text printed raw:\n%q", out)
+	}
+}
+
+// savedDir holds two saved mountstats files 60 s apart (README.md there).
+const savedDir = "../inventory/testdata/saved/"
+
+// TestStatsSavedFiles runs stats on saved files: the difference between two (mountstats -S)
+// with the attribute cache view in JSON, and the usage errors.
+func TestStatsSavedFiles(t *testing.T) {
+	t.Parallel()
+	out, errOut, code := runVerb(t, "stats", "--file", savedDir+"after.mountstats", "--since", savedDir+"before.mountstats",
+		"--view", "attr", "-o", "json", "/mnt/home")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rep metrics.StatsReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Mounts) != 2 || rep.Mounts[0].Attr == nil || rep.Mounts[0].Dir != nil {
+		t.Fatalf("report = %s, want two mounts with the attr view only", out)
+	}
+	if m := rep.Mounts[0]; m.Seconds != 60 || m.Attr.InodeRevalidates != 100 || m.Attr.VFSOpens != 100 {
+		t.Errorf("first mount = %v s, %+v; want 60 s, 100 opens, 100 forced GETATTRs", m.Seconds, m.Attr)
+	}
+	if strings.Contains(out, `"time"`) || strings.Contains(out, `"device"`) {
+		t.Errorf("a saved file has no time and no devices: %s", out)
+	}
+
+	out, _, code = runVerb(t, "stats", "-f", savedDir+"after.mountstats", "--view", "page")
+	if code != ExitOK || !strings.Contains(out, "page cache (nfsiostat -p):") || !strings.Contains(out, "over 160.0 s") {
+		t.Errorf("table since mount, exit %d:\n%s", code, out)
+	}
+
+	for _, args := range [][]string{
+		{"stats", "--file", savedDir + "after.mountstats", "5"},
+		{"stats", "--file", savedDir + "after.mountstats", "--pid", "1"},
+		{"stats", "--file", "/dev/zero"},
+		{"stats", "--view", "cache"},
+	} {
+		if _, errOut, code := runVerb(t, args...); code != ExitError2 {
+			t.Errorf("%v: exit %d (%s), want %d", args, code, errOut, ExitError2)
+		}
+	}
+}
+
+// TestStatsSinceHost: --since alone compares the host's mountstats now with a saved copy.
+func TestStatsSinceHost(t *testing.T) {
+	t.Parallel()
+	out, errOut, code := runVerb(t, "--root", "testdata/stats/t1", "stats", "--since", "testdata/stats/t0/proc/self/mountstats", "-o", "json")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rep metrics.StatsReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	// t0 and t1 are 10 s apart with 2403 sends between them.
+	if len(rep.Mounts) != 1 || rep.Mounts[0].Seconds != 10 || rep.Mounts[0].OpsPerSec != 240.3 {
+		t.Errorf("report = %s, want 10 s at 240.3 ops/s", out)
 	}
 }

@@ -22,6 +22,10 @@ type mountStatsEntry struct {
 	// MountPoint is the mount point with octal escapes decoded.
 	MountPoint string
 	FSType     string
+	// Source is the mount source of the device line, e.g. "server:/export".
+	Source string
+	// Options are the opts: line's options, nil when procfs did not parse the entry.
+	Options map[string]string
 	// Stats is nil when the entry has no NFS statistics or was dropped.
 	Stats *Stats
 	// XprtLines counts the "xprt:" lines of the raw entry, kept even when the entry was
@@ -148,13 +152,14 @@ func padOldEvents(text []byte) []byte {
 // up to the next device line.
 type statsChunk struct {
 	text       []byte
+	source     string
 	mountPoint string
 	fsType     string
 	xprtLines  int
 }
 
 func (c statsChunk) raw() mountStatsEntry {
-	return mountStatsEntry{MountPoint: c.mountPoint, FSType: c.fsType, XprtLines: c.xprtLines}
+	return mountStatsEntry{MountPoint: c.mountPoint, FSType: c.fsType, Source: c.source, XprtLines: c.xprtLines}
 }
 
 func rawEntries(chunks []statsChunk) []mountStatsEntry {
@@ -206,6 +211,7 @@ func newStatsChunk(text []byte) statsChunk {
 	// device SOURCE mounted on MOUNTPOINT with fstype TYPE [statvers=X]
 	f := strings.Fields(string(head))
 	if len(f) >= 8 && f[2] == "mounted" && f[3] == "on" && f[5] == "with" && f[6] == "fstype" {
+		c.source = f[1]
 		c.mountPoint = UnescapeOctal(f[4])
 		c.fsType = f[7]
 	} else {
@@ -222,8 +228,9 @@ func newStatsChunk(text []byte) statsChunk {
 }
 
 func entryFromProcfs(c statsChunk, m *procfs.Mount) mountStatsEntry {
-	e := mountStatsEntry{MountPoint: UnescapeOctal(m.Mount), FSType: m.Type, XprtLines: c.xprtLines}
+	e := mountStatsEntry{MountPoint: UnescapeOctal(m.Mount), FSType: m.Type, Source: m.Device, XprtLines: c.xprtLines}
 	if s, ok := m.Stats.(*procfs.MountStatsNFS); ok && s != nil {
+		e.Options = s.Opts
 		e.Stats = &Stats{
 			StatVersion: s.StatVersion,
 			Age:         s.Age,

@@ -29,6 +29,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/procfs"
 
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/kubelet"
@@ -85,7 +86,45 @@ var (
 	verdictLabel   = []string{"verdict"}
 	sourceLabel    = []string{"source"}
 	operationLabel = []string{"operation"}
+	eventLabel     = []string{"event"}
 )
+
+// Events are the event label's values: the 27 counters of mountstats' events: line
+// (fs/nfs/iostat.h, enum nfs_stat_eventcounters), named as node_exporter names its
+// node_nfs_event_*_total series, sorted by name (the exposition's order). A fixed set, so
+// the label is bounded.
+var Events = []struct {
+	Name  string
+	Value func(procfs.NFSEventsStats) uint64
+}{
+	{"attribute_invalidate", func(e procfs.NFSEventsStats) uint64 { return e.AttributeInvalidate }},
+	{"congestion_wait", func(e procfs.NFSEventsStats) uint64 { return e.CongestionWait }},
+	{"data_invalidate", func(e procfs.NFSEventsStats) uint64 { return e.DataInvalidate }},
+	{"dnode_revalidate", func(e procfs.NFSEventsStats) uint64 { return e.DnodeRevalidate }},
+	{"inode_revalidate", func(e procfs.NFSEventsStats) uint64 { return e.InodeRevalidate }},
+	{"jukebox_delay", func(e procfs.NFSEventsStats) uint64 { return e.JukeboxDelay }},
+	{"pnfs_read", func(e procfs.NFSEventsStats) uint64 { return e.PNFSRead }},
+	{"pnfs_write", func(e procfs.NFSEventsStats) uint64 { return e.PNFSWrite }},
+	{"short_read", func(e procfs.NFSEventsStats) uint64 { return e.ShortRead }},
+	{"short_write", func(e procfs.NFSEventsStats) uint64 { return e.ShortWrite }},
+	{"silly_rename", func(e procfs.NFSEventsStats) uint64 { return e.SillyRename }},
+	{"truncation", func(e procfs.NFSEventsStats) uint64 { return e.Truncation }},
+	{"vfs_access", func(e procfs.NFSEventsStats) uint64 { return e.VFSAccess }},
+	{"vfs_file_release", func(e procfs.NFSEventsStats) uint64 { return e.VFSFileRelease }},
+	{"vfs_flush", func(e procfs.NFSEventsStats) uint64 { return e.VFSFlush }},
+	{"vfs_fsync", func(e procfs.NFSEventsStats) uint64 { return e.VFSFsync }},
+	{"vfs_getdents", func(e procfs.NFSEventsStats) uint64 { return e.VFSGetdents }},
+	{"vfs_lock", func(e procfs.NFSEventsStats) uint64 { return e.VFSLock }},
+	{"vfs_lookup", func(e procfs.NFSEventsStats) uint64 { return e.VFSLookup }},
+	{"vfs_open", func(e procfs.NFSEventsStats) uint64 { return e.VFSOpen }},
+	{"vfs_read_page", func(e procfs.NFSEventsStats) uint64 { return e.VFSReadPage }},
+	{"vfs_read_pages", func(e procfs.NFSEventsStats) uint64 { return e.VFSReadPages }},
+	{"vfs_setattr", func(e procfs.NFSEventsStats) uint64 { return e.VFSSetattr }},
+	{"vfs_update_page", func(e procfs.NFSEventsStats) uint64 { return e.VFSUpdatePage }},
+	{"vfs_write_page", func(e procfs.NFSEventsStats) uint64 { return e.VFSWritePage }},
+	{"vfs_write_pages", func(e procfs.NFSEventsStats) uint64 { return e.VFSWritePages }},
+	{"write_extension", func(e procfs.NFSEventsStats) uint64 { return e.WriteExtension }},
+}
 
 // groupLabels are the labels of every per-client-group series.
 var groupLabels = []string{"client_group", "server_addr", "version", "proto"}
@@ -99,7 +138,7 @@ type Collector struct {
 	timeout   time.Duration
 
 	info, podInfo, age, readAhead, connections, nconnect   *prometheus.Desc
-	readBytes, writeBytes                                  *prometheus.Desc
+	readBytes, writeBytes, events                          *prometheus.Desc
 	ops, retrans, majorTimeouts, opErrors                  *prometheus.Desc
 	sentBytes, recvBytes, rttSeconds, exeSeconds, queueSec *prometheus.Desc
 	findings, compliant, blocked, readAheadVerdict         *prometheus.Desc
@@ -197,6 +236,7 @@ func NewCollector(src Source, logger *slog.Logger, opts Options) *Collector {
 		nconnect:    m("nconnect", "nconnect= option the kernel shows for the mount (0 when absent)."),
 		readBytes:   m("read_bytes_total", "Bytes read: normal (page cache reads by applications), direct (O_DIRECT) and server (READ payload from the server).", sourceLabel...),
 		writeBytes:  m("write_bytes_total", "Bytes written: normal (by applications), direct (O_DIRECT) and server (WRITE payload to the server).", sourceLabel...),
+		events:      m("events_total", "NFS client events of mountstats' events: line, per event (the counters behind nfsiostat -a, -d and -p: opens, attribute and dentry revalidations, cache invalidations, page reads and writes, ...).", eventLabel...),
 
 		ops:           m("operations_total", "RPC operations completed, per NFS operation.", operationLabel...),
 		retrans:       m("operation_retransmissions_total", "RPC retransmissions (transmissions minus operations), per NFS operation.", operationLabel...),
@@ -255,7 +295,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.serviceLimit
 	c.capHits.Describe(ch)
 	for _, d := range []*prometheus.Desc{
-		c.info, c.podInfo, c.age, c.readAhead, c.connections, c.nconnect, c.readBytes, c.writeBytes,
+		c.info, c.podInfo, c.age, c.readAhead, c.connections, c.nconnect, c.readBytes, c.writeBytes, c.events,
 		c.ops, c.retrans, c.majorTimeouts, c.opErrors, c.sentBytes, c.recvBytes,
 		c.rttSeconds, c.exeSeconds, c.queueSec, c.findings, c.compliant, c.readAheadVerdict,
 		c.groupSends, c.groupRecvs, c.groupBadXIDs, c.groupBacklog, c.groupConnects,
@@ -538,6 +578,9 @@ func (c *Collector) mountMetrics(out []prometheus.Metric, m *inventory.Mount, fi
 	add(c.writeBytes, prometheus.CounterValue, float64(st.Bytes.WriteTotal), server)
 	if !full {
 		return c.defaultOperations(out, st, with)
+	}
+	for _, e := range Events {
+		add(c.events, prometheus.CounterValue, float64(e.Value(st.Events)), with(eventLabel, e.Name))
 	}
 
 	ops := make([]int, 0, len(st.Operations))

@@ -114,7 +114,7 @@ nfstune_mount_operation_rtt_seconds_total{backend="generic",device="0:52",export
 func TestCollectorSeriesCap(t *testing.T) {
 	t.Parallel()
 	snap := twoMounts(t)
-	// Enough for the group (7 series) and one mount (112), not both.
+	// Enough for the group (7 series) and one mount (139), not both.
 	full := testutil.CollectAndCount(newTestCollector(snap, nil, Options{Tier: TierFull}))
 	c := newTestCollector(snap, nil, Options{Tier: TierFull, MaxSeries: 150})
 	got := testutil.CollectAndCount(c, "nfstune_mount_info")
@@ -567,5 +567,31 @@ func TestCollectorHealthFirst(t *testing.T) {
 		if i >= len(names) || !strings.Contains(names[i], want) {
 			t.Errorf("series %d: %v, want %s", i, names, want)
 		}
+	}
+}
+
+// TestCollectorEvents: the full tier exports each of the 27 events: counters of a mount
+// under the event label (t1's line: 1200 inode revalidations, 12 dentry revalidations, 4
+// opens, 1250 read-ahead calls, ...); the default tier none.
+func TestCollectorEvents(t *testing.T) {
+	t.Parallel()
+	full := newTestCollector(twoMounts(t), nil, Options{Tier: TierFull})
+	if n := testutil.CollectAndCount(full, "nfstune_mount_events_total"); n != 2*27 {
+		t.Errorf("event series = %d, want 27 per mount (%d)", n, 2*27)
+	}
+	out, err := testutil.CollectAndFormat(full, expfmt.TypeTextPlain, "nfstune_mount_events_total")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const labels = `backend="generic",device="0:52",event="%s",export="/export/data",mountpoint="/mnt/data",server="files.example",version="4.2"`
+	for event, want := range map[string]string{"inode_revalidate": "1200", "dnode_revalidate": "12", "attribute_invalidate": "2",
+		"vfs_open": "4", "vfs_lookup": "6", "vfs_access": "30", "vfs_read_pages": "1250", "vfs_getdents": "1", "pnfs_write": "0"} {
+		line := "nfstune_mount_events_total{" + fmt.Sprintf(labels, event) + "} " + want
+		if !bytes.Contains(out, []byte(line)) {
+			t.Errorf("missing %q in\n%s", line, out)
+		}
+	}
+	if n := testutil.CollectAndCount(newTestCollector(twoMounts(t), nil, Options{Tier: TierDefault}), "nfstune_mount_events_total"); n != 0 {
+		t.Errorf("default tier exports %d event series, want none", n)
 	}
 }

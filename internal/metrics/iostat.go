@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"fmt"
 	"sort"
 	"time"
 
@@ -38,7 +39,8 @@ func SumTransports(ts []procfs.NFSTransportStats) TransportTotals {
 // MountRates are one mount's rates over an interval, as nfsiostat prints them, but with the
 // transport counters of every connection counted.
 type MountRates struct {
-	Device     string `json:"device"`
+	// Device is the superblock; empty for a mount read from a saved mountstats file.
+	Device     string `json:"device,omitempty"`
 	MountPoint string `json:"mountpoint"`
 	// Server is the server the data lives on: for a mount through a local proxy, the one
 	// behind it (inventory.Mount.ServerName), as in the metrics.
@@ -65,6 +67,14 @@ type MountRates struct {
 	// ReadAhead is the read-ahead evidence over the same interval: over-read, READs in
 	// flight against the window, average READ size (package readahead).
 	ReadAhead readahead.Evidence `json:"readahead"`
+	// Attr, Dir and Page are nfsiostat's -a, -d and -p evidence over the same interval
+	// (see View); nil unless asked for (KeepViews).
+	Attr *AttrCache `json:"attr,omitempty"`
+	Dir  *DirCache  `json:"dir,omitempty"`
+	Page *PageCache `json:"page,omitempty"`
+
+	// key matches the mount with its earlier sample (statsKeys).
+	key string
 }
 
 // OpRates are one NFS operation's figures over an interval.
@@ -87,29 +97,51 @@ type OpRates struct {
 func Rates(prev, cur *inventory.Inventory, elapsed time.Duration) []MountRates {
 	old := make(map[string]*inventory.Stats)
 	if prev != nil {
-		for i := range prev.Mounts {
+		for i, key := range statsKeys(prev) {
 			if prev.Mounts[i].Stats != nil {
-				old[prev.Mounts[i].Device] = prev.Mounts[i].Stats
+				old[key] = prev.Mounts[i].Stats
 			}
 		}
 	}
 	var out []MountRates
-	for i := range cur.Mounts {
+	for i, key := range statsKeys(cur) {
 		m := &cur.Mounts[i]
 		if m.Stats == nil {
 			continue
 		}
-		p := old[m.Device]
+		p := old[key]
 		dt := elapsed.Seconds()
 		if p == nil || wentBack(p, m.Stats) {
 			p = &inventory.Stats{}
 			dt = m.Stats.Age.Seconds()
 		}
 		r := mountRates(m, p, m.Stats, dt)
-		r.ReadAhead = readahead.Measure(m, old[m.Device], elapsed)
+		r.ReadAhead = readahead.Measure(m, old[key], elapsed)
+		r.key = key
 		out = append(out, r)
 	}
 	return out
+}
+
+// statsKeys names each mount of inv for matching it with an earlier sample: its device,
+// or, read from a saved mountstats file where devices are unknown, its mount point and
+// its rank among the entries on that mount point (stacked superblocks).
+func statsKeys(inv *inventory.Inventory) []string {
+	keys := make([]string, len(inv.Mounts))
+	seen := map[string]int{}
+	for i, m := range inv.Mounts {
+		if m.Device != "" {
+			keys[i] = m.Device
+			continue
+		}
+		mp := ""
+		if len(m.MountPoints) > 0 {
+			mp = m.MountPoints[0]
+		}
+		keys[i] = fmt.Sprintf("%s#%d", mp, seen[mp])
+		seen[mp]++
+	}
+	return keys
 }
 
 // wentBack reports whether any counter is lower in cur than in prev: the device number was
@@ -145,6 +177,7 @@ func mountRates(m *inventory.Mount, prev, cur *inventory.Stats, dt float64) Moun
 	}
 	r.ReadMBps = per(float64(delta(cur.Bytes.ReadTotal, prev.Bytes.ReadTotal))) / 1e6
 	r.WriteMBps = per(float64(delta(cur.Bytes.WriteTotal, prev.Bytes.WriteTotal))) / 1e6
+	views(prev, cur, &r)
 
 	before := make(map[string]procfs.NFSOperationStats, len(prev.Operations))
 	for _, op := range prev.Operations {

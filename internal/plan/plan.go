@@ -141,6 +141,9 @@ type Result struct {
 	RankedBy   string      `json:"rankedBy"`
 	Currency   string      `json:"currency,omitempty"`
 	PriceNote  string      `json:"priceNote"`
+	// PriceLists are the price lists read, with their dates: the built-in one, or the
+	// user's files.
+	PriceLists []PriceList `json:"priceLists,omitempty"`
 	Options    []Option    `json:"options"`
 	Rejected   []Rejection `json:"rejected"`
 }
@@ -333,15 +336,20 @@ func clientShortfall(o *Option, n Need) []string {
 }
 
 func price(r *Result, ps *Prices) {
-	r.PriceNote = "no prices known: nfstune ships none; pass --prices FILE with your list or contract prices"
+	r.PriceNote = "no prices known: pass --prices FILE with your list or contract prices"
 	if ps == nil || len(ps.Lists) == 0 {
 		return
 	}
-	r.Currency = ps.Lists[0].Currency
+	r.PriceLists = ps.Lists
 	var from []string
 	for _, l := range ps.Lists {
-		from = append(from, strings.TrimSpace(strings.Join([]string{l.Source, l.Region, l.Date}, " ")))
+		from = append(from, strings.Join(slices.DeleteFunc([]string{l.Source, l.Region, l.Date}, func(s string) bool { return s == "" }), " "))
 	}
+	if len(ps.ByTier) == 0 {
+		r.PriceNote = "no prices known: " + strings.Join(from, "; ") + " has no sourced price for any tier; pass --prices FILE with your list or contract prices"
+		return
+	}
+	r.Currency = ps.Lists[0].Currency
 	r.PriceNote = "prices in " + r.Currency + " per month from " + strings.Join(from, "; ")
 	for i := range r.Options {
 		o := &r.Options[i]

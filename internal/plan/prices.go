@@ -2,6 +2,7 @@ package plan
 
 import (
 	"bytes"
+	_ "embed"
 	"errors"
 	"fmt"
 	"math"
@@ -13,8 +14,10 @@ import (
 	"github.com/nfstune/nfstune/internal/hostfs"
 )
 
-// PriceList is a user's prices for some service tiers. nfstune ships no prices: list
-// prices differ by region, change often and are not what most contracts pay.
+// PriceList is a list of prices for some service tiers: the built-in list
+// (DefaultPrices, prices.yaml, every price with its source and date) or a user's file.
+// List prices differ by region, change often and are not what most contracts pay, so a
+// user's files replace the built-in list.
 //
 //	apiVersion: nfstune.io/v1alpha1
 //	kind: PriceList
@@ -48,6 +51,10 @@ type Price struct {
 	PerMiBpsMonth *float64 `yaml:"perMiBpsMonth" json:"perMiBpsMonth,omitempty"`
 	IncludedMiBps float64  `yaml:"includedMiBps" json:"includedMiBps,omitempty"`
 	Note          string   `yaml:"note" json:"note,omitempty"`
+	// Source and Date say where the price was published and when it was read; required
+	// in the built-in list, optional in a user's file.
+	Source string `yaml:"source" json:"source,omitempty"`
+	Date   string `yaml:"date" json:"date,omitempty"`
 
 	// From is the file the price came from, for the output.
 	From string `yaml:"-" json:"from"`
@@ -61,6 +68,39 @@ type Prices struct {
 }
 
 var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): `)
+
+//go:embed prices.yaml
+var pricesYAML []byte
+
+// BuiltinPrices names the built-in price list in output and errors.
+const BuiltinPrices = "built-in price list"
+
+// DefaultPrices is the built-in price list, which plan uses when the user gives no price
+// file. Every price in it names its source and date; a tier without a sourced price is
+// absent.
+func DefaultPrices(c *Catalog) (*Prices, error) {
+	return builtinPrices(c, pricesYAML)
+}
+
+// builtinPrices parses a built-in price list: a price file in which every price names its
+// source and date.
+func builtinPrices(c *Catalog, b []byte) (*Prices, error) {
+	l, err := parsePriceList(c, BuiltinPrices, b)
+	if err != nil {
+		return nil, err
+	}
+	for i, p := range l.Prices {
+		if p.Source == "" || p.Date == "" {
+			return nil, fmt.Errorf("%s: %s/%s (entry %d) has no source or no date", BuiltinPrices, p.Service, p.Tier, i+1)
+		}
+	}
+	ps := &Prices{ByTier: map[string]Price{}, Lists: []PriceList{*l}}
+	for _, p := range l.Prices {
+		p.From = BuiltinPrices
+		ps.ByTier[p.Service+"/"+p.Tier] = p
+	}
+	return ps, nil
+}
 
 // LoadPrices reads price files in order; a later file's entry replaces an earlier one
 // for the same tier. Errors name the file and line.

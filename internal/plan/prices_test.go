@@ -1,10 +1,13 @@
 package plan
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nfstune/nfstune/internal/hostfs"
 )
 
 var priceFileTests = []struct {
@@ -168,4 +171,52 @@ func FuzzParsePriceList(f *testing.F) {
 			t.Error("accepted a price list without a currency")
 		}
 	})
+}
+
+// TestLoadPricesCapped: a price file is read like a policy, a regular file of at most
+// hostfs.MaxConfigSize bytes; /dev/zero would otherwise be read until memory ran out.
+func TestLoadPricesCapped(t *testing.T) {
+	t.Parallel()
+	c := catalog(t)
+	big := filepath.Join(t.TempDir(), "big.yaml")
+	if err := os.WriteFile(big, []byte("# "+strings.Repeat("x", hostfs.MaxConfigSize)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]error{big: hostfs.ErrTooLarge, "/dev/zero": hostfs.ErrNotRegular} {
+		if _, err := LoadPrices(c, file); !errors.Is(err, want) {
+			t.Errorf("LoadPrices(%s) = %v, want %v", file, err, want)
+		}
+	}
+}
+
+// TestDefaultPrices: the built-in list parses, is dated, and refuses a price without its
+// source or date.
+func TestDefaultPrices(t *testing.T) {
+	t.Parallel()
+	c := catalog(t)
+	ps, err := DefaultPrices(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps.Lists) != 1 || ps.Lists[0].Date == "" || ps.Lists[0].Currency == "" {
+		t.Errorf("built-in lists = %+v, want one, dated, with a currency", ps.Lists)
+	}
+	for key, p := range ps.ByTier {
+		if p.Source == "" || p.Date == "" || p.From != BuiltinPrices {
+			t.Errorf("%s: source %q, date %q, from %q", key, p.Source, p.Date, p.From)
+		}
+	}
+	const head = "apiVersion: nfstune.io/v1alpha1\nkind: PriceList\ncurrency: USD\ndate: \"2026-11-27\"\nprices:\n"
+	for _, tt := range []struct{ entry, want string }{
+		{"  - {service: afs, tier: provisioned-v1, perGiBMonth: 0.1, date: \"2026-11-27\"}\n", "azure-files/provisioned-v1 (entry 1) has no source or no date"},
+		{"  - {service: efs, tier: elastic, perGiBMonth: 0.1, source: https://example.com/efs}\n", "amazon-efs/elastic (entry 1) has no source or no date"},
+	} {
+		if _, err := builtinPrices(c, []byte(head+tt.entry)); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("builtinPrices(%q) = %v, want %q", tt.entry, err, tt.want)
+		}
+	}
+	sourced := head + "  - {service: efs, tier: elastic, perGiBMonth: 0.1, source: https://example.com/efs, date: \"2026-11-27\"}\n"
+	if ps, err := builtinPrices(c, []byte(sourced)); err != nil || ps.ByTier["amazon-efs/elastic"].Source == "" {
+		t.Errorf("a sourced, dated price: %v, %+v", err, ps)
+	}
 }
