@@ -21,6 +21,13 @@ const moduleRoot = "../.."
 // build tags: testdata, hidden directories and nested modules (bench/scrape) are skipped.
 func modulePackages(t *testing.T) []*build.Package {
 	t.Helper()
+	return modulePackagesIn(t, &build.Default)
+}
+
+// modulePackagesIn is modulePackages as ctx sees them (its build tags). Under a tag, a
+// directory of test files only (the lab's packages) counts as a package too.
+func modulePackagesIn(t *testing.T, ctx *build.Context) []*build.Package {
+	t.Helper()
 	var pkgs []*build.Package
 	err := filepath.WalkDir(moduleRoot, func(dir string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -38,9 +45,12 @@ func modulePackages(t *testing.T) []*build.Package {
 				return filepath.SkipDir
 			}
 		}
-		pkg, err := build.ImportDir(dir, 0)
+		pkg, err := ctx.ImportDir(dir, 0)
 		var noGo *build.NoGoError
 		if errors.As(err, &noGo) {
+			if ctx != &build.Default && len(pkg.TestGoFiles)+len(pkg.XTestGoFiles) > 0 {
+				pkgs = append(pkgs, pkg)
+			}
 			return nil
 		}
 		if err != nil {
