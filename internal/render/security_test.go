@@ -165,6 +165,14 @@ func withProxyHelpers(c contract) contract {
 
 // withPtrace adds CAP_SYS_PTRACE and an unconfined AppArmor profile
 // (agent.blockedProcesses, agent.appArmorProfile).
+// withRecovery adds what the recovery policy's shutdown writes: the NFS superblocks' sysfs
+// attributes and the journal.
+func withRecovery(c contract) contract {
+	c.hostPaths[HostNFS] = hostPathRule{mountPath: HostRoot + HostNFS, writable: true}
+	c.hostPaths[StateDir] = hostPathRule{mountPath: HostRoot + StateDir, writable: true}
+	return c
+}
+
 func withPtrace(c contract) contract {
 	c.capabilities = []corev1.Capability{"SYS_PTRACE"}
 	c.unconfined = true
@@ -193,6 +201,7 @@ func TestSecurityContract(t *testing.T) {
 		{"agent-enforce-cas", "nfstune-agent", agentHostPaths(true)},
 		{"agent-proxy-helpers", "nfstune-agent", withProxyHelpers(withHostSys(agentHostPaths(true)))},
 		{"agent-blocked-processes", "nfstune-agent", withPtrace(withHostSys(agentHostPaths(false)))},
+		{"agent-recovery", "nfstune-agent", withRecovery(withPtrace(withHostSys(agentHostPaths(true))))},
 		{"installer", "nfstune-validate", agentHostPaths(false)},
 		{"installer", "nfstune-installer", contract{hostPaths: map[string]hostPathRule{
 			"/var/lib/nfstune/bin": {mountPath: "/host/var/lib/nfstune/bin", writable: true},
