@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"runtime/debug"
 	"strconv"
 	"sync"
@@ -56,6 +57,8 @@ type Policy struct {
 	Audit func(*inventory.Inventory) []metrics.Finding
 	// Limits returns the service limits to export (ServiceLimits); nil means none.
 	Limits func(*inventory.Inventory) []metrics.ServiceLimit
+	// Recovery says when the agent frees the superblock of a dead server (Recover).
+	Recovery policy.Recovery
 }
 
 // ReadFunc reads the host's NFS inventory. It must read only /proc and /sys.
@@ -95,6 +98,13 @@ type Config struct {
 	// (runtime/debug.FreeOSMemory), so that an idle agent's resident size stays near its
 	// live heap; it costs one garbage collection of a small heap per reconcile.
 	ReleaseMemory bool
+	// RecoveryEvery is how often Recover runs while the policy's recovery is on; 0 means
+	// DefaultRecoveryEvery.
+	RecoveryEvery time.Duration
+	// RecoveryStallWindow is how long the checks right before a shutdown watch the server's
+	// transports again (tune.PlanShutdown, then tune.Shutdown); 0 means
+	// inventory.DefaultStallWindow.
+	RecoveryStallWindow time.Duration
 	// VerdictWindow is how long the agent watches a mount's traffic after changing its
 	// read-ahead before judging the change (readahead.Judge); 0 means DefaultVerdictWindow.
 	VerdictWindow time.Duration
@@ -119,6 +129,11 @@ type Agent struct {
 	// the result of the last comparison (see sampleStalls).
 	transports inventory.TransportSample
 	stalled    []inventory.StalledServer
+	// stalledSince is when each server of stalled (by stallKey) was first seen stalled in
+	// an unbroken run of comparisons.
+	stalledSince map[string]time.Time
+	// tried are the recovery actions taken, by device (Recover).
+	tried map[string]recoveryTried
 
 	// verdicts judges the agent's read-ahead writes on each mount's traffic.
 	verdicts *verdicts
@@ -138,6 +153,12 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.PolicyCheck <= 0 {
 		cfg.PolicyCheck = 10 * time.Second
 	}
+	if cfg.RecoveryEvery <= 0 {
+		cfg.RecoveryEvery = DefaultRecoveryEvery
+	}
+	if cfg.RecoveryStallWindow <= 0 {
+		cfg.RecoveryStallWindow = inventory.DefaultStallWindow
+	}
 	if cfg.PID < 0 {
 		return nil, fmt.Errorf("agent: invalid pid %d", cfg.PID)
 	}
@@ -148,6 +169,7 @@ func New(cfg Config) (*Agent, error) {
 		cfg.Metrics = NewMetrics()
 	}
 	return &Agent{cfg: cfg, known: make(map[string]int), settling: make(map[string]time.Time),
+		stalledSince: map[string]time.Time{}, tried: map[string]recoveryTried{},
 		verdicts: newVerdicts(cfg.VerdictWindow, cfg.Logger)}, nil
 }
 
@@ -217,6 +239,8 @@ func (a *Agent) Run(ctx context.Context, reload <-chan struct{}) error {
 	defer resync.Stop()
 	check := time.NewTicker(a.cfg.PolicyCheck)
 	defer check.Stop()
+	recovery := time.NewTicker(a.cfg.RecoveryEvery)
+	defer recovery.Stop()
 	a.cfg.Logger.Info("agent started", "mountinfo", mountinfo, "resync", a.cfg.Resync.String())
 
 	for {
@@ -252,6 +276,8 @@ func (a *Agent) Run(ctx context.Context, reload <-chan struct{}) error {
 			if a.policyChanged() {
 				a.reloadPolicy(ctx)
 			}
+		case now := <-recovery.C:
+			a.Recover(ctx, now)
 		case <-reload:
 			a.reloadPolicy(ctx)
 		}
@@ -443,21 +469,36 @@ func (a *Agent) Snapshot(ctx context.Context) (metrics.Snapshot, error) {
 }
 
 // sampleStalls fills inv.Stalled by comparing the transports read now with the sample
-// kept from an earlier scrape, at least inventory.DefaultStallWindow before, so that a
-// scrape never waits for a second sample; scrapes closer together than that reuse the
-// last result. For the mounts of a stalled server it reads the processes using them
-// (inv.Blocked); only then does a scrape look at other processes.
-func (a *Agent) sampleStalls(inv *inventory.Inventory, now time.Time) {
+// kept from an earlier scrape or recovery run, at least inventory.DefaultStallWindow
+// before, so that a scrape never waits for a second sample; scrapes closer together than
+// that reuse the last result. For the mounts of a stalled server it reads the processes
+// using them (inv.Blocked) and the mounts in progress (inv.Mounting); only then does a
+// scrape look at other processes. It returns since when each stalled server (by stallKey)
+// has been seen stalled: from the sample before the first comparison that showed it, for
+// as long as every later comparison shows it too.
+func (a *Agent) sampleStalls(inv *inventory.Inventory, now time.Time) map[string]time.Time {
 	a.mu.Lock()
 	if since := now.Sub(a.transports.At); a.transports.At.IsZero() || since >= inventory.DefaultStallWindow {
 		if !a.transports.At.IsZero() {
 			a.stalled = inventory.Stalls(a.transports.Transports, inv.Transports, since)
+			next := make(map[string]time.Time, len(a.stalled))
+			for _, s := range a.stalled {
+				k := stallKey(s)
+				if t, ok := a.stalledSince[k]; ok {
+					next[k] = t
+				} else {
+					next[k] = a.transports.At
+				}
+			}
+			a.stalledSince = next
 		}
 		a.transports = inventory.TransportSample{Transports: inv.Transports, At: now}
 	}
 	inv.Stalled = a.stalled
+	stalledSince := maps.Clone(a.stalledSince)
 	a.mu.Unlock()
 	inventory.ReadBlocked(context.Background(), a.cfg.Root, inv, inventory.HolderLimits{})
+	return stalledSince
 }
 
 // Ready reports whether the first reconcile has completed.

@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nfstune/nfstune/internal/metrics"
+	"github.com/nfstune/nfstune/internal/policy"
 )
 
 // Metrics are the agent's own series. Their label values are fixed sets, so they never
@@ -16,6 +17,11 @@ type Metrics struct {
 	LastResync prometheus.Gauge
 	Mounts     prometheus.Gauge
 	Reaction   prometheus.Histogram
+	// RecoveryActions counts the recovery rules' actions by action and result;
+	// RecoverySuperblocks are the superblocks of stalled servers the rules select, by
+	// state (RecoveryWaiting, RecoveryKept, RecoveryEligible), at the last run.
+	RecoveryActions     *prometheus.CounterVec
+	RecoverySuperblocks *prometheus.GaugeVec
 }
 
 // NewMetrics creates the agent's metrics; register them with Register.
@@ -51,6 +57,31 @@ func NewMetrics() *Metrics {
 			Help:    "Time from a mount table change to the new superblock's read-ahead being set.",
 			Buckets: []float64{0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1, 5},
 		}),
+		RecoveryActions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: "recovery", Name: "actions_total",
+			Help: "Actions of the recovery policy on superblocks of a dead server that nobody needs, by action (shutdown, report) and result (done; observed: observe mode, nothing written; aborted: the last checks before the write said no; failed).",
+		}, []string{"action", "result"}),
+		RecoverySuperblocks: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: ns, Subsystem: "recovery", Name: "superblocks",
+			Help: "Superblocks of stalled servers that the recovery policy selects, at its last run, by state: waiting (stalled for less than the window), kept (someone may still need it), eligible.",
+		}, []string{"state"}),
+	}
+}
+
+// recoveryResults are the results each recovery action can have.
+var recoveryResults = map[string][]string{
+	policy.RecoveryShutdown: {ResultDone, ResultObserved, ResultAborted, ResultFailed},
+	policy.RecoveryReport:   {ResultDone, ResultObserved},
+}
+
+// setRecoveryStates sets nfstune_recovery_superblocks from the last decisions.
+func (m *Metrics) setRecoveryStates(ds []recoveryDecision) {
+	n := map[string]int{}
+	for _, d := range ds {
+		n[d.State]++
+	}
+	for _, s := range []string{RecoveryWaiting, RecoveryKept, RecoveryEligible} {
+		m.RecoverySuperblocks.WithLabelValues(s).Set(float64(n[s]))
 	}
 }
 
@@ -66,7 +97,13 @@ func (m *Metrics) Register(reg prometheus.Registerer) error {
 	for _, s := range []string{"read", "write", "policy", "watch"} {
 		m.Errors.WithLabelValues(s)
 	}
-	for _, c := range []prometheus.Collector{m.Reconciles, m.Repairs, m.Drifts, m.Errors, m.LastResync, m.Mounts, m.Reaction} {
+	for action, results := range recoveryResults {
+		for _, r := range results {
+			m.RecoveryActions.WithLabelValues(action, r)
+		}
+	}
+	m.setRecoveryStates(nil)
+	for _, c := range []prometheus.Collector{m.Reconciles, m.Repairs, m.Drifts, m.Errors, m.LastResync, m.Mounts, m.Reaction, m.RecoveryActions, m.RecoverySuperblocks} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

@@ -147,11 +147,16 @@ func reloadOnHangup(ctx context.Context) <-chan struct{} {
 
 // LoadPolicy loads the policy file (policy.Load: the built-in profiles when path is
 // empty) and adapts it for the agent: Resolve gives each mount's read-ahead and mode,
-// Audit the findings of audit.Run. observe forces observe mode on every mount.
+// Audit the findings of audit.Run, Recovery the recovery rules. observe forces observe
+// mode on every mount and on recovery.
 func LoadPolicy(path string, observe bool) (*Policy, error) {
 	pol, err := policy.Load(path)
 	if err != nil {
 		return nil, err
+	}
+	recovery := pol.Recovery
+	if observe {
+		recovery.Mode = policy.ModeObserve
 	}
 	return &Policy{
 		Resolve: func(m *inventory.Mount) Desired {
@@ -173,6 +178,7 @@ func LoadPolicy(path string, observe bool) (*Policy, error) {
 		Limits: func(inv *inventory.Inventory) []metrics.ServiceLimit {
 			return ServiceLimits(inv, pol.Resolve)
 		},
+		Recovery: recovery,
 	}, nil
 }
 

@@ -63,6 +63,9 @@ type Report struct {
 	// inventory's, as SampleStalls and ReadBlocked left them.
 	Stalled []inventory.StalledServer `json:"stalled,omitempty"`
 	Blocked []inventory.BlockedMount  `json:"blocked,omitempty"`
+	// Mounting are the NFS mounts stuck in progress and the unmounts of the stalled
+	// mounts (inventory.ReadMountPrograms).
+	Mounting []inventory.MountProgram `json:"mounting,omitempty"`
 }
 
 // Worst returns the highest severity among the findings, or "" when there are none.
@@ -142,6 +145,7 @@ func RunWith(inv *inventory.Inventory, pol *policy.Policy, opts Options) Report 
 		Findings: []Finding{},
 		Stalled:  slices.Clone(inv.Stalled),
 		Blocked:  slices.Clone(inv.Blocked),
+		Mounting: slices.Clone(inv.Mounting),
 	}
 	byDev := make(map[string]*inventory.Mount, len(inv.Mounts))
 	for i := range inv.Mounts {

@@ -155,6 +155,19 @@ func bareIP(m *inventory.Mount, rsize int) {
 	m.RSize, m.Options["rsize"] = rsize, strconv.Itoa(rsize)
 }
 
+// longhornSoftErr makes the first mount a Longhorn RWX volume with Longhorn's default
+// options, on kernel release.
+func longhornSoftErr(release string) func(*inventory.Inventory) {
+	return func(inv *inventory.Inventory) {
+		inv.KernelRelease = release
+		m := m0(inv)
+		m.Server, m.ServerAddr, m.Export, m.Backend = "10.43.12.7", "10.43.12.7", "/pvc-3f1c2a9e-1b2d-4c5e-8f90-a1b2c3d4e5f6", policy.BackendLonghorn
+		m.MountPoints = []string{"/var/lib/kubelet/plugins/kubernetes.io/csi/driver.longhorn.io/0f1e2d3c/globalmount"}
+		delete(m.Options, "hard")
+		m.Options["softerr"], m.Options["timeo"], m.Options["retrans"] = "", "600", "5"
+	}
+}
+
 var ruleTests = map[string][]ruleCase{
 	"NFS003": {
 		// 3.9 GiB from the server for 1 GiB read: 15360 / 3.9 = 3938 KiB, in whole READs 3072.
@@ -340,6 +353,12 @@ rules:
 			delete(m0(inv).Options, "rw")
 			m0(inv).Options["ro"], m0(inv).Options["soft"] = "", ""
 		}},
+		// Longhorn's RWX default: the trade-off, not an error; on 6.6 and later, hard with
+		// the recovery policy.
+		{name: "longhorn softerr on 6.12", mutate: longhornSoftErr("6.12.107+deb13-amd64"), want: 1, severity: SeverityWarning,
+			contains: []string{"Longhorn RWX volume mounted softerr (timeo=600, retrans=5)", "recovery policy"}},
+		{name: "longhorn softerr on 6.1", mutate: longhornSoftErr("6.1.0-28-amd64"), want: 1, severity: SeverityWarning,
+			contains: []string{"Longhorn", "keep softerr on this kernel"}},
 	},
 	"NFS031": {
 		{name: "nocto and actimeo 600 not static", mutate: func(inv *inventory.Inventory) {

@@ -384,6 +384,9 @@ func checkSoft(c *mountCtx) []Finding {
 	if hasOpt(c.m, "ro") {
 		return nil
 	}
+	if c.res.Backend == policy.BackendLonghorn {
+		return []Finding{c.longhornSoft(mode)}
+	}
 	f := c.finding("NFS030", SeverityError)
 	f.Message = fmt.Sprintf("writable mount uses %s: a server that does not answer in time makes writes fail and can corrupt data silently", mode)
 	f.Expected = "hard"
@@ -392,6 +395,28 @@ func checkSoft(c *mountCtx) []Finding {
 	f.Reason = "after retrans timeouts a soft mount returns EIO (softerr: ETIMEDOUT) to the application; data an application believed written may be lost"
 	f.Source = srcNFSMan
 	return []Finding{f}
+}
+
+// longhornSoft is NFS030 for a Longhorn RWX volume, which Longhorn mounts softerr on
+// purpose (its nfsOptions default softerr,timeo=600,retrans=5): with hard, a share-manager
+// pod that dies leaves every pod of the volume, and kubelet's unmount, hung until the node
+// reboots. The trade-off is stated instead of an error; on Linux 6.6 and later, hard with
+// nfstune's recovery policy keeps writes safe without the hang.
+func (c *mountCtx) longhornSoft(mode string) Finding {
+	f := c.finding("NFS030", SeverityWarning)
+	f.Expected = "hard, with the agent's recovery policy (Linux 6.6 and later)"
+	f.Actual = mode
+	f.Source = "Longhorn docs, RWX nfsOptions (longhorn/longhorn#6655); " + srcNFSMan
+	timeo, retrans := c.m.Options["timeo"], c.m.Options["retrans"]
+	f.Message = fmt.Sprintf("Longhorn RWX volume mounted %s (timeo=%s, retrans=%s), as Longhorn does by default so that a dead share-manager does not hang the node: in exchange, a request unanswered past the retries fails with an error, and data an application believed written may be lost", mode, orDash(timeo), orDash(retrans))
+	if c.kernel.before(6, 6) {
+		f.Reason = fmt.Sprintf("on kernel %s a hard mount of a dead server can only be freed by umount -f and -l or a reboot, so %s is the lesser evil here; from Linux 6.6 on, hard plus nfstune's recovery policy frees a dead share-manager's superblock once its pods are torn down", c.inv.KernelRelease, mode)
+		f.Fix = "keep " + mode + " on this kernel; on nodes with Linux 6.6 or later, set hard in the StorageClass's nfsOptions and enable the agent's recovery policy (docs/agent.md, Recovery)"
+		return f
+	}
+	f.Reason = "this kernel has /sys/fs/nfs/<dev>/shutdown (Linux 6.6): with hard, nfstune's recovery policy shuts down the superblock of a dead share-manager once only pods being torn down use it, so writes never fail silently and nodes do not hang"
+	f.Fix = "set hard in the StorageClass's nfsOptions (e.g. vers=4.1,noresvport,hard,timeo=600,retrans=5) and enable the agent's recovery policy (docs/agent.md, Recovery); new volumes get it, existing ones when their pods remount"
+	return f
 }
 
 // acLimit is the longest attribute cache time, in seconds, that is still the kernel's

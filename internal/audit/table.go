@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/kubelet"
@@ -83,6 +84,7 @@ func WriteTable(w io.Writer, rep Report) error {
 	if err := writeStalled(ew, rep); err != nil {
 		return err
 	}
+	writeMounting(ew, rep.Mounting)
 	if err := ew.Err(); err != nil {
 		return err
 	}
@@ -197,6 +199,23 @@ func writeStalled(ew *printer.Writer, rep Report) error {
 		}
 	}
 	return nil
+}
+
+// writeMounting writes the NFS mounts stuck in progress, which have no superblock yet, and
+// the unmounts waiting on the stalled mounts.
+func writeMounting(ew *printer.Writer, progs []inventory.MountProgram) {
+	if len(progs) == 0 {
+		return
+	}
+	ew.Printf("\nmounts and unmounts in progress\n")
+	cols := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	tw := printer.New(cols)
+	tw.Printf("    PID\tSTATE\tRUNNING\tCOMMAND\tSERVER\tEXPORT\tTARGET\tVOLUME POD\tPOD UID\n")
+	for _, p := range progs {
+		tw.Printf("    %d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.PID, p.State, p.Running.Round(time.Second), p.Comm,
+			orDash(p.Server), orDash(p.Export), orDash(p.Target), orDash(p.VolumePod), orDash(p.PodUID))
+	}
+	_ = cols.Flush() // the writer keeps the first error
 }
 
 func yesNo(b bool) string {

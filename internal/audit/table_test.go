@@ -79,3 +79,29 @@ func TestWriteTableUninspected(t *testing.T) {
 		t.Errorf("no word of the incomplete scan:\n%s", b.String())
 	}
 }
+
+// TestWriteTableMounting: a mount.nfs stuck on a stalled server that has no superblock, and
+// kubelet's unmount of a pod volume, are listed after the stalled servers.
+func TestWriteTableMounting(t *testing.T) {
+	const pod = "5d7e4a12-0c3b-4e8f-9d21-6a7b8c9d0e1f"
+	vol := "/var/lib/kubelet/pods/" + pod + "/volumes/kubernetes.io~nfs/pv-a"
+	rep := Report{
+		Stalled: []inventory.StalledServer{{Addr: "10.0.0.9", Transports: []string{"switch-7/xprt-7-tcp"}, Window: time.Second}},
+		Mounting: []inventory.MountProgram{
+			{PID: 10, Comm: "mount.nfs4", State: "D", Program: inventory.ProgramMount, Server: "10.0.0.9", Export: "/exports/a", Target: vol, Running: 95 * time.Second, VolumePod: pod},
+			{PID: 14, Comm: "umount", State: "D", Program: inventory.ProgramUnmount, Target: "/mnt/x\tforged", Running: 3 * time.Second},
+		},
+	}
+	var b bytes.Buffer
+	if err := WriteTable(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	_, got, _ := strings.Cut(b.String(), "\nmounts and unmounts in progress\n")
+	want := `    PID  STATE  RUNNING  COMMAND     SERVER    EXPORT      TARGET                                                                                     VOLUME POD                            POD UID
+    10   D      1m35s    mount.nfs4  10.0.0.9  /exports/a  /var/lib/kubelet/pods/` + pod + `/volumes/kubernetes.io~nfs/pv-a  ` + pod + `  -
+    14   D      3s       umount      -         -           /mnt/x\tforged                                                                             -                                     -
+`
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("mounting section (-want +got):\n%s", diff)
+	}
+}

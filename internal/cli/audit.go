@@ -96,6 +96,9 @@ type auditOutput struct {
 	// their transports; Blocked their superblocks with the processes using them.
 	Stalled []inventory.StalledServer `json:"stalled"`
 	Blocked []inventory.BlockedMount  `json:"blocked"`
+	// Mounting are the NFS mounts stuck in progress on a stalled server (no superblock yet)
+	// and the unmounts waiting on the stalled mounts.
+	Mounting []inventory.MountProgram `json:"mounting"`
 	// ReadAheadVerdicts are the verdicts nfstune apply --measure kept in its journal on the
 	// read-ahead changes it made, the last per device.
 	ReadAheadVerdicts []readahead.Change `json:"readahead_verdicts"`
@@ -195,7 +198,7 @@ func runAudit(ctx context.Context, g *globals, streams IOStreams, flags *auditFl
 			verdicts = []readahead.Change{}
 		}
 		out := auditOutput{Mounts: rep.Mounts, Findings: rep.Findings, Warnings: warnings, Desired: rep.Desired,
-			Stalled: rep.Stalled, Blocked: rep.Blocked, ReadAheadVerdicts: verdicts}
+			Stalled: rep.Stalled, Blocked: rep.Blocked, Mounting: rep.Mounting, ReadAheadVerdicts: verdicts}
 		if out.Mounts == nil {
 			out.Mounts = []inventory.Mount{}
 		}
@@ -204,6 +207,9 @@ func runAudit(ctx context.Context, g *globals, streams IOStreams, flags *auditFl
 		}
 		if out.Blocked == nil {
 			out.Blocked = []inventory.BlockedMount{}
+		}
+		if out.Mounting == nil {
+			out.Mounting = []inventory.MountProgram{}
 		}
 		if err := writeStructured(streams.Out, flags.output, out); err != nil {
 			return fmt.Errorf("writing report: %w", err)

@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"regexp"
 	"strings"
+
+	"github.com/nfstune/nfstune/internal/kubelet"
 )
 
 // Backend names, equal to the policy package's constants (a test checks they agree); the
@@ -12,8 +14,28 @@ const (
 	backendAzureFiles   = "azure-files"
 	backendAzureBlobNFS = "azure-blob-nfs"
 	backendAWSEFS       = "aws-efs"
+	backendLonghorn     = "longhorn"
 	backendGeneric      = "generic"
 )
+
+// LonghornDriver is Longhorn's CSI driver: it stages an RWX volume, an NFS mount of the
+// volume's share-manager, at kubelet's staging path before bind-mounting it into pods.
+const LonghornDriver = "driver.longhorn.io"
+
+// isLonghorn reports whether m is a Longhorn RWX volume: staged by Longhorn's CSI driver,
+// or served by a share-manager Service (<volume>.longhorn-system.svc[.cluster.local]).
+func isLonghorn(m *Mount) bool {
+	s := strings.TrimSuffix(strings.ToLower(m.Server), ".")
+	if strings.HasSuffix(s, ".longhorn-system.svc") || strings.HasSuffix(s, ".longhorn-system.svc.cluster.local") {
+		return true
+	}
+	for _, mp := range m.MountPoints {
+		if d, ok := kubelet.StagingDriver(mp); ok && d == LonghornDriver {
+			return true
+		}
+	}
+	return false
+}
 
 // reEFS matches an EFS file system's DNS name, "fs-0123abcd.efs.us-east-1.amazonaws.com",
 // and its per-AZ mount target name "us-east-1a.fs-0123abcd.efs.us-east-1.amazonaws.com"

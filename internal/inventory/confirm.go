@@ -99,12 +99,16 @@ type SuperblockID struct {
 // differ from the time between them by less than this.
 const ageSlack = 2 * time.Second
 
-// ReadSuperblockID confirms, as ConfirmNFS for this process, that dev is an NFS superblock,
-// and reads its SuperblockID from /proc/self/mountinfo and mountstats. It returns the mount
-// as mountinfo shows it now.
-func ReadSuperblockID(root hostfs.Root, dev string) (*SuperblockID, *Mount, error) {
+// ReadSuperblockID confirms, as ConfirmNFS does for pid's mount namespace (0: this
+// process, as in ReadOptions), that dev is an NFS superblock, and reads its SuperblockID
+// from /proc/<pid>/mountinfo and mountstats. It returns the mount as mountinfo shows it now.
+func ReadSuperblockID(root hostfs.Root, pid int, dev string) (*SuperblockID, *Mount, error) {
 	at := time.Now()
-	b, err := hostfs.ReadSmall(root.Proc("self", "mountinfo"))
+	procDir := "self"
+	if pid > 0 {
+		procDir = strconv.Itoa(pid)
+	}
+	b, err := hostfs.ReadSmall(root.Proc(procDir, "mountinfo"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("confirming %s is NFS: %w", dev, err)
 	}
@@ -112,7 +116,7 @@ func ReadSuperblockID(root hostfs.Root, dev string) (*SuperblockID, *Mount, erro
 	if m == nil || !isNFSType(m.FSType) {
 		return nil, m, CheckNFS(dev, m, nil)
 	}
-	volumes, err := ReadVolumeDevices(root, 0)
+	volumes, err := ReadVolumeDevices(root, pid)
 	if err != nil {
 		return nil, m, fmt.Errorf("confirming %s is NFS: %w", dev, err)
 	}
@@ -126,7 +130,7 @@ func ReadSuperblockID(root hostfs.Root, dev string) (*SuperblockID, *Mount, erro
 			id.MountIDs = append(id.MountIDs, in.ID)
 		}
 	}
-	entries, _ := readMountStats(root, ReadOptions{SkipOperations: true}, "self")
+	entries, _ := readMountStats(root, ReadOptions{SkipOperations: true}, procDir)
 	if e, ok := statsByDevice(infos, entries)[dev]; ok && e.Stats != nil {
 		age := int64(e.Stats.Age / time.Second)
 		id.AgeSeconds = &age

@@ -514,8 +514,12 @@ type BlockedMount struct {
 // when a server is stalled: scanning every process's files is the one costly part, and
 // only a dead server needs it. The scan is bounded (HolderLimits): it returns within
 // limits.Timeout, or sooner when ctx ends.
+//
+// It also fills inv.Mounting (ReadMountPrograms): a mount stuck on a stalled server has no
+// superblock for the holder scan to find.
 func ReadBlocked(ctx context.Context, root hostfs.Root, inv *Inventory, limits HolderLimits) {
 	inv.Blocked = nil
+	ReadMountPrograms(ctx, root, inv, limits)
 	if len(inv.Stalled) == 0 {
 		return
 	}
@@ -545,7 +549,7 @@ func stalledMounts(inv *Inventory) []BlockedMount {
 // first, at the cost of a scan that may turn out unneeded when the server answers. On a
 // host where that scan takes most of a second, the audit still returns within about the
 // window. When ctx ends first, it returns ctx's error (SampleStalls) and inv.Stalled and
-// inv.Blocked are not to be trusted.
+// inv.Blocked are not to be trusted. It fills inv.Mounting as ReadBlocked does.
 func SampleBlocked(ctx context.Context, root hostfs.Root, inv *Inventory, first TransportSample, window time.Duration, limits HolderLimits) error {
 	inv.Blocked = nil
 	suspect := map[string]bool{}
@@ -574,6 +578,7 @@ func SampleBlocked(ctx context.Context, root hostfs.Root, inv *Inventory, first 
 		return err
 	}
 	scan := <-scanned
+	ReadMountPrograms(ctx, root, inv, limits)
 	inv.Blocked = stalledMounts(inv)
 	if len(inv.Blocked) == 0 {
 		return nil

@@ -150,6 +150,9 @@ func mountsFromInfo(infos []*mountinfo.Info) []Mount {
 		m.WSize = atoiOr0(m.Options["wsize"])
 		m.NConnect = atoiOr0(m.Options["nconnect"])
 		m.Backend = DetectBackend(m.Server)
+		if isLonghorn(m) {
+			m.Backend = backendLonghorn
+		}
 		if port := loopbackPort(m); port > 0 {
 			m.Proxy = &Proxy{Kind: ProxyLoopback, Port: port}
 		}

@@ -465,3 +465,23 @@ func FuzzSmallParsers(f *testing.F) {
 		parseKernelRelease(s)
 	})
 }
+
+// TestLonghornBackend: a Longhorn RWX volume is recognised by its CSI driver's staging path
+// or by its share-manager Service's name; the same export elsewhere is generic.
+func TestLonghornBackend(t *testing.T) {
+	const info = `22 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw
+30 22 0:60 / /var/lib/kubelet/plugins/kubernetes.io/csi/driver.longhorn.io/0f1e2d3c/globalmount rw,relatime - nfs4 10.43.12.7:/pvc-3f1c2a9e rw,vers=4.1,softerr,timeo=600,retrans=5,addr=10.43.12.7
+31 22 0:60 / /var/lib/kubelet/pods/5d7e4a12-0c3b-4e8f-9d21-6a7b8c9d0e1f/volumes/kubernetes.io~csi/pvc-3f1c2a9e/mount rw,relatime - nfs4 10.43.12.7:/pvc-3f1c2a9e rw,vers=4.1,softerr,timeo=600,retrans=5,addr=10.43.12.7
+32 22 0:61 / /mnt/rwx rw,relatime - nfs4 pvc-9a.longhorn-system.svc.cluster.local:/pvc-9a rw,vers=4.1,softerr,addr=10.43.0.9
+33 22 0:62 / /mnt/other rw,relatime - nfs4 10.43.12.7:/pvc-3f1c2a9e rw,vers=4.1,addr=10.43.12.7
+`
+	infos, _ := parseMountInfo([]byte(info), nfsOnly)
+	got := map[string]string{}
+	for _, m := range mountsFromInfo(infos) {
+		got[m.Device] = m.Backend
+	}
+	want := map[string]string{"0:60": "longhorn", "0:61": "longhorn", "0:62": "generic"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("backends (-want +got):\n%s", diff)
+	}
+}

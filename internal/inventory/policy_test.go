@@ -21,4 +21,8 @@ func TestBackendNamesMatchPolicy(t *testing.T) {
 			t.Errorf("DetectBackend(%q) = %q, want %q", server, got, want)
 		}
 	}
+	inv, warnings := inventory.ParseMountInfo([]byte("30 22 0:60 / /mnt/rwx rw - nfs4 pvc-9a.longhorn-system.svc:/pvc-9a rw,vers=4.1\n"))
+	if len(inv) != 1 || inv[0].Backend != policy.BackendLonghorn {
+		t.Errorf("a share-manager's mount: %+v (%q); want backend %q", inv, warnings, policy.BackendLonghorn)
+	}
 }

@@ -121,6 +121,10 @@ type Inventory struct {
 	// Blocked are the superblocks of the stalled servers with the processes using them;
 	// filled by ReadBlocked, not by Read.
 	Blocked []BlockedMount `json:"blocked,omitempty"`
+	// Mounting are the NFS mounts stuck in progress (mount.nfs on a server that does not
+	// answer, which has no superblock yet) and the unmounts of the mounts above; filled by
+	// ReadBlocked when a server is stalled, not by Read.
+	Mounting []MountProgram `json:"mounting,omitempty"`
 	// Warnings are entries that were dropped or could not be read; the rest of the
 	// inventory is still valid.
 	Warnings []string `json:"warnings,omitempty"`

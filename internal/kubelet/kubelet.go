@@ -132,3 +132,33 @@ func least(a, b string) string {
 	}
 	return a
 }
+
+// VolumePod returns the pod UID when mountPoint is one of kubelet's pod volume paths
+// (podPath's layouts, below a directory named kubelet).
+func VolumePod(mountPoint string) (string, bool) {
+	seg := strings.Split(strings.Trim(mountPoint, "/"), "/")
+	k := slices.Index(seg, "kubelet")
+	if k < 0 {
+		return "", false
+	}
+	pv, ok := podPath(seg[k+1:])
+	return pv.PodUID, ok
+}
+
+// IsStaging reports whether mountPoint is a CSI driver's staging path (globalmount), which
+// kubelet mounts once per node for the pods of the node that use the volume.
+func IsStaging(mountPoint string) bool {
+	_, ok := StagingDriver(mountPoint)
+	return ok
+}
+
+// StagingDriver returns the CSI driver of a staging path (empty for the layout before
+// Kubernetes 1.24, which names none), and whether mountPoint is one.
+func StagingDriver(mountPoint string) (string, bool) {
+	seg := strings.Split(strings.Trim(mountPoint, "/"), "/")
+	k := slices.Index(seg, "kubelet")
+	if k < 0 {
+		return "", false
+	}
+	return csiDriver(seg[k+1:])
+}

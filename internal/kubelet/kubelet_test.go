@@ -89,3 +89,30 @@ func TestPodVolumesOnePerPod(t *testing.T) {
 		}
 	}
 }
+
+func TestVolumePod(t *testing.T) {
+	const uid = "0f3c6c9e-8d3a-4f7e-9a51-3a2f0e6b1c2d"
+	for _, tt := range []struct {
+		path    string
+		want    string
+		ok      bool
+		staging bool
+	}{
+		{path: "/var/lib/kubelet/pods/" + uid + "/volumes/kubernetes.io~nfs/data", want: uid, ok: true},
+		{path: "/var/lib/kubelet/pods/" + uid + "/volumes/kubernetes.io~csi/pvc-1/mount", want: uid, ok: true},
+		{path: "/var/lib/kubelet/pods/" + uid + "/volume-subpaths/data/app/0", want: uid, ok: true},
+		{path: "/var/lib/kubelet/plugins/kubernetes.io/csi/nfs.csi.k8s.io/ab12/globalmount", staging: true},
+		{path: "/var/lib/kubelet/pods/" + uid + "/volumes/kubernetes.io~nfs"},
+		{path: "/var/lib/kubelet/pods/not-a-uid/volumes/kubernetes.io~nfs/data"},
+		{path: "/mnt/data"},
+		{path: ""},
+	} {
+		got, ok := VolumePod(tt.path)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("VolumePod(%q) = %q, %v; want %q, %v", tt.path, got, ok, tt.want, tt.ok)
+		}
+		if s := IsStaging(tt.path); s != tt.staging {
+			t.Errorf("IsStaging(%q) = %v, want %v", tt.path, s, tt.staging)
+		}
+	}
+}

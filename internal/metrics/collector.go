@@ -147,6 +147,7 @@ type Collector struct {
 	groupConnects, groupConnections, groupMounts       *prometheus.Desc
 
 	serverTransports, serverStuck, uninspected *prometheus.Desc
+	serverBlockedMounts                        *prometheus.Desc
 
 	scrapeDuration, scrapeSuccess, seriesDropped, mountsDropped *prometheus.Desc
 
@@ -271,6 +272,10 @@ func NewCollector(src Source, logger *slog.Logger, opts Options) *Collector {
 			"Transports to the server address that held requests with no reply and no progress since the previous scrape (at least 1 s apart): one of nconnect's connections stuck, or all of them when the server is gone.",
 			[]string{"server_addr"}, nil),
 
+		serverBlockedMounts: prometheus.NewDesc(prometheus.BuildFQName(Namespace, "server", "blocked_mounts"),
+			"NFS mounts in progress (mount.nfs, mount.nfs4) stuck on the server, as their command line names it: in state D, or running for more than 10 s. Such a mount has no superblock yet, and later mounts of the server from the node queue behind it. Exported only while a server is stalled, for at most 64 servers.",
+			[]string{"server_addr"}, nil),
+
 		scrapeDuration: s("duration_seconds", "Time the last scrape of NFS state took."),
 		scrapeSuccess:  s("success", "1 when the last scrape read the NFS state, else 0."),
 		seriesDropped:  s("series_dropped", "Series left out of the last scrape by the series cap."),
@@ -299,7 +304,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		c.ops, c.retrans, c.majorTimeouts, c.opErrors, c.sentBytes, c.recvBytes,
 		c.rttSeconds, c.exeSeconds, c.queueSec, c.findings, c.compliant, c.readAheadVerdict,
 		c.groupSends, c.groupRecvs, c.groupBadXIDs, c.groupBacklog, c.groupConnects,
-		c.groupConnections, c.groupMounts, c.blocked, c.serverTransports, c.serverStuck, c.uninspected,
+		c.groupConnections, c.groupMounts, c.blocked, c.serverTransports, c.serverStuck, c.uninspected, c.serverBlockedMounts,
 	} {
 		ch <- d
 	}
@@ -691,6 +696,34 @@ func (c *Collector) serverMetrics(inv *inventory.Inventory) []prometheus.Metric 
 	}
 	if len(inv.Blocked) > 0 {
 		out = append(out, constMetric(c.uninspected, prometheus.GaugeValue, float64(inv.Blocked[0].Uninspected)))
+	}
+	return append(out, c.blockedMounts(inv)...)
+}
+
+// maxBlockedMountServers bounds nfstune_server_blocked_mounts: its label is a server name
+// from a command line, not one of the mounts'.
+const maxBlockedMountServers = 64
+
+// blockedMounts returns nfstune_server_blocked_mounts: the stuck mount programs
+// (inv.Mounting) per server, the first maxBlockedMountServers servers by name.
+func (c *Collector) blockedMounts(inv *inventory.Inventory) []prometheus.Metric {
+	count := map[string]int{}
+	for _, p := range inv.Mounting {
+		if p.Program == inventory.ProgramMount && p.Server != "" {
+			count[p.Server]++
+		}
+	}
+	servers := make([]string, 0, len(count))
+	for s := range count {
+		servers = append(servers, s)
+	}
+	sort.Strings(servers)
+	if len(servers) > maxBlockedMountServers {
+		servers = servers[:maxBlockedMountServers]
+	}
+	out := make([]prometheus.Metric, 0, len(servers))
+	for _, s := range servers {
+		out = append(out, prometheus.MustNewConstMetric(c.serverBlockedMounts, prometheus.GaugeValue, float64(count[s]), s))
 	}
 	return out
 }

@@ -595,3 +595,32 @@ func TestCollectorEvents(t *testing.T) {
 		t.Errorf("default tier exports %d event series, want none", n)
 	}
 }
+
+// TestCollectorBlockedMounts: two mount.nfs stuck on 10.0.0.9, which has no superblock, and
+// one on a server named by DNS; unmount programs are not counted.
+func TestCollectorBlockedMounts(t *testing.T) {
+	t.Parallel()
+	snap := twoMounts(t)
+	inv := snap.Inventory
+	inv.Stalled = []inventory.StalledServer{{Addr: "10.0.0.9", Transports: []string{"switch-7/xprt-7-tcp"}}}
+	inv.Mounting = []inventory.MountProgram{
+		{PID: 10, Comm: "mount.nfs4", State: "D", Program: inventory.ProgramMount, Server: "10.0.0.9", Export: "/a"},
+		{PID: 11, Comm: "mount.nfs4", State: "D", Program: inventory.ProgramMount, Server: "10.0.0.9", Export: "/b"},
+		{PID: 12, Comm: "mount.nfs", State: "S", Program: inventory.ProgramMount, Server: "nfs.example.com", Export: "/c"},
+		{PID: 13, Comm: "umount", State: "D", Program: inventory.ProgramUnmount, Target: "/mnt/scratch"},
+	}
+	want := `
+# HELP nfstune_server_blocked_mounts NFS mounts in progress (mount.nfs, mount.nfs4) stuck on the server, as their command line names it: in state D, or running for more than 10 s. Such a mount has no superblock yet, and later mounts of the server from the node queue behind it. Exported only while a server is stalled, for at most 64 servers.
+# TYPE nfstune_server_blocked_mounts gauge
+nfstune_server_blocked_mounts{server_addr="10.0.0.9"} 2
+nfstune_server_blocked_mounts{server_addr="nfs.example.com"} 1
+`
+	c := newTestCollector(snap, nil, Options{})
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "nfstune_server_blocked_mounts"); err != nil {
+		t.Error(err)
+	}
+	inv.Mounting = nil
+	if n := testutil.CollectAndCount(newTestCollector(snap, nil, Options{}), "nfstune_server_blocked_mounts"); n != 0 {
+		t.Errorf("no mount in progress: %d series, want none", n)
+	}
+}

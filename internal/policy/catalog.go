@@ -57,7 +57,7 @@ type catalog struct {
 
 // Backends lists the backend names nfstune knows, in a stable order.
 func Backends() []string {
-	return []string{BackendAzureFiles, BackendAzureBlobNFS, BackendAzureNetAppFiles, BackendAWSEFS, BackendGCPFilestore, BackendGeneric}
+	return []string{BackendAzureFiles, BackendAzureBlobNFS, BackendAzureNetAppFiles, BackendAWSEFS, BackendGCPFilestore, BackendLonghorn, BackendGeneric}
 }
 
 // Workloads lists the workload names nfstune knows, in a stable order.

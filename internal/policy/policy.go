@@ -38,6 +38,8 @@ type Policy struct {
 	Mode Mode
 	// Rules are tried in order; the first whose match fits a mount applies to it.
 	Rules []Rule
+	// Recovery says when the agent frees the superblock of a dead server (off by default).
+	Recovery Recovery
 
 	cat *catalog
 }
@@ -93,7 +95,7 @@ func Default() *Policy {
 		// The catalog is compiled in and checked by tests; failing here is a build defect.
 		panic(fmt.Sprintf("built-in profiles: %v", err))
 	}
-	return &Policy{Workload: WorkloadGeneral, Mode: ModeEnforce, cat: cat}
+	return &Policy{Workload: WorkloadGeneral, Mode: ModeEnforce, Recovery: DefaultRecovery(), cat: cat}
 }
 
 // Load reads and strictly decodes a config file (see Parse); with no file it returns the
@@ -166,6 +168,7 @@ func Parse(name string, b []byte) (*Policy, error) {
 				},
 			})
 		},
+		"recovery": func(v *yaml.Node, key string) { p.Recovery = d.recovery(v, key) },
 		"rules": func(v *yaml.Node, key string) {
 			if v.Kind != yaml.SequenceNode {
 				d.errorf(v, key, "want a list, got %s", kindName(v))

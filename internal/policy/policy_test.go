@@ -52,6 +52,23 @@ var configTests = []struct {
 		`invalid-types.yaml:10: rules[1].sysctls.NotASysctl: not a sysctl nfstune sets`,
 		`invalid-types.yaml:11: rules[1].sysctls.net.core.rmem_max: -5 is out of range`,
 	}},
+	{file: "invalid-recovery.yaml", wantErr: []string{
+		`invalid-recovery.yaml:5: recovery.window: must be positive, got 0s`,
+		`invalid-recovery.yaml:6: recovery.action: unknown action "umount" (want shutdown or report)`,
+		`invalid-recovery.yaml:7: recovery.mode: unknown mode "always"`,
+		`invalid-recovery.yaml:9: recovery.servers[0]: bad CIDR "nfs://10.0.0.5"`,
+		`invalid-recovery.yaml:10: recovery.servers[1]: bad CIDR "10.0.0.0/33"`,
+		`invalid-recovery.yaml:11: recovery.servers[2]: bad glob "nfs[1"`,
+		`invalid-recovery.yaml:12: recovery.servers[3]: "share server" matches no server: " " is in no host name or address`,
+	}},
+	{file: "invalid-recovery-window.yaml", wantErr: []string{
+		`invalid-recovery-window.yaml:5: recovery.window: must be positive, got -5m`,
+		`invalid-recovery-window.yaml:6: recovery.servers: want a list, got "nfs.example.com"`,
+	}},
+	{file: "invalid-recovery-short.yaml", wantErr: []string{
+		`invalid-recovery-short.yaml:4: recovery.window: 10s is shorter than 30s`,
+		`invalid-recovery-short.yaml:5: recovery.enabled: want true or false, got "yes"`,
+	}},
 	{file: "invalid-syntax.yaml", wantErr: []string{`invalid-syntax.yaml: yaml: line 4`}},
 }
 

@@ -11,6 +11,7 @@ const (
 	BackendAzureNetAppFiles = "azure-netapp-files"
 	BackendAWSEFS           = "aws-efs"
 	BackendGCPFilestore     = "gcp-filestore"
+	BackendLonghorn         = "longhorn"
 	BackendGeneric          = "generic"
 )
 

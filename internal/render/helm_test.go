@@ -168,4 +168,9 @@ func TestHelmChartRejects(t *testing.T) {
 			t.Errorf("helm template --set %s: %v, want an error with %q", set, err, want)
 		}
 	}
+	// The recovery policy's shutdown needs what lets the agent see every holder.
+	_, err := helm(t, "template", "nfstune", chartDir, "-f", filepath.Join("testdata", "invalid-recovery.values.yaml"))
+	if want := "policy recovery: needs agent.blockedProcesses"; err == nil || !strings.Contains(string(err.(*exec.ExitError).Stderr), want) {
+		t.Errorf("helm template -f invalid-recovery.values.yaml: %v, want an error with %q", err, want)
+	}
 }

@@ -33,7 +33,8 @@ const (
 	// relative symlinks to ../../devices/virtual/bdi/<maj:min>, which dangle when only
 	// /sys/class/bdi is mounted, so the target directory itself is mounted, at the place
 	// the symlinks name: /host/sys/class/bdi/<maj:min>/read_ahead_kb is then the real
-	// attribute. It is the only host path that is ever writable, and only in enforce mode.
+	// attribute. It is writable only in enforce mode; the other writable host paths are
+	// HostNFS and StateDir, only under the recovery policy's shutdown.
 	HostBDI = "/sys/devices/virtual/bdi"
 	// BDIMountPath is where HostBDI appears in the container.
 	BDIMountPath = HostRoot + "/sys/class/bdi"
@@ -50,6 +51,12 @@ const (
 	// is missing before Linux 5.14, and then the pod does not start (the Directory type
 	// check): such nodes set agent.hostSys to false.
 	HostSunrpc = "/sys/kernel/sunrpc"
+	// HostNFS holds the NFS superblocks' sysfs directories, /sys/fs/nfs/<dev>/shutdown
+	// among them (Linux 6.6). It is mounted writable, at the same path below HostRoot, only
+	// when the policy's recovery shuts superblocks down (Values.RecoveryShutdown). The
+	// directory appears when the nfs module is loaded: until then the agent's pod waits,
+	// and kubelet retries.
+	HostNFS = "/sys/fs/nfs"
 	// PolicyDir is where the policy ConfigMap is mounted (a directory, not a subPath, so
 	// that kubelet's atomic updates reach the agent, which reloads the file).
 	PolicyDir = "/etc/nfstune"
@@ -334,6 +341,14 @@ func agentDaemonSet(v Values, version string) *appsv1.DaemonSet {
 	if v.Agent.ProxyHelpers.Enabled {
 		pv, pm := proxyHelperVolumes(v.Agent.ProxyHelpers.Directories)
 		vols, mounts = append(vols, pv...), append(mounts, pm...)
+	}
+	if v.RecoveryShutdown() {
+		vols = append(vols,
+			hostPathVolume("host-nfs", HostNFS, corev1.HostPathDirectory),
+			hostPathVolume("host-state", StateDir, corev1.HostPathDirectoryOrCreate))
+		mounts = append(mounts,
+			corev1.VolumeMount{Name: "host-nfs", MountPath: HostRoot + HostNFS},
+			corev1.VolumeMount{Name: "host-state", MountPath: HostRoot + StateDir})
 	}
 	vols = append(vols, policyVolume())
 	mounts = append(mounts, corev1.VolumeMount{Name: "policy", MountPath: PolicyDir, ReadOnly: true})

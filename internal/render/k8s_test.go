@@ -28,7 +28,7 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/*.golden.yaml")
 
 // renderCases are the values files with golden manifests; the chart test renders the same.
-var renderCases = []string{"agent-default", "agent-enforce-cas", "agent-monitoring", "agent-proxy-helpers", "agent-blocked-processes", "installer"}
+var renderCases = []string{"agent-default", "agent-enforce-cas", "agent-monitoring", "agent-proxy-helpers", "agent-blocked-processes", "agent-recovery", "installer"}
 
 func renderFile(t *testing.T, name, format string) []byte {
 	t.Helper()
@@ -171,6 +171,7 @@ func TestRenderDecodesStrictly(t *testing.T) {
 		"agent-enforce-cas":       {"Namespace/nfstune-system", "NetworkPolicy/nfstune", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "DaemonSet/nfstune-agent"},
 		"agent-proxy-helpers":     {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "Service/nfstune-metrics", "DaemonSet/nfstune-agent"},
 		"agent-blocked-processes": {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "Service/nfstune-metrics", "DaemonSet/nfstune-agent"},
+		"agent-recovery":          {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "Service/nfstune-metrics", "DaemonSet/nfstune-agent"},
 		"installer":               {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "DaemonSet/nfstune-installer", "DaemonSet/nfstune-validate"},
 	}
 	for _, name := range renderCases {
@@ -256,6 +257,9 @@ func TestLoadValuesInvalid(t *testing.T) {
 			`agent.proxyHelpers.directories[2] "/var/run/efs": listed twice`,
 			"agent.blockedProcesses: needs agent.hostSys",
 			"agent.appArmorProfile: type Localhost needs localhostProfile",
+		}},
+		{"invalid-recovery", []string{
+			"policy recovery: needs agent.blockedProcesses",
 		}},
 	}
 	for _, tt := range tests {

@@ -164,6 +164,14 @@ func withProxyHelpers(c contract) contract {
 	return c
 }
 
+// withRecovery adds what the recovery policy's shutdown writes: the NFS superblocks' sysfs
+// attributes and the journal.
+func withRecovery(c contract) contract {
+	c.hostPaths[HostNFS] = hostPathRule{mountPath: HostRoot + HostNFS, writable: true}
+	c.hostPaths[StateDir] = hostPathRule{mountPath: HostRoot + StateDir, writable: true}
+	return c
+}
+
 // withPtrace adds CAP_SYS_PTRACE (agent.blockedProcesses).
 func withPtrace(c contract) contract {
 	c.capabilities = []corev1.Capability{"SYS_PTRACE"}
@@ -192,6 +200,7 @@ func TestSecurityContract(t *testing.T) {
 		{"agent-enforce-cas", "nfstune-agent", agentHostPaths(true)},
 		{"agent-proxy-helpers", "nfstune-agent", withProxyHelpers(withHostSys(agentHostPaths(true)))},
 		{"agent-blocked-processes", "nfstune-agent", withPtrace(withHostSys(agentHostPaths(false)))},
+		{"agent-recovery", "nfstune-agent", withRecovery(withPtrace(withHostSys(agentHostPaths(true))))},
 		{"installer", "nfstune-validate", agentHostPaths(false)},
 		{"installer", "nfstune-installer", contract{hostPaths: map[string]hostPathRule{
 			"/var/lib/nfstune/bin": {mountPath: "/host/var/lib/nfstune/bin", writable: true},

@@ -481,7 +481,26 @@ func (v Values) Validate() error {
 	if _, err := policy.Parse("policy", []byte(v.Policy)); err != nil {
 		add("policy: %w", err)
 	}
+	if v.RecoveryShutdown() && !v.Agent.HostSys {
+		add("policy recovery: needs agent.hostSys, the transports that show which servers stalled")
+	}
+	if v.RecoveryShutdown() && !v.Agent.BlockedProcesses.Enabled {
+		add("policy recovery: needs agent.blockedProcesses: without it the agent cannot see every process that holds a superblock, and never shuts one down")
+	}
 	return errors.Join(errs...)
+}
+
+// RecoveryShutdown reports whether the agent may shut superblocks down: the policy's
+// recovery is on, in enforce mode, with the shutdown action, and agent.policyMode is
+// enforce (observe runs the agent with --observe). Only then does the pod mount
+// /sys/fs/nfs and the journal's directory writable.
+func (v Values) RecoveryShutdown() bool {
+	p, err := policy.Parse("policy", []byte(v.Policy))
+	if err != nil {
+		return false
+	}
+	r := p.Recovery
+	return v.Agent.PolicyMode == PolicyEnforce && r.Enabled && r.Mode == policy.ModeEnforce && r.Action == policy.RecoveryShutdown
 }
 
 // IsSystemNamespace reports whether Kubernetes creates and owns namespace: default and the

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,6 +50,10 @@ type ShutdownOptions struct {
 	// StallWindow is how long queued requests are watched for progress
 	// (inventory.SampleStalls).
 	StallWindow time.Duration
+	// PID names the process whose mount and network namespaces the superblock is looked
+	// up in, as in inventory.ReadOptions: 0 for this process, 1 for the host's init when
+	// the caller runs in a pod (the agent).
+	PID int
 }
 
 // ShutdownPlan is what nfstune shutdown is about to do and who will get errors.
@@ -71,6 +76,8 @@ type ShutdownPlan struct {
 	// StallWindow is the window the plan watched the transports over; Shutdown watches
 	// them again over it.
 	StallWindow time.Duration `json:"-"`
+	// PID is ShutdownOptions.PID: Shutdown checks the superblock in the same namespace.
+	PID int `json:"-"`
 	// Stalled is the superblock's server as seen not answering over the stall window.
 	Stalled *inventory.StalledServer `json:"stalled,omitempty"`
 	// MajorTimeouts are the requests mountstats counts as unanswered past timeo and
@@ -152,16 +159,16 @@ func PlanShutdown(ctx context.Context, root hostfs.Root, target string, opts Shu
 	if err := inventory.CheckStallWindow(opts.StallWindow); err != nil {
 		return nil, err
 	}
-	dev, err := resolveTarget(root, target)
+	dev, err := resolveTarget(root, opts.PID, target)
 	if err != nil {
 		return nil, err
 	}
-	id, _, err := inventory.ReadSuperblockID(root, dev)
+	id, _, err := inventory.ReadSuperblockID(root, opts.PID, dev)
 	if err != nil {
 		return nil, fmt.Errorf("refusing to shut down %s: %w", target, err)
 	}
 	first := inventory.SampleTransports(root)
-	inv, err := inventory.Read(root, inventory.ReadOptions{})
+	inv, err := inventory.Read(root, inventory.ReadOptions{PID: opts.PID})
 	if err != nil {
 		return nil, err
 	}
@@ -186,6 +193,7 @@ func PlanShutdown(ctx context.Context, root hostfs.Root, target string, opts Shu
 		KernelRelease: inv.KernelRelease,
 		Identity:      *id,
 		StallWindow:   opts.StallWindow,
+		PID:           opts.PID,
 		Forced:        opts.Force,
 	}
 	// Bounded (inventory.HolderLimits): a host full of open files cannot hold the guard.
@@ -230,15 +238,19 @@ func PlanShutdown(ctx context.Context, root hostfs.Root, target string, opts Shu
 }
 
 // resolveTarget returns the device of target: a "major:minor" as given, or the device
-// mountinfo shows at the absolute path target (the top one when mounts are stacked).
-func resolveTarget(root hostfs.Root, target string) (string, error) {
+// pid's mountinfo shows at the absolute path target (the top one when mounts are stacked).
+func resolveTarget(root hostfs.Root, pid int, target string) (string, error) {
 	if hostfs.ValidDevice(target) {
 		return target, nil
 	}
 	if !filepath.IsAbs(target) {
 		return "", fmt.Errorf("%q: want a device major:minor or the absolute path of a mount point", target)
 	}
-	b, err := hostfs.ReadSmall(root.Proc("self", "mountinfo"))
+	procDir := "self"
+	if pid > 0 {
+		procDir = strconv.Itoa(pid)
+	}
+	b, err := hostfs.ReadSmall(root.Proc(procDir, "mountinfo"))
 	if err != nil {
 		return "", fmt.Errorf("reading mountinfo: %w", err)
 	}
@@ -372,7 +384,7 @@ func Shutdown(ctx context.Context, root hostfs.Root, p *ShutdownPlan, now time.T
 // checkPlanned reads the superblock of the plan's device now and returns its mount when it
 // is still the planned one.
 func checkPlanned(root hostfs.Root, p *ShutdownPlan) (*inventory.Mount, error) {
-	id, m, err := inventory.ReadSuperblockID(root, p.Device)
+	id, m, err := inventory.ReadSuperblockID(root, p.PID, p.Device)
 	if err == nil {
 		err = p.Identity.Same(id)
 	}

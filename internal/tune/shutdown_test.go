@@ -466,3 +466,35 @@ func TestWriteShutdownPlanEscapes(t *testing.T) {
 		t.Errorf("host text printed raw:\n%q", out)
 	}
 }
+
+// TestShutdownInHostNamespace: in a pod (the agent), this process's mount namespace is the
+// container's, where the superblock is not mounted; ShutdownOptions.PID 1 plans and checks
+// it in the host's, through /proc/1.
+func TestShutdownInHostNamespace(t *testing.T) {
+	root := shutdownRoot(t)
+	for _, f := range []struct{ from, to string }{
+		{"proc/self/mountinfo", "proc/1/mountinfo"},
+		{"proc/fs/nfsfs", "proc/1/net/nfsfs"},
+	} {
+		if err := os.MkdirAll(filepath.Dir(root.Path(f.to)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(root.Path(f.from), root.Path(f.to)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeRootFile(t, root, "proc/self/mountinfo", "900 880 0:70 / / rw,relatime - overlay overlay rw\n")
+	if _, err := PlanShutdown(context.Background(), root, "0:53", ShutdownOptions{Force: true}); !errors.Is(err, inventory.ErrNotNFS) {
+		t.Fatalf("PlanShutdown in the container's namespace: err = %v, want ErrNotNFS", err)
+	}
+	p, err := PlanShutdown(context.Background(), root, "0:53", ShutdownOptions{Force: true, PID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Shutdown(context.Background(), root, p, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFixture(t, root, "/sys/fs/nfs/0:53/shutdown"); got != "1\n" {
+		t.Errorf("attribute = %q, want 1", got)
+	}
+}

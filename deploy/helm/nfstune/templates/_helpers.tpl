@@ -161,6 +161,16 @@ updateStrategy:
       type: RuntimeDefault
 {{- end }}
 
+{{/* "true" when the policy's recovery shuts superblocks down: recovery on, in enforce
+     mode, with the shutdown action, and agent.policyMode enforce; empty otherwise. The pod
+     then mounts /sys/fs/nfs and /var/lib/nfstune writable (render.Values.RecoveryShutdown). */}}
+{{- define "nfstune.recoveryShutdown" -}}
+{{- $r := (fromYaml .Values.policy).recovery | default dict -}}
+{{- if and (eq .Values.agent.policyMode "enforce") $r.enabled (eq ($r.mode | default "observe") "enforce") (eq ($r.action | default "shutdown") "shutdown") -}}
+true
+{{- end -}}
+{{- end }}
+
 {{/* Checks the values the templates cannot render around. */}}
 {{- define "nfstune.validate" -}}
 {{- if and .Values.createNamespace (or (eq .Values.namespace "default") (hasPrefix "kube-" .Values.namespace)) }}
@@ -180,6 +190,12 @@ updateStrategy:
 {{- end }}
 {{- if and .Values.image.digest (not (regexMatch "^sha256:[0-9a-f]{64}$" .Values.image.digest)) }}
 {{- fail (printf "image.digest %q: want sha256:<64 hex digits>" .Values.image.digest) }}
+{{- end }}
+{{- if and (include "nfstune.recoveryShutdown" .) (not .Values.agent.hostSys) }}
+{{- fail "policy recovery: needs agent.hostSys, the transports that show which servers stalled" }}
+{{- end }}
+{{- if and (include "nfstune.recoveryShutdown" .) (not .Values.agent.blockedProcesses.enabled) }}
+{{- fail "policy recovery: needs agent.blockedProcesses: without it the agent cannot see every process that holds a superblock, and never shuts one down" }}
 {{- end }}
 {{- if and .Values.agent.blockedProcesses.enabled (not .Values.agent.hostSys) }}
 {{- fail "agent.blockedProcesses: needs agent.hostSys, the transports that show which servers stalled" }}
