@@ -357,6 +357,12 @@ func price(r *Result, ps *Prices) {
 		if !ok {
 			continue
 		}
+		if o.Provision.ByUse && o.Provision.CapacityGiB == 0 {
+			// Priced by the data stored, which the need does not give: a cost of 0
+			// would rank it first.
+			o.Notes = append(o.Notes, "billed by stored data: give --capacity to price it")
+			continue
+		}
 		o.MonthlyCost = ptr(math.Round(p.monthly(o.Provision)*100) / 100)
 		if o.Provision.ByUse {
 			o.Notes = append(o.Notes, "billed by use: the cost counts the capacity given, not transfers or requests")
