@@ -151,7 +151,7 @@ type Result struct {
 // Ranking orders.
 const (
 	RankedByCost     = "monthly cost"
-	RankedByCapacity = "provisioned capacity (no prices known)"
+	RankedByCapacity = "provisioned capacity (no option has a price)"
 	RankedByMixed    = "monthly cost, then provisioned capacity for tiers without a price"
 )
 

@@ -241,6 +241,9 @@ func TestPricesByUseNeedCapacity(t *testing.T) {
 	if !slices.Contains(efs.Notes, "billed by stored data: give --capacity to price it") {
 		t.Errorf("notes = %q, want the reason it has no price", efs.Notes)
 	}
+	if r.RankedBy != RankedByCapacity || strings.Contains(r.RankedBy, "no prices known") {
+		t.Errorf("rankedBy = %q: prices are known, no option has one", r.RankedBy)
+	}
 	r = mustPlan(t, c, ps, Need{Throughput: 1000 * MiB, Capacity: 2 * TiB, Access: Read})
 	if efs = option(r, "amazon-efs", "elastic"); efs == nil || efs.MonthlyCost == nil || !near(*efs.MonthlyCost, 614.4) {
 		t.Errorf("with 2 TiB: %+v, want 2,048 GiB x 0.3 = 614.4", efs)
