@@ -85,9 +85,11 @@ func TestPlanGoldenFacts(t *testing.T) {
 	facts := map[string][]string{
 		"show-azure-files-4000": {"share 4,000 GiB", "500 MiB/s", "7,000 (12,000)"},
 		"show-anf-4000":         {"62.5 MiB/s", "250 MiB/s", "500 MiB/s", "pool 4 TiB, volume 4,000 GiB"},
-		"plan-2gibps":           {"share 19,467 GiB", "4/2 (nconnect=4)", "Ranked by provisioned capacity (no prices known)"},
-		"plan-priced":           {"Ranked by monthly cost, then provisioned capacity", "USD", "one client needs nconnect=4", "amazon-efs/provisioned: 1 client reaches 500 MiB/s at most"},
-		"plan-nothing-fits":     {"azure-files/provisioned-v1: needs 102,400 MiB/s, the largest share", "amazon-efs/elastic: needs 102,400 MiB/s, a file system gives 20,480 MiB/s"},
+		// Azure NetApp Files Premium: a 32 TiB pool at 0.000403 USD per GiB-hour, 730 hours a month.
+		"plan-2gibps": {"share 19,467 GiB", "4/2 (nconnect=4)", "Ranked by monthly cost, then provisioned capacity",
+			"9,640.02 USD", "prices in USD per month from nfstune built-in price list"},
+		"plan-priced":       {"Ranked by monthly cost, then provisioned capacity", "USD", "one client needs nconnect=4", "amazon-efs/provisioned: 1 client reaches 500 MiB/s at most"},
+		"plan-nothing-fits": {"azure-files/provisioned-v1: needs 102,400 MiB/s, the largest share", "amazon-efs/elastic: needs 102,400 MiB/s, a file system gives 20,480 MiB/s"},
 	}
 	for name, want := range facts {
 		b, err := os.ReadFile(filepath.Join("testdata", "plan", name+".golden"))

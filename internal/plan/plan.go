@@ -151,7 +151,7 @@ type Result struct {
 // Ranking orders.
 const (
 	RankedByCost     = "monthly cost"
-	RankedByCapacity = "provisioned capacity (no prices known)"
+	RankedByCapacity = "provisioned capacity (no option has a price)"
 	RankedByMixed    = "monthly cost, then provisioned capacity for tiers without a price"
 )
 
@@ -355,6 +355,12 @@ func price(r *Result, ps *Prices) {
 		o := &r.Options[i]
 		p, ok := ps.ByTier[o.Service+"/"+o.Tier]
 		if !ok {
+			continue
+		}
+		if o.Provision.ByUse && o.Provision.CapacityGiB == 0 {
+			// Priced by the data stored, which the need does not give: a cost of 0
+			// would rank it first.
+			o.Notes = append(o.Notes, "billed by stored data: give --capacity to price it")
 			continue
 		}
 		o.MonthlyCost = ptr(math.Round(p.monthly(o.Provision)*100) / 100)

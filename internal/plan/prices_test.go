@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -218,5 +219,33 @@ func TestDefaultPrices(t *testing.T) {
 	sourced := head + "  - {service: efs, tier: elastic, perGiBMonth: 0.1, source: https://example.com/efs, date: \"2026-11-27\"}\n"
 	if ps, err := builtinPrices(c, []byte(sourced)); err != nil || ps.ByTier["amazon-efs/elastic"].Source == "" {
 		t.Errorf("a sourced, dated price: %v, %+v", err, ps)
+	}
+}
+
+// TestPricesByUseNeedCapacity: a service billed by stored data has no cost when the need
+// gives no capacity, rather than a cost of zero that would rank it first.
+func TestPricesByUseNeedCapacity(t *testing.T) {
+	t.Parallel()
+	c := catalog(t)
+	list := "apiVersion: nfstune.io/v1alpha1\nkind: PriceList\ncurrency: USD\ndate: \"2026-11-26\"\nprices:\n" +
+		"  - {service: efs, tier: elastic, perGiBMonth: 0.3, source: https://example.com/efs, date: \"2026-11-26\"}\n"
+	ps, err := builtinPrices(c, []byte(list))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := mustPlan(t, c, ps, Need{Throughput: 1000 * MiB, Access: Read})
+	efs := option(r, "amazon-efs", "elastic")
+	if efs == nil || efs.MonthlyCost != nil {
+		t.Fatalf("without a capacity: %+v, want no monthly cost", efs)
+	}
+	if !slices.Contains(efs.Notes, "billed by stored data: give --capacity to price it") {
+		t.Errorf("notes = %q, want the reason it has no price", efs.Notes)
+	}
+	if r.RankedBy != RankedByCapacity || strings.Contains(r.RankedBy, "no prices known") {
+		t.Errorf("rankedBy = %q: prices are known, no option has one", r.RankedBy)
+	}
+	r = mustPlan(t, c, ps, Need{Throughput: 1000 * MiB, Capacity: 2 * TiB, Access: Read})
+	if efs = option(r, "amazon-efs", "elastic"); efs == nil || efs.MonthlyCost == nil || !near(*efs.MonthlyCost, 614.4) {
+		t.Errorf("with 2 TiB: %+v, want 2,048 GiB x 0.3 = 614.4", efs)
 	}
 }
