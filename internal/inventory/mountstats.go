@@ -284,10 +284,11 @@ func (p *tempProc) parse(chunks []statsChunk) ([]*procfs.Mount, error) {
 		return nil, err
 	}
 	w := bufio.NewWriterSize(f, 64<<10)
+	// The bufio.Writer keeps the first write error and Flush returns it.
 	for _, c := range chunks {
-		w.Write(c.text)
+		_, _ = w.Write(c.text)
 		if n := len(c.text); n > 0 && c.text[n-1] != '\n' {
-			w.WriteByte('\n')
+			_ = w.WriteByte('\n')
 		}
 	}
 	if err := w.Flush(); err != nil {

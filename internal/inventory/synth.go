@@ -45,7 +45,7 @@ func GenerateTree(dir string, n int) error {
 	add := func(path string, fill func(w *bufio.Writer)) { files = append(files, genFile{path, fill}) }
 
 	add("proc/version", func(w *bufio.Writer) {
-		w.WriteString("Linux version 6.1.0-28-amd64 (debian-kernel@lists.debian.org) (gcc-12 (Debian 12.2.0-14) 12.2.0, GNU ld (GNU Binutils for Debian) 2.40) #1 SMP PREEMPT_DYNAMIC Debian 6.1.119-1 (2024-11-22)\n")
+		writeString(w, "Linux version 6.1.0-28-amd64 (debian-kernel@lists.debian.org) (gcc-12 (Debian 12.2.0-14) 12.2.0, GNU ld (GNU Binutils for Debian) 2.40) #1 SMP PREEMPT_DYNAMIC Debian 6.1.119-1 (2024-11-22)\n")
 	})
 	for name, v := range map[string]string{
 		"sys/sunrpc/tcp_slot_table_entries":     "2",
@@ -54,11 +54,11 @@ func GenerateTree(dir string, n int) error {
 		"sys/net/core/wmem_max":                 "212992",
 		"sys/net/ipv4/tcp_rmem":                 "4096\t131072\t6291456",
 	} {
-		add("proc/"+name, func(w *bufio.Writer) { w.WriteString(v + "\n") })
+		add("proc/"+name, func(w *bufio.Writer) { writeString(w, v+"\n") })
 	}
 	add("proc/1/mountinfo", func(w *bufio.Writer) {
-		w.WriteString("21 1 252:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw,errors=remount-ro\n")
-		w.WriteString("23 21 0:22 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw\n")
+		writeString(w, "21 1 252:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw,errors=remount-ro\n")
+		writeString(w, "23 21 0:22 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw\n")
 		for i := range n {
 			s := synthMount(i, servers)
 			fmt.Fprintf(w, "%d 21 0:%d / %s rw,relatime shared:%d - %s %s:%s %s,addr=%s\n",
@@ -66,14 +66,14 @@ func GenerateTree(dir string, n int) error {
 		}
 	})
 	add("proc/1/mountstats", func(w *bufio.Writer) {
-		w.WriteString("device /dev/vda1 mounted on / with fstype ext4\n")
-		w.WriteString("device proc mounted on /proc with fstype proc\n")
+		writeString(w, "device /dev/vda1 mounted on / with fstype ext4\n")
+		writeString(w, "device proc mounted on /proc with fstype proc\n")
 		for i := range n {
 			writeSynthStats(w, synthMount(i, servers), i)
 		}
 	})
 	add("proc/fs/nfsfs/servers", func(w *bufio.Writer) {
-		w.WriteString("NV SERVER   PORT USE HOSTNAME\n")
+		writeString(w, "NV SERVER   PORT USE HOSTNAME\n")
 		for _, v := range []string{"v3", "v4"} {
 			for s := range servers {
 				fmt.Fprintf(w, "%s %08x  801 %3d 10.20.%d.%d\n", v, 0x0a140000|s, n/servers/2, s>>8, s&0xff)
@@ -81,7 +81,7 @@ func GenerateTree(dir string, n int) error {
 		}
 	})
 	add("proc/fs/nfsfs/volumes", func(w *bufio.Writer) {
-		w.WriteString("NV SERVER   PORT DEV          FSID                              FSC\n")
+		writeString(w, "NV SERVER   PORT DEV          FSID                              FSC\n")
 		for i := range n {
 			s := synthMount(i, servers)
 			v := "v4"
@@ -93,14 +93,14 @@ func GenerateTree(dir string, n int) error {
 		}
 	})
 	add("etc/fstab", func(w *bufio.Writer) {
-		w.WriteString("UUID=5f1c2c2e-9f5a-4e43-9b57-1d2b3f4a5c6d / ext4 errors=remount-ro 0 1\n")
+		writeString(w, "UUID=5f1c2c2e-9f5a-4e43-9b57-1d2b3f4a5c6d / ext4 errors=remount-ro 0 1\n")
 		for i := range n {
 			s := synthMount(i, servers)
 			fmt.Fprintf(w, "%s:%s %s %s %s,_netdev 0 0\n", s.server, s.export, s.mountPoint, s.fstype, s.requested)
 		}
 	})
 	for i := range n {
-		add(fmt.Sprintf("sys/class/bdi/0:%d/read_ahead_kb", 100+i), func(w *bufio.Writer) { w.WriteString("128\n") })
+		add(fmt.Sprintf("sys/class/bdi/0:%d/read_ahead_kb", 100+i), func(w *bufio.Writer) { writeString(w, "128\n") })
 	}
 
 	for _, f := range files {
@@ -117,6 +117,11 @@ func GenerateTree(dir string, n int) error {
 	}
 	return nil
 }
+
+// writeString writes s to a fixture file's buffer. A bufio.Writer keeps its first error and
+// returns it from every later write and from Flush, which genFile.write checks, so the fill
+// functions need not check each write.
+func writeString(w *bufio.Writer, s string) { _, _ = w.WriteString(s) }
 
 type genFile struct {
 	path string
@@ -184,23 +189,23 @@ func writeSynthStats(w *bufio.Writer, s synthSpec, i int) {
 	if s.v4 {
 		ops = nfs4Ops()
 		vers = 4
-		w.WriteString("\timpl_id:\tname='',domain='',date='0,0'\n")
+		writeString(w, "\timpl_id:\tname='',domain='',date='0,0'\n")
 	}
-	w.WriteString("\tcaps:\tcaps=0x3ffbffff,wtmult=512,dtsize=1048576,bsize=0,namlen=255\n")
+	writeString(w, "\tcaps:\tcaps=0x3ffbffff,wtmult=512,dtsize=1048576,bsize=0,namlen=255\n")
 	if s.v4 {
-		w.WriteString("\tnfsv4:\tbm0=0xfdffbfff,bm1=0xf9be3e,bm2=0x68800,acl=0x3,sessions,pnfs=not configured,lease_time=90,lease_expired=0\n")
+		writeString(w, "\tnfsv4:\tbm0=0xfdffbfff,bm1=0xf9be3e,bm2=0x68800,acl=0x3,sessions,pnfs=not configured,lease_time=90,lease_expired=0\n")
 	}
-	w.WriteString("\tsec:\tflavor=1,pseudoflavor=1\n")
+	writeString(w, "\tsec:\tflavor=1,pseudoflavor=1\n")
 	fmt.Fprintf(w, "\tevents:\t%d 7362 3 12 260 147 1250 2 0 3918 0 0 52 0 3 0 0 260 0 0 0 0 0 0 0 0 0\n", 40+i)
 	fmt.Fprintf(w, "\tbytes:\t%d 0 0 0 %d 0 1048640 0\n", 4294967296+i, 4295229440+i)
 	fmt.Fprintf(w, "\tRPC iostats version: 1.1  p/v: 100003/%d (nfs)\n", vers)
 	for x := range s.nconnect {
 		fmt.Fprintf(w, "\txprt:\ttcp %d 0 1 0 12 %d %d 0 %d 0 48 %d %d\n", 700+x, 90000+x, 90000+x, 270000+x, 45000+x, 22500+x)
 	}
-	w.WriteString("\tper-op statistics\n")
+	writeString(w, "\tper-op statistics\n")
 	for k, op := range ops {
 		c := (i + k) % 5
 		fmt.Fprintf(w, "\t%12s: %d %d 0 %d %d 0 %d %d 0\n", op, c, c, c*180, c*140, c, c)
 	}
-	w.WriteString("\n")
+	writeString(w, "\n")
 }
