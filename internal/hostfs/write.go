@@ -169,7 +169,9 @@ func (r Root) writeFileAt(rel string, data []byte, perm fs.FileMode, owner *File
 	defer func() {
 		if !renamed {
 			f.Close()
-			unix.Unlinkat(dirfd, tmp, 0)
+			// Best effort: the step that failed has the error to return, and a temporary
+			// file left behind is harmless (hidden, a random name, never renamed in place).
+			_ = unix.Unlinkat(dirfd, tmp, 0)
 		}
 	}()
 	if _, err := f.Write(data); err != nil {
