@@ -44,13 +44,6 @@ func ParseViews(names []string) ([]View, error) {
 	return slices.Compact(out), nil
 }
 
-// viewOps are the RPC operations each view prints, as nfsiostat does.
-var viewOps = map[View][]string{
-	ViewAttr: {"GETATTR", "ACCESS"},
-	ViewDir:  {"LOOKUP", "READDIR", "READDIRPLUS"},
-	ViewPage: {"READ", "WRITE"},
-}
-
 // AttrCache is nfsiostat -a's evidence over an interval: how often the client went to the
 // server for attributes, against how often files were opened. Many GETATTRs per open is
 // close-to-open consistency and short attribute cache timeouts (actimeo, nocto) at work.
