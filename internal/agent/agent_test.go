@@ -691,7 +691,9 @@ func TestSettleAfterAnyTrigger(t *testing.T) {
 	go func() { done <- a.Run(ctx, nil) }()
 	defer func() {
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v, want nil", err)
+		}
 	}()
 	deadline := time.Now().Add(5 * time.Second)
 	for !a.Ready() && time.Now().Before(deadline) {

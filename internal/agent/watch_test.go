@@ -19,7 +19,7 @@ func TestWatchMountinfo(t *testing.T) {
 		t.Skip("needs root to mount a tmpfs")
 	}
 	dir := t.TempDir()
-	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) }) // in case a step failed mid-way
+	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) }) // in case a step failed mid-way (EINVAL if not)
 	ctx, cancel := context.WithCancel(context.Background())
 	changes := make(chan time.Time, 1)
 	done := make(chan error, 1)
@@ -71,10 +71,14 @@ func TestWatchStopsOnPlainFile(t *testing.T) {
 	changes := make(chan time.Time, 1)
 	done := make(chan error, 1)
 	var before, after unix.Rusage
-	unix.Getrusage(unix.RUSAGE_SELF, &before)
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &before); err != nil {
+		t.Fatal(err)
+	}
 	go func() { done <- watchMountinfo(ctx, p, changes) }()
 	time.Sleep(200 * time.Millisecond)
-	unix.Getrusage(unix.RUSAGE_SELF, &after)
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &after); err != nil {
+		t.Fatal(err)
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("watch = %v", err)

@@ -20,7 +20,9 @@ func TestRunRefusesSymlinkInExport(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newFakeHost(t, "nfs4")
 			local := t.TempDir()
-			os.MkdirAll(filepath.Join(local, "sub"), 0o755)
+			if err := os.MkdirAll(filepath.Join(local, "sub"), 0o755); err != nil {
+				t.Fatal(err)
+			}
 			if err := os.Symlink(local, filepath.Join(h.mount, tt.link)); err != nil {
 				t.Fatal(err)
 			}
@@ -44,7 +46,9 @@ func TestRunRefusesSymlinkInExport(t *testing.T) {
 	// A real subdirectory of the mount is fine.
 	h := newFakeHost(t, "nfs4")
 	sub := filepath.Join(h.mount, "sub")
-	os.Mkdir(sub, 0o755)
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := h.runner().Run(context.Background(), RunOptions{Mount: sub, Profile: "seq-read", Repeat: 1, Size: 1 << 20}); err != nil {
 		t.Fatal(err)
 	}

@@ -106,9 +106,9 @@ func TestK8sAgentStartsOnDaemonSetLayout(t *testing.T) {
 					}
 				}
 			}
-			filepath.WalkDir(host, func(p string, d fs.DirEntry, err error) error {
+			err := filepath.WalkDir(host, func(p string, d fs.DirEntry, err error) error {
 				rel, _ := filepath.Rel(host, p)
-				if d.IsDir() || err != nil {
+				if err != nil || d.IsDir() {
 					return err
 				}
 				for _, m := range mounted {
@@ -119,6 +119,9 @@ func TestK8sAgentStartsOnDaemonSetLayout(t *testing.T) {
 				t.Errorf("fixture file %s is outside the DaemonSet's host mounts %v", rel, mounted)
 				return nil
 			})
+			if err != nil {
+				t.Fatal(err)
+			}
 
 			polFile := filepath.Join(t.TempDir(), render.PolicyFile)
 			if err := os.WriteFile(polFile, []byte(pol), 0o644); err != nil {

@@ -95,7 +95,9 @@ func TestK8sInstallNodeRefusesSymlinks(t *testing.T) {
 		host, elsewhere := t.TempDir(), t.TempDir()
 		for _, d := range []string{"opt/nfstune/bin", "etc/nfstune", "etc/udev/rules.d"} {
 			if d == linked {
-				os.MkdirAll(filepath.Dir(filepath.Join(host, d)), 0o755)
+				if err := os.MkdirAll(filepath.Dir(filepath.Join(host, d)), 0o755); err != nil {
+					t.Fatal(err)
+				}
 				if err := os.Symlink(elsewhere, filepath.Join(host, d)); err != nil {
 					t.Fatal(err)
 				}

@@ -54,7 +54,9 @@ func TestSetReadAheadRefuses(t *testing.T) {
 			}
 		}},
 		{name: "attribute is a link", dev: "0:61", kb: 1024, is: ErrSymlink, setup: func(t *testing.T, root Root) {
-			os.MkdirAll(root.Sys("class", "bdi", "0:61"), 0o755)
+			if err := os.MkdirAll(root.Sys("class", "bdi", "0:61"), 0o755); err != nil {
+				t.Fatal(err)
+			}
 			if err := os.Symlink("../../devices/virtual/bdi/0:53/read_ahead_kb", root.Sys("class", "bdi", "0:61", "read_ahead_kb")); err != nil {
 				t.Fatal(err)
 			}

@@ -51,7 +51,9 @@ func TestShutdownNFSRefuses(t *testing.T) {
 		is    error
 	}{
 		{name: "no attribute (before Linux 6.6)", dev: "0:54", is: fs.ErrNotExist, setup: func(t *testing.T, root Root) {
-			os.MkdirAll(root.Sys("fs", "nfs", "0:54"), 0o755)
+			if err := os.MkdirAll(root.Sys("fs", "nfs", "0:54"), 0o755); err != nil {
+				t.Fatal(err)
+			}
 		}},
 		{name: "no superblock directory", dev: "0:62", is: fs.ErrNotExist, setup: func(*testing.T, Root) {}},
 		{name: "directory linked out of /sys", dev: "0:60", setup: func(t *testing.T, root Root) {
@@ -60,7 +62,9 @@ func TestShutdownNFSRefuses(t *testing.T) {
 			}
 		}},
 		{name: "attribute is a link", dev: "0:61", is: ErrSymlink, setup: func(t *testing.T, root Root) {
-			os.MkdirAll(root.Sys("fs", "nfs", "0:61"), 0o755)
+			if err := os.MkdirAll(root.Sys("fs", "nfs", "0:61"), 0o755); err != nil {
+				t.Fatal(err)
+			}
 			if err := os.Symlink("../0:53/shutdown", root.Sys("fs", "nfs", "0:61", "shutdown")); err != nil {
 				t.Fatal(err)
 			}

@@ -105,26 +105,34 @@ func TestReplaceFileRefusesSymlinks(t *testing.T) {
 		path  string
 	}{
 		{"symlinked rules.d", func(t *testing.T, root Root, elsewhere string) {
-			os.MkdirAll(root.Etc("udev"), 0o755)
+			if err := os.MkdirAll(root.Etc("udev"), 0o755); err != nil {
+				t.Fatal(err)
+			}
 			if err := os.Symlink(elsewhere, root.Etc("udev", "rules.d")); err != nil {
 				t.Fatal(err)
 			}
 		}, "/etc/udev/rules.d/99-x.rules"},
 		{"symlinked journal directory", func(t *testing.T, root Root, elsewhere string) {
-			os.MkdirAll(root.Path("var", "lib"), 0o755)
+			if err := os.MkdirAll(root.Path("var", "lib"), 0o755); err != nil {
+				t.Fatal(err)
+			}
 			if err := os.Symlink(elsewhere, root.Path("var", "lib", "nfstune")); err != nil {
 				t.Fatal(err)
 			}
 		}, "/var/lib/nfstune/journal.json"},
 		{"symlinked /etc, relative", func(t *testing.T, root Root, elsewhere string) {
-			os.MkdirAll(root.Path("real-etc"), 0o755)
+			if err := os.MkdirAll(root.Path("real-etc"), 0o755); err != nil {
+				t.Fatal(err)
+			}
 			if err := os.Symlink("real-etc", root.Path("etc")); err != nil {
 				t.Fatal(err)
 			}
 		}, "/etc/fstab"},
 		{"symlinked file", func(t *testing.T, root Root, elsewhere string) {
 			mustWrite(t, filepath.Join(elsewhere, "fstab"), "theirs\n", 0o644)
-			os.MkdirAll(root.Etc(), 0o755)
+			if err := os.MkdirAll(root.Etc(), 0o755); err != nil {
+				t.Fatal(err)
+			}
 			if err := os.Symlink(filepath.Join(elsewhere, "fstab"), root.Etc("fstab")); err != nil {
 				t.Fatal(err)
 			}
@@ -155,7 +163,7 @@ func TestReplaceFileRefusesSymlinks(t *testing.T) {
 func listTree(t *testing.T, dir string) string {
 	t.Helper()
 	var b strings.Builder
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -163,5 +171,8 @@ func listTree(t *testing.T, dir string) string {
 		b.WriteString(p + "=" + string(c) + ";")
 		return nil
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return b.String()
 }

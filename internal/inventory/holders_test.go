@@ -313,7 +313,9 @@ func TestSampleBlocked(t *testing.T) {
 		}}
 	}
 	inv := newInv()
-	SampleBlocked(context.Background(), root, inv, SampleTransports(root), 50*time.Millisecond, HolderLimits{})
+	if err := SampleBlocked(context.Background(), root, inv, SampleTransports(root), 50*time.Millisecond, HolderLimits{}); err != nil {
+		t.Fatal(err)
+	}
 	if len(inv.Stalled) != 1 || len(inv.Blocked) != 1 || inv.Blocked[0].Device != "0:52" {
 		t.Fatalf("stalled %+v, blocked %+v; want 10.0.0.1 and its mount 0:52", inv.Stalled, inv.Blocked)
 	}
@@ -326,7 +328,9 @@ func TestSampleBlocked(t *testing.T) {
 	}
 	// No window: nothing is sampled, and no process is read.
 	inv = newInv()
-	SampleBlocked(context.Background(), root, inv, SampleTransports(root), 0, HolderLimits{})
+	if err := SampleBlocked(context.Background(), root, inv, SampleTransports(root), 0, HolderLimits{}); err != nil {
+		t.Fatal(err)
+	}
 	if inv.Stalled != nil || inv.Blocked != nil {
 		t.Errorf("with no window: stalled %+v, blocked %+v", inv.Stalled, inv.Blocked)
 	}

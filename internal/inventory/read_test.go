@@ -291,7 +291,11 @@ func TestReadNeverTouchesMountPoints(t *testing.T) {
 	if err := os.Chmod(trap, 0); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.Chmod(trap, 0o755) })
+	t.Cleanup(func() {
+		if err := os.Chmod(trap, 0o755); err != nil {
+			t.Error(err)
+		}
+	})
 	for _, f := range []string{"mountinfo", "mountstats"} {
 		p := filepath.Join(dir, "proc", "self", f)
 		b, err := os.ReadFile(p)

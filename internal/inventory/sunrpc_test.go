@@ -237,7 +237,9 @@ func TestSampleStallsWindow(t *testing.T) {
 			first.At = first.At.Add(-tt.age)
 			inv := &Inventory{}
 			start := time.Now()
-			SampleStalls(context.Background(), root, inv, first, window)
+			if err := SampleStalls(context.Background(), root, inv, first, window); err != nil {
+				t.Fatal(err)
+			}
 			if took := time.Since(start); took < tt.minWait || took > tt.maxWait {
 				t.Errorf("SampleStalls took %s, want %s to %s", took, tt.minWait, tt.maxWait)
 			}

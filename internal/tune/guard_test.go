@@ -91,7 +91,9 @@ func TestPlanRefusesSymlinks(t *testing.T) {
 				}
 				os.Remove(root.Path(tt.link))
 			}
-			os.MkdirAll(filepath.Dir(root.Path(tt.link)), 0o755)
+			if err := os.MkdirAll(filepath.Dir(root.Path(tt.link)), 0o755); err != nil {
+				t.Fatal(err)
+			}
 			if err := os.Symlink(target, root.Path(tt.link)); err != nil {
 				t.Fatal(err)
 			}
@@ -115,9 +117,13 @@ func TestPlanRefusesSymlinks(t *testing.T) {
 	// Reading a linked fstab to suggest fstab lines is fine; only writing it is refused.
 	root := fixtureRoot(t)
 	target := filepath.Join(t.TempDir(), "fstab")
-	os.WriteFile(target, []byte(fixtureFstab), 0o644)
+	if err := os.WriteFile(target, []byte(fixtureFstab), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	os.Remove(root.Path(FstabPath))
-	os.Symlink(target, root.Path(FstabPath))
+	if err := os.Symlink(target, root.Path(FstabPath)); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := NewPlan(root, fixtureInventory(), fixtureWant(), defaultOptions()); err != nil {
 		t.Errorf("plan without --fstab: %v", err)
 	}
@@ -129,7 +135,9 @@ func TestApplyRefusesSymlinkedJournal(t *testing.T) {
 	t.Parallel()
 	root, elsewhere := fixtureRoot(t), t.TempDir()
 	p := plan(t, root)
-	os.MkdirAll(root.Path("var/lib"), 0o755)
+	if err := os.MkdirAll(root.Path("var/lib"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Symlink(elsewhere, root.Path("var/lib/nfstune")); err != nil {
 		t.Fatal(err)
 	}
