@@ -151,11 +151,11 @@ func (n *node) stop() {
 	defer n.mu.Unlock()
 	for i := len(n.procs) - 1; i >= 0; i-- {
 		p := n.procs[i]
-		p.cmd.Process.Signal(os.Interrupt)
+		_ = p.cmd.Process.Signal(os.Interrupt) // one that already exited has closed p.exited
 		select {
 		case <-p.exited:
 		case <-time.After(15 * time.Second):
-			p.cmd.Process.Kill()
+			_ = p.cmd.Process.Kill()
 			<-p.exited
 		}
 	}
@@ -224,7 +224,9 @@ func (n *node) prepare() error {
 			continue
 		}
 		// Under a tmpfs of the guest's (/var/log) the directory is made here.
-		os.MkdirAll(d, 0o755)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
 		if _, err := run(10*time.Second, "mount", "-t", "tmpfs", "-o", "mode=755", "k8slab", d); err != nil {
 			return fmt.Errorf("%w (lab-setup creates %s in the k8s root)", err, d)
 		}

@@ -57,9 +57,9 @@ func (f *forwarder) pipe(c net.Conn) {
 	defer s.Close()
 	done := make(chan struct{}, 2)
 	cp := func(dst, src net.Conn, n *atomic.Int64) {
-		io.Copy(countingWriter{dst, n}, src)
+		_, _ = io.Copy(countingWriter{dst, n}, src) // ends when either side closes or fails
 		if tc, ok := dst.(*net.TCPConn); ok {
-			tc.CloseWrite()
+			_ = tc.CloseWrite()
 		}
 		done <- struct{}{}
 	}

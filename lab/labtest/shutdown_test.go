@@ -94,7 +94,7 @@ func TestShutdown(t *testing.T) {
 	}
 	holderDone := make(chan error, 1)
 	go func() { holderDone <- holder.Wait() }()
-	t.Cleanup(func() { holder.Process.Kill(); <-holderDone })
+	t.Cleanup(func() { _ = holder.Process.Kill(); <-holderDone }) //nolint:errcheck // killed: the exit status says so
 	time.Sleep(500 * time.Millisecond)
 	AddrGone(t, "127.0.0.2")
 	var readerErr bytes.Buffer
@@ -107,9 +107,9 @@ func TestShutdown(t *testing.T) {
 	go func() { done <- reader.Wait() }()
 	t.Cleanup(func() {
 		select {
-		case <-done:
+		case <-done: //nolint:errcheck // the test checks the reader's end itself
 		default:
-			reader.Process.Kill()
+			_ = reader.Process.Kill()
 		}
 	})
 	time.Sleep(3 * time.Second)
@@ -180,8 +180,8 @@ func TestShutdown(t *testing.T) {
 		t.Errorf("a new read of %s after the shutdown: %v, %q; want EIO", gone.Dir, err, out)
 	}
 
-	holder.Process.Kill()
-	<-holderDone
+	_ = holder.Process.Kill()
+	<-holderDone      //nolint:errcheck // killed: the exit status says so
 	holderDone <- nil // for the cleanup
 
 	// The kernel's unmount, neither forced nor lazy. umount(8) would first have

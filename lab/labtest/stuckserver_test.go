@@ -247,7 +247,7 @@ func startIn(t *testing.T, dir, script string) *exec.Cmd {
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
 		select {
-		case <-done:
+		case <-done: //nolint:errcheck // killed above: the exit status says so
 		case <-time.After(60 * time.Second):
 			t.Errorf("process %d (%q) did not end within 60 s of the server's return", cmd.Process.Pid, script)
 		}

@@ -19,7 +19,11 @@ func TestApplyWriterOnRealKernel(t *testing.T) {
 	RequireGuest(t)
 	m := mountAt(t, "writer-check", MountSpec{Export: ExportTmp, Version: "4.2"})
 	orig := ReadAheadKB(t, m.Device)
-	t.Cleanup(func() { hostfs.SetReadAhead("/", m.Device, orig) })
+	t.Cleanup(func() {
+		if _, err := hostfs.SetReadAhead("/", m.Device, orig); err != nil {
+			t.Errorf("restoring read_ahead_kb: %v", err)
+		}
+	})
 
 	if _, err := inventory.ConfirmNFS("/", 0, m.Device); err != nil {
 		t.Fatalf("ConfirmNFS(%s): %v", m.Device, err)
