@@ -177,19 +177,6 @@ func (a *api) create(path string, obj any) error {
 	return nil
 }
 
-// remove deletes the object at path at once (grace period 0); a missing object is not an
-// error.
-func (a *api) remove(path string) error {
-	code, b, err := a.do(http.MethodDelete, path+"?gracePeriodSeconds=0", nil)
-	if err != nil {
-		return err
-	}
-	if code != http.StatusOK && code != http.StatusAccepted && code != http.StatusNotFound {
-		return fmt.Errorf("DELETE %s: %d %s", path, code, clip(b))
-	}
-	return nil
-}
-
 // startControlPlane starts etcd, kube-apiserver, kube-controller-manager and
 // kube-scheduler, each waited for before the next.
 func (n *node) startControlPlane() (*api, error) {

@@ -5,7 +5,6 @@ package k8slab
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -385,8 +384,6 @@ func version(bin string, args ...string) string {
 	}
 	return strings.TrimSpace(strings.SplitN(out, "\n", 2)[0])
 }
-
-var errNotYet = errors.New("not yet")
 
 // clip shortens a log or response for an error message.
 func clip(b []byte) string {
