@@ -28,7 +28,8 @@ vet:
 	$(GO) vet -tags $(TAGS) ./...
 
 # verify is the fast gate, run before any test: gofmt, go vet, golangci-lint (.golangci.yml:
-# staticcheck, revive's exported rule, depguard, forbidigo, gochecknoinits) and shellcheck.
+# staticcheck, revive's exported rule, depguard, forbidigo, gochecknoinits, errcheck,
+# ineffassign, unused) and shellcheck.
 verify: host-packages $(GOLANGCI_LINT)
 	@unformatted=$$(gofmt -l cmd internal lab bench); \
 	if [ -n "$$unformatted" ]; then echo "gofmt -l: run gofmt -w on:"; echo "$$unformatted"; exit 1; fi
