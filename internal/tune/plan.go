@@ -8,6 +8,13 @@
 // that Revert restores every value and file byte for byte, even after a crash mid-apply.
 // Nothing here opens a path below an NFS mount point. InstallNode puts the binary, the
 // policy and the udev rule on a Kubernetes node (the installer's init container).
+//
+// PlanShutdown and Shutdown free one superblock of a server that stopped answering
+// (/sys/fs/nfs/<dev>/shutdown, Linux 6.6): the plan names who gets errors, and Shutdown
+// checks right before the write that it is still the planned, still stalled superblock, and
+// journals a record that Revert keeps and reports as not reversible (`nfstune shutdown`, and
+// the agent's recovery policy). Apply also records, with ApplyOptions' measurement, the
+// verdict of each read-ahead change on the mount's own traffic (package readahead).
 package tune
 
 import (
