@@ -13,8 +13,8 @@
 // (/sys/fs/nfs/<dev>/shutdown, Linux 6.6): the plan names who gets errors, and Shutdown
 // checks right before the write that it is still the planned, still stalled superblock, and
 // journals a record that Revert keeps and reports as not reversible (`nfstune shutdown`, and
-// the agent's recovery policy). Apply also records, with ApplyOptions' measurement, the
-// verdict of each read-ahead change on the mount's own traffic (package readahead).
+// the agent's recovery policy). RecordVerdicts keeps, in the journal, the verdict of each
+// read-ahead change measured on the mount's own traffic (`apply --measure`, package readahead).
 package tune
 
 import (
