@@ -14,6 +14,7 @@ import (
 	"github.com/nfstune/nfstune/internal/audit"
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/inventory/inventorytest"
 	"github.com/nfstune/nfstune/internal/metrics"
 	"github.com/nfstune/nfstune/internal/policy"
 )
@@ -87,7 +88,7 @@ func nodeExporterRegistry(tb testing.TB, root hostfs.Root) *prometheus.Registry 
 // read_ahead_kb, the audit, and encoding.
 func BenchmarkScrape1000(b *testing.B) {
 	dir := b.TempDir()
-	if err := inventory.GenerateTree(dir, 1000); err != nil {
+	if err := inventorytest.GenerateTree(dir, 1000); err != nil {
 		b.Fatal(err)
 	}
 	root := hostfs.Root(dir)
@@ -114,7 +115,7 @@ func BenchmarkScrape1000(b *testing.B) {
 // that the benchmark compares like with like.
 func TestBothScrapeSameHost(t *testing.T) {
 	dir := t.TempDir()
-	if err := inventory.GenerateTree(dir, 1000); err != nil {
+	if err := inventorytest.GenerateTree(dir, 1000); err != nil {
 		t.Fatal(err)
 	}
 	root := hostfs.Root(dir)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/inventory/inventorytest"
 	"github.com/nfstune/nfstune/internal/metrics"
 	"github.com/nfstune/nfstune/internal/policy"
 )
@@ -71,7 +72,7 @@ func TestClientsThatNeverReadLeavePrometheusASlot(t *testing.T) {
 		t.Skip("reads a 100-mount synthetic tree")
 	}
 	root := hostfs.Root(t.TempDir())
-	if err := inventory.GenerateTree(string(root), 100); err != nil {
+	if err := inventorytest.GenerateTree(string(root), 100); err != nil {
 		t.Fatal(err)
 	}
 	a, err := New(Config{

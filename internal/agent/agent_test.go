@@ -22,6 +22,7 @@ import (
 
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/inventory/inventorytest"
 	"github.com/nfstune/nfstune/internal/metrics"
 	"github.com/nfstune/nfstune/internal/policy"
 )
@@ -514,7 +515,7 @@ func TestBoundedSourceServesLastSnapshot(t *testing.T) {
 // mountinfo, the bdi values and nfsfs volumes, and writes and reads back read_ahead_kb.
 func BenchmarkReactionWork(b *testing.B) {
 	dir := b.TempDir()
-	if err := inventory.GenerateTree(dir, 50); err != nil {
+	if err := inventorytest.GenerateTree(dir, 50); err != nil {
 		b.Fatal(err)
 	}
 	root := hostfs.Root(dir)

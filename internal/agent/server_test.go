@@ -17,6 +17,7 @@ import (
 
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/inventory/inventorytest"
 	"github.com/nfstune/nfstune/internal/metrics"
 	"github.com/nfstune/nfstune/internal/policy"
 )
@@ -33,7 +34,7 @@ func TestSlowReadersBounded(t *testing.T) {
 	}
 	var logs syncBuffer
 	root := hostfs.Root(t.TempDir())
-	if err := inventory.GenerateTree(string(root), 100); err != nil {
+	if err := inventorytest.GenerateTree(string(root), 100); err != nil {
 		t.Fatal(err)
 	}
 	a, err := New(Config{

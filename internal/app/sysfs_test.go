@@ -19,16 +19,16 @@ import (
 // new writer fails TestOneSysfsWriter until it is listed here, with a reason that is not
 // sysfs.
 var fileWriters = map[string]string{
-	"internal/hostfs.SetReadAhead":      "the guarded writer of /sys/class/bdi/<device>/read_ahead_kb",
-	"internal/hostfs.OpenNFSShutdown":   "the guarded writer of /sys/fs/nfs/<device>/shutdown (nfstune shutdown)",
-	"internal/hostfs.Root.writeFileAt":  "a new temporary file (O_CREAT|O_EXCL) renamed over a file: sysfs allows no new files",
-	"internal/tune.writeLive":           "sysctls below /proc/sys; it refuses any other path (TestWriteLiveOnlySysctls)",
-	"internal/bench.session.dropCaches": "/proc/sys/vm/drop_caches between bench runs",
-	"internal/bench.WriteReport":        "the charts and report.md in the directory the user names",
-	"internal/cli.writeJSONFile":        "a bench result file the user names",
-	"internal/image.Write":              "the image's digest file in the build's output directory",
-	"internal/inventory.genFile.write":  "a synthetic fixture tree in a directory the caller names",
-	"internal/inventory.tempProc.parse": "mountstats copied into a private temporary directory for procfs to parse",
+	"internal/hostfs.SetReadAhead":                   "the guarded writer of /sys/class/bdi/<device>/read_ahead_kb",
+	"internal/hostfs.OpenNFSShutdown":                "the guarded writer of /sys/fs/nfs/<device>/shutdown (nfstune shutdown)",
+	"internal/hostfs.Root.writeFileAt":               "a new temporary file (O_CREAT|O_EXCL) renamed over a file: sysfs allows no new files",
+	"internal/tune.writeLive":                        "sysctls below /proc/sys; it refuses any other path (TestWriteLiveOnlySysctls)",
+	"internal/bench.session.dropCaches":              "/proc/sys/vm/drop_caches between bench runs",
+	"internal/bench.WriteReport":                     "the charts and report.md in the directory the user names",
+	"internal/cli.writeJSONFile":                     "a bench result file the user names",
+	"internal/image.Write":                           "the image's digest file in the build's output directory",
+	"internal/inventory/inventorytest.genFile.write": "a synthetic fixture tree in a directory the caller names (test support, not in the binary)",
+	"internal/inventory.tempProc.parse":              "mountstats copied into a private temporary directory for procfs to parse",
 }
 
 // sysfsWriters are the fileWriters entries allowed to write below /sys, each with a string

@@ -7,6 +7,7 @@ import (
 
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/inventory/inventorytest"
 	"github.com/nfstune/nfstune/internal/policy"
 )
 
@@ -65,7 +66,7 @@ rules:
 func synthHost(tb testing.TB) (string, *policy.Policy) {
 	tb.Helper()
 	dir := tb.TempDir()
-	if err := inventory.GenerateTree(dir, 1000); err != nil {
+	if err := inventorytest.GenerateTree(dir, 1000); err != nil {
 		tb.Fatal(err)
 	}
 	pol, err := policy.Parse("synth.yaml", []byte(synthConfig))

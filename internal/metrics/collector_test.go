@@ -21,6 +21,7 @@ import (
 
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/inventory/inventorytest"
 )
 
 // twoMounts is one nconnect=4 client group holding two superblocks of the same server; both
@@ -195,7 +196,7 @@ func TestPromtoolCheck(t *testing.T) {
 func TestCollectInExpositionOrder(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	if err := inventory.GenerateTree(dir, 60); err != nil {
+	if err := inventorytest.GenerateTree(dir, 60); err != nil {
 		t.Fatal(err)
 	}
 	inv, err := inventory.Read(hostfs.Root(dir), inventory.ReadOptions{})
@@ -320,7 +321,7 @@ nfstune_service_limit_bytes_per_second{access="write",export="/export/data",serv
 func TestDefaultTier(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	if err := inventory.GenerateTree(dir, 4); err != nil {
+	if err := inventorytest.GenerateTree(dir, 4); err != nil {
 		t.Fatal(err)
 	}
 	inv, err := inventory.Read(hostfs.Root(dir), inventory.ReadOptions{})

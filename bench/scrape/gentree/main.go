@@ -7,7 +7,7 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/inventory/inventorytest"
 )
 
 func main() {
@@ -17,7 +17,7 @@ func main() {
 	}
 	n, err := strconv.Atoi(os.Args[2])
 	if err == nil {
-		err = inventory.GenerateTree(os.Args[1], n)
+		err = inventorytest.GenerateTree(os.Args[1], n)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gentree:", err)

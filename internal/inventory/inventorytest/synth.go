@@ -1,4 +1,7 @@
-package inventory
+// Package inventorytest writes synthetic host trees for tests and benchmarks of the packages
+// that read the inventory, as net/http/httptest serves them a server: test support, not
+// part of the binary.
+package inventorytest
 
 import (
 	"bufio"

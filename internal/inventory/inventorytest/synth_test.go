@@ -1,9 +1,10 @@
-package inventory
+package inventorytest
 
 import (
 	"testing"
 
 	"github.com/nfstune/nfstune/internal/hostfs"
+	"github.com/nfstune/nfstune/internal/inventory"
 )
 
 func TestGenerateTree(t *testing.T) {
@@ -13,7 +14,7 @@ func TestGenerateTree(t *testing.T) {
 	if err := GenerateTree(dir, n); err != nil {
 		t.Fatal(err)
 	}
-	inv, err := Read(hostfs.Root(dir), ReadOptions{})
+	inv, err := inventory.Read(hostfs.Root(dir), inventory.ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func BenchmarkRead1000(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		inv, err := Read(hostfs.Root(dir), ReadOptions{})
+		inv, err := inventory.Read(hostfs.Root(dir), inventory.ReadOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -70,7 +71,7 @@ func BenchmarkRead1000SkipOperations(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		inv, err := Read(hostfs.Root(dir), ReadOptions{SkipOperations: true})
+		inv, err := inventory.Read(hostfs.Root(dir), inventory.ReadOptions{SkipOperations: true})
 		if err != nil {
 			b.Fatal(err)
 		}
