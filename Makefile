@@ -11,7 +11,9 @@ HELM     := bin/tools/helm-$(HELM_VERSION)/helm
 # machine); shellcheck comes from Debian (.ci/run installs it).
 GOLANGCI_LINT_VERSION ?= v2.15.0
 GOLANGCI_LINT := bin/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint
-SHELL_SCRIPTS := $(wildcard lab/*.sh lab/guest/*.sh bench/*/*.sh hack/*.sh) lab/guest/labctl .ci/run
+# The Python of hack/ (the dashboard drawer, the nfsiostat comparison): pyflakes, from Debian.
+PYTHON_SCRIPTS := $(wildcard hack/*.py hack/*/*.py)
+SHELL_SCRIPTS := $(wildcard lab/*.sh lab/guest/*.sh perf/*/*.sh hack/*.sh hack/*/*.sh) lab/guest/labctl .ci/run
 # The tagged tests (lab, helm, apiserver) are vetted and linted with the rest.
 TAGS     := lab,helm,apiserver
 
@@ -29,13 +31,14 @@ vet:
 
 # verify is the fast gate, run before any test: gofmt, go vet, golangci-lint (.golangci.yml:
 # staticcheck, revive's exported rule, depguard, forbidigo, gochecknoinits, errcheck,
-# ineffassign, unused) and shellcheck.
+# ineffassign, unused), shellcheck, and pyflakes on the Python of hack/.
 verify: host-packages $(GOLANGCI_LINT)
-	@unformatted=$$(gofmt -l cmd internal lab bench); \
+	@unformatted=$$(gofmt -l cmd internal lab perf hack deploy); \
 	if [ -n "$$unformatted" ]; then echo "gofmt -l: run gofmt -w on:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet -tags $(TAGS) ./...
 	$(GOLANGCI_LINT) run ./...
 	shellcheck -x $(SHELL_SCRIPTS)
+	pyflakes3 $(PYTHON_SCRIPTS)
 
 $(GOLANGCI_LINT):
 	GOBIN=$(CURDIR)/$(dir $(GOLANGCI_LINT)) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
@@ -46,7 +49,7 @@ test:
 # scrape-test checks the scrape comparison's fixture in its own module (it builds against
 # node_exporter); the comparison itself is a benchmark, run by hand (README.md).
 scrape-test:
-	cd bench/scrape && $(GO) vet ./... && $(GO) test -count=1 ./...
+	cd perf/scrape && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 # rules-test checks the Prometheus rules the chart installs and runs their unit tests
 # (deploy/prometheus/tests) with promtool, from Debian's prometheus package (.ci/run
@@ -138,10 +141,10 @@ demo: lab-setup
 
 # dashboard-png draws docs/dashboard.png: every panel of the Grafana dashboard, with its own
 # queries, run by Prometheus on the agent's /metrics recorded in the lab
-# (bench/dashboard/lab-scrape.om.gz); RECORD=1 boots the lab to record it anew (about 10
+# (hack/dashboard/lab-scrape.om.gz); RECORD=1 boots the lab to record it anew (about 10
 # minutes). Needs Debian's prometheus and python3-matplotlib; not part of check.
 dashboard-png:
-	bash bench/dashboard/png.sh $(if $(RECORD),--record)
+	bash hack/dashboard/png.sh $(if $(RECORD),--record)
 
 # apiserver-test creates every rendered object in a real kube-apiserver (v1.36.3, with etcd
 # v3.6.7) built from the Go module proxy: strict field validation and the default admission
@@ -153,17 +156,17 @@ ETCD           := bin/tools/etcd-v3.6.7
 KUBE_LDFLAGS   := -X k8s.io/component-base/version.gitVersion=v1.36.3 \
 	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36
 $(KUBE_APISERVER):
-	cd internal/render/testdata/apiserver/kube && \
+	cd hack/tools/kubernetes/kube && \
 		$(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $(CURDIR)/$@ k8s.io/kubernetes/cmd/kube-apiserver
 $(ETCD):
-	cd internal/render/testdata/apiserver/etcd && $(GO) build -o $(CURDIR)/$@ go.etcd.io/etcd/server/v3
+	cd hack/tools/kubernetes/etcd && $(GO) build -o $(CURDIR)/$@ go.etcd.io/etcd/server/v3
 # The node's binaries come from the same module and the same build cache as kube-apiserver:
 # after it, the three take about 3 minutes more on 2 cores.
 KUBELET        := bin/tools/kubelet-v1.36.3
 KUBE_CM        := bin/tools/kube-controller-manager-v1.36.3
 KUBE_SCHEDULER := bin/tools/kube-scheduler-v1.36.3
 $(KUBELET) $(KUBE_CM) $(KUBE_SCHEDULER):
-	cd internal/render/testdata/apiserver/kube && \
+	cd hack/tools/kubernetes/kube && \
 		$(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $(CURDIR)/$@ k8s.io/kubernetes/cmd/$(patsubst %-v1.36.3,%,$(notdir $@))
 apiserver-test: $(KUBE_APISERVER) $(ETCD)
 	NFSTUNE_KUBE_APISERVER=$(CURDIR)/$(KUBE_APISERVER) NFSTUNE_ETCD=$(CURDIR)/$(ETCD) \

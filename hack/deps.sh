@@ -29,6 +29,7 @@ table() {
 	verify  gofmt                probe:go         make verify (comes with Go, not from Debian)
 	verify  shellcheck           shellcheck       make verify
 	verify  promtool             prometheus       make rules-test; Go tests of deploy, metrics, agent and render
+	verify  pyflakes3            pyflakes3        make verify: the Python of hack/
 	lab     python3              python3          lab-setup (virtme-ng's venv), lab/k8s-e2e.sh
 	lab     probe:venv           python3-venv     lab-setup: python3 -m venv
 	lab     debootstrap          debootstrap      lab-setup: the guest root

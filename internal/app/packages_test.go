@@ -18,7 +18,7 @@ import (
 const moduleRoot = "../.."
 
 // modulePackages returns every package of the nfstune module, as go build sees it without
-// build tags: testdata, hidden directories and nested modules (bench/scrape) are skipped.
+// build tags: testdata, hidden directories and nested modules (perf/scrape) are skipped.
 func modulePackages(t *testing.T) []*build.Package {
 	t.Helper()
 	return modulePackagesIn(t, &build.Default)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Inside the lab guest: the agent on real NFS traffic, its /metrics saved every
 # SCRAPE_INTERVAL seconds into OUTDIR (one file per scrape, named by its Unix time in
-# milliseconds), for the dashboard picture (bench/dashboard). Run from the host:
+# milliseconds), for the dashboard picture (hack/dashboard). Run from the host:
 #
 #   lab/vm.sh -- lab/guest/dashboard-scrape.sh OUTDIR [NFSTUNE]
 #

@@ -1,5 +1,5 @@
 // Command abuse measures what clients on the pod network can do to a running nfstune agent
-// (bench/scrape/abuse.sh): many idle keep-alive connections (the agent's RSS), clients that
+// (perf/scrape/abuse.sh): many idle keep-alive connections (the agent's RSS), clients that
 // request /metrics and never read (does a real scrape still get 200?), and one client that
 // scrapes in a loop (the agent's CPU). It reads the agent's RSS and CPU time from
 // /proc/<pid>.

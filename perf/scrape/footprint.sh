@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Footprint of nfstune agent on a synthetic host root with N NFS mounts: RSS and CPU from
 # /proc/<pid>/status and /proc/<pid>/stat, idle (no scrapes) and while scraped every 15 s.
-# Usage: bench/scrape/footprint.sh [N=100] [SECONDS=120]; NFSTUNE=path uses a built binary.
+# Usage: perf/scrape/footprint.sh [N=100] [SECONDS=120]; NFSTUNE=path uses a built binary.
 # The synthetic tree has about 46 operations in use per mount (41,000 series for 100 mounts),
 # far more than real mounts. OPS=typical zeroes the per-op rows other than the dozen a
 # typical file-serving mount uses, as a real host's mountstats shows them. METRICS=default
@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 n=${1:-100}
 secs=${2:-120}
-# shellcheck source=bench/scrape/lib.sh
+# shellcheck source=perf/scrape/lib.sh
 . ./lib.sh
 start_agent "$n" warn
 curl -sf "127.0.0.1:$port/metrics" >/dev/null # first scrape, as Prometheus would do at start

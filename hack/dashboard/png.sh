@@ -2,10 +2,10 @@
 # Draws docs/dashboard.png: every panel of the Grafana dashboard
 # (deploy/helm/nfstune/files/nfstune-dashboard.json), with the dashboard's own queries, run
 # by a real Prometheus on a real agent's /metrics from the lab. Grafana is not packaged for
-# Debian and its renderer needs a browser, so bench/dashboard/dashboard.py draws the panels.
+# Debian and its renderer needs a browser, so hack/dashboard/dashboard.py draws the panels.
 #
-#   bench/dashboard/png.sh            from the recorded scrape, bench/dashboard/lab-scrape.om.gz
-#   bench/dashboard/png.sh --record   boot the lab first and record the scrape anew (about
+#   hack/dashboard/png.sh            from the recorded scrape, hack/dashboard/lab-scrape.om.gz
+#   hack/dashboard/png.sh --record   boot the lab first and record the scrape anew (about
 #                                     10 minutes: lab/guest/dashboard-scrape.sh says what runs)
 #
 # Needs promtool and prometheus (Debian's prometheus package) and python3-matplotlib; PYTHON

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Shared by footprint.sh and slowreaders.sh (sourced, from bench/scrape): a synthetic host
+# Shared by footprint.sh and slowreaders.sh (sourced, from perf/scrape): a synthetic host
 # root and an nfstune agent serving it.
 
 # start_agent N LOG_LEVEL writes a synthetic root with N NFS mounts into $tmp/root (OPS=typical

@@ -3,7 +3,7 @@
 # a synthetic host root with N NFS mounts: C connections each send one GET /metrics and keep
 # the socket open without reading; the agent's RSS is sampled from /proc/<pid>/status until
 # they are done, then one normal scrape checks that the agent still answers.
-# Usage: bench/scrape/slowreaders.sh [N=400] [CLIENTS=10] [SECONDS=40]; NFSTUNE=path uses a
+# Usage: perf/scrape/slowreaders.sh [N=400] [CLIENTS=10] [SECONDS=40]; NFSTUNE=path uses a
 # built binary; OPS=typical keeps a dozen operations per mount, as footprint.sh does;
 # METRICS=default runs the agent with the default metrics tier instead of the full one.
 set -euo pipefail
@@ -12,7 +12,7 @@ cd "$(dirname "$0")"
 n=${1:-400}
 clients=${2:-10}
 secs=${3:-40}
-# shellcheck source=bench/scrape/lib.sh
+# shellcheck source=perf/scrape/lib.sh
 . ./lib.sh
 start_agent "$n" error
 # Scrape until one carries the mounts: on a loaded machine the inventory read may overrun

@@ -1,4 +1,4 @@
-module github.com/nfstune/nfstune/bench/scrape
+module github.com/nfstune/nfstune/perf/scrape
 
 go 1.26.0
 
