@@ -100,6 +100,10 @@ func Read(root hostfs.Root, opts ReadOptions) (*Inventory, error) {
 	}
 	req := readRequested(root)
 	warn(req.warnings...)
+	if req.defaults.Mounter != nil || len(req.defaults.Files) > 0 {
+		d := req.defaults
+		inv.MountDefaults = &d
+	}
 	done("fstab and nfsmount.conf")
 
 	inv.Mounts = completeMounts(root, mounts, stats, inv.NFSVolumes, req, warn)
@@ -108,6 +112,7 @@ func Read(root hostfs.Root, opts ReadOptions) (*Inventory, error) {
 	inv.KernelRelease, w = readKernelRelease(root)
 	warn(w...)
 	inv.Sysctls = readSysctls(root)
+	inv.ClientIdentity = readClientIdentity(root)
 	done("kernel version and sysctls")
 	inv.ReadAhead, w = readReadAheadConfig(root)
 	warn(w...)
