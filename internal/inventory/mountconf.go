@@ -133,7 +133,9 @@ func (d MountDefaults) Matching(server, mountPoint string) []MountSection {
 // it sees (configfile.c version_keys).
 var versionKeys = []string{"v3", "v4", "vers", "nfsvers", "minorversion"}
 
-func isVersionKey(k string) bool { return slices.Contains(versionKeys, k) || strings.HasPrefix(k, "v4.") }
+func isVersionKey(k string) bool {
+	return slices.Contains(versionKeys, k) || strings.HasPrefix(k, "v4.")
+}
 
 // Merge is the option string mount.nfs hands the kernel for a mount of server on
 // mountPoint with the command-line options cmdline, and the section of each option it
