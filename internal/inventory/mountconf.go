@@ -187,7 +187,7 @@ func (d MountDefaults) Merge(server, mountPoint string, cmdline []string) (opts 
 func readMountDefaults(root hostfs.Root) (MountDefaults, []string) {
 	var d MountDefaults
 	var warnings []string
-	d.Mounter = findMounter(root)
+	d.Mounter = FindMounter(root)
 	read := func(p string) ([]byte, error) { return hostfs.ReadSmall(root.Path(p)) }
 	files := []string{NFSMountConfPath}
 	if entries, err := os.ReadDir(root.Path(NFSMountConfDropIn)); err == nil {
@@ -199,7 +199,7 @@ func readMountDefaults(root hostfs.Root) (MountDefaults, []string) {
 			}
 			names = append(names, n)
 		}
-		slices.SortFunc(names, versionCompare)
+		slices.SortFunc(names, CompareVersions)
 		for _, n := range names {
 			files = append(files, path.Join(NFSMountConfDropIn, n))
 		}
@@ -270,8 +270,9 @@ var mounterMarkers = [][]byte{[]byte("NFSMount_Global_Options"), []byte("conf_in
 // maxMounterSize caps how much of mount.nfs is scanned (it is about 130 KiB).
 const maxMounterSize = 16 << 20
 
-// findMounter scans the first mount.nfs found for the markers of what it reads.
-func findMounter(root hostfs.Root) *Mounter {
+// FindMounter scans the first mount.nfs found below root for the markers of what it
+// reads; nil when there is none.
+func FindMounter(root hostfs.Root) *Mounter {
 	for _, p := range mounterPaths {
 		found, err := scanFile(root.Path(p), mounterMarkers)
 		if err != nil {
@@ -317,9 +318,9 @@ func scanFile(p string, markers [][]byte) ([]bool, error) {
 	return found, nil
 }
 
-// versionCompare orders names as glibc's versionsort (strverscmp) does for the usual
+// CompareVersions orders names as glibc's versionsort (strverscmp) does for the usual
 // drop-in names: runs of digits compare by value, everything else byte by byte.
-func versionCompare(a, b string) int {
+func CompareVersions(a, b string) int {
 	for a != "" && b != "" {
 		if isDigit(a[0]) && isDigit(b[0]) {
 			na, ra := digitRun(a)

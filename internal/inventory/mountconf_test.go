@@ -73,12 +73,12 @@ func TestFindMounter(t *testing.T) {
 			// A marker across the 64 KiB chunk boundary is found too.
 			pad := make([]byte, 64<<10-10)
 			root := writeTree(t, map[string]string{"sbin/mount.nfs": string(pad) + tt.binary})
-			if diff := cmp.Diff(tt.want, findMounter(root)); diff != "" {
+			if diff := cmp.Diff(tt.want, FindMounter(root)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
 	}
-	if m := findMounter(writeTree(t, nil)); m != nil {
+	if m := FindMounter(writeTree(t, nil)); m != nil {
 		t.Errorf("no mount.nfs: got %+v", m)
 	}
 }
@@ -164,7 +164,7 @@ func TestValidSectionArg(t *testing.T) {
 
 func TestVersionCompare(t *testing.T) {
 	names := []string{"local.conf", "50-nfstune.conf", "9-a.conf", "10-b.conf", "50-a.conf"}
-	slices.SortFunc(names, versionCompare)
+	slices.SortFunc(names, CompareVersions)
 	want := []string{"9-a.conf", "10-b.conf", "50-a.conf", "50-nfstune.conf", "local.conf"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)

@@ -149,6 +149,10 @@ func PolicyResolver(pol *policy.Policy) func(*inventory.Mount) Desired {
 			m.Backend = inventory.DetectBackend(m.Server)
 		}
 		r := pol.Resolve(m)
-		return Desired{Profile: r.Profile, Mode: r.Mode, Rule: r.Rule}
+		d := Desired{Profile: r.Profile, Mode: r.Mode, Rule: r.Rule}
+		if rule, ok := pol.RuleFor(m); ok {
+			d.Match = rule.Match
+		}
+		return d
 	}
 }
