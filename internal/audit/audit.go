@@ -63,6 +63,9 @@ type Report struct {
 	// inventory's, as SampleStalls and ReadBlocked left them.
 	Stalled []inventory.StalledServer `json:"stalled,omitempty"`
 	Blocked []inventory.BlockedMount  `json:"blocked,omitempty"`
+	// Origins tell, by device, where the effective value of each option the profile names
+	// came from, for the mounts an nfsmount.conf section matches.
+	Origins map[string][]OptionOrigin `json:"option_origins,omitempty"`
 }
 
 // Worst returns the highest severity among the findings, or "" when there are none.
@@ -112,6 +115,7 @@ func mountChecks() []mountCheck {
 		checkVersion,        // NFS040
 		checkNConnectKernel, // NFS041
 		checkReadAheadRules, // NFS050
+		checkMountDefaults,  // NFS051, NFS052, NFS053, NFS054
 		checkNoEffect,       // NFS070
 		checkLikelyBackend,  // NFS080
 		checkUnknownProxy,   // NFS081
@@ -168,8 +172,16 @@ func RunWith(inv *inventory.Inventory, pol *policy.Policy, opts Options) Report 
 		for _, check := range checks {
 			rep.Findings = append(rep.Findings, check(c)...)
 		}
+		if o := optionOrigins(inv, m, res.Mount); len(o) > 0 {
+			if rep.Origins == nil {
+				rep.Origins = map[string][]OptionOrigin{}
+			}
+			rep.Origins[m.Device] = o
+		}
 	}
 	rep.Findings = append(rep.Findings, checkSysctls(inv, rep.Mounts, resolved)...)
+	rep.Findings = append(rep.Findings, checkMounterReads(inv)...)
+	rep.Findings = append(rep.Findings, checkClientIdentity(inv)...)
 	SortFindings(rep.Findings)
 	return rep
 }

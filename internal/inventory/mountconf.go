@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/netip"
 	"os"
 	"path"
 	"slices"
@@ -20,6 +21,10 @@ import (
 const (
 	NFSMountConfPath   = "/etc/nfsmount.conf"
 	NFSMountConfDropIn = "/etc/nfsmount.conf.d"
+	// NFSTuneDropIn is the drop-in nfstune apply --nfsmount-conf writes. It sorts before a
+	// site's own "90-local.conf", so that a hand-written override still wins, as
+	// nfsmount.conf(5) lets later files do.
+	NFSTuneDropIn = NFSMountConfDropIn + "/50-nfstune.conf"
 )
 
 // Kinds of nfsmount.conf sections.
@@ -63,6 +68,9 @@ type MountSection struct {
 	// Headers are "file:line" of each header of this section, in the order read.
 	Headers []string        `json:"headers"`
 	Options []SectionOption `json:"options"`
+	// Addrs are the addresses /etc/hosts gives a server section's name: a mount made by
+	// one of them does not get the section.
+	Addrs []string `json:"hosts_addrs,omitempty"`
 }
 
 // SectionOption is one key of a section, as the last file that set it wrote it.
@@ -220,7 +228,38 @@ func readMountDefaults(root hostfs.Root) (MountDefaults, []string) {
 			d.add(s, &warnings)
 		}
 	}
+	if b, err := hostfs.ReadSmall(root.Etc("hosts")); err == nil {
+		hosts := parseHosts(string(b))
+		for i := range d.Sections {
+			if s := &d.Sections[i]; s.Kind == SectionServer {
+				s.Addrs = hosts[strings.ToLower(s.Arg)]
+			}
+		}
+	}
 	return d, warnings
+}
+
+// parseHosts maps each lower-cased name of an /etc/hosts file (hosts(5)) to its addresses.
+func parseHosts(text string) map[string][]string {
+	out := map[string][]string{}
+	for _, line := range strings.Split(text, "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		a, err := netip.ParseAddr(f[0])
+		if err != nil {
+			continue
+		}
+		for _, name := range f[1:] {
+			name = strings.ToLower(name)
+			if !slices.Contains(out[name], a.String()) {
+				out[name] = append(out[name], a.String())
+			}
+		}
+	}
+	return out
 }
 
 // add merges one parsed section into d.

@@ -37,6 +37,7 @@ func TestReadMountDefaults(t *testing.T) {
 		"etc/nfsmount.conf.d/skip.conf.bak": "[ Server \"nas\" ]\nnconnect=16\n",
 		"etc/nfsmount.conf.d/.hidden.conf":  "[ Server \"nas\" ]\nnconnect=16\n",
 		"sbin/mount.nfs":                    "\x7fELF...NFSMount_Global_Options...conf_init_dir: scandir %s",
+		"etc/hosts":                         "127.0.0.1 localhost\n10.0.0.5 NAS nas.example # the filer\n",
 	})
 	d, warnings := readMountDefaults(root)
 	if len(warnings) > 0 {
@@ -47,7 +48,7 @@ func TestReadMountDefaults(t *testing.T) {
 		Files:   []string{"/etc/nfsmount.conf", "/etc/nfsmount.conf.d/9-first.conf", "/etc/nfsmount.conf.d/10-later.conf", "/etc/nfsmount.conf.d/local.conf"},
 		Sections: []MountSection{
 			{Kind: SectionGlobal, Headers: []string{"/etc/nfsmount.conf:1"}, Options: []SectionOption{{Key: "soft", Value: "True", From: "/etc/nfsmount.conf:1"}}},
-			{Kind: SectionServer, Arg: "nas", Headers: []string{"/etc/nfsmount.conf:3", "/etc/nfsmount.conf.d/9-first.conf:1", "/etc/nfsmount.conf.d/10-later.conf:1"}, Options: []SectionOption{
+			{Kind: SectionServer, Arg: "nas", Addrs: []string{"10.0.0.5"}, Headers: []string{"/etc/nfsmount.conf:3", "/etc/nfsmount.conf.d/9-first.conf:1", "/etc/nfsmount.conf.d/10-later.conf:1"}, Options: []SectionOption{
 				{Key: "nconnect", Value: "8", From: "/etc/nfsmount.conf.d/10-later.conf:1"},
 				{Key: "timeo", Value: "100", From: "/etc/nfsmount.conf:3"},
 				{Key: "rsize", Value: "1048576", From: "/etc/nfsmount.conf.d/9-first.conf:1"},

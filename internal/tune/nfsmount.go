@@ -12,10 +12,9 @@ import (
 	"github.com/nfstune/nfstune/internal/policy"
 )
 
-// Files nfstune writes for mount.nfs. The drop-in sorts before a site's own "90-local.conf"
-// so that a hand-written override still wins, as nfsmount.conf(5) lets later files do.
+// Files nfstune writes for mount.nfs.
 const (
-	NFSMountDropInPath = "/etc/nfsmount.conf.d/50-nfstune.conf"
+	NFSMountDropInPath = inventory.NFSTuneDropIn
 	NFSMountConfPath   = inventory.NFSMountConfPath
 )
 
