@@ -54,11 +54,15 @@ func (c ClientIdentity) Effective() string {
 }
 
 // readClientIdentity reads the identifier of this network namespace, the module
-// parameter and the host name; nil when the host name is unreadable.
-func readClientIdentity(root hostfs.Root) *ClientIdentity {
-	host, err := hostfs.ReadString(root.Proc("sys", "kernel", "hostname"))
-	if err != nil {
-		return nil
+// parameter and the host name (hostname when not empty); nil when the host name is
+// unreadable.
+func readClientIdentity(root hostfs.Root, hostname string) *ClientIdentity {
+	host := hostname
+	if host == "" {
+		var err error
+		if host, err = hostfs.ReadString(root.Proc("sys", "kernel", "hostname")); err != nil {
+			return nil
+		}
 	}
 	c := &ClientIdentity{Hostname: host, Source: IdentityHostname}
 	read := func(p string) *string {

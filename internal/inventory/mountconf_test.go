@@ -191,13 +191,13 @@ func TestReadClientIdentity(t *testing.T) {
 			for k, v := range tt.files {
 				files[k] = v
 			}
-			c := readClientIdentity(writeTree(t, files))
+			c := readClientIdentity(writeTree(t, files), "")
 			if c == nil || c.Source != tt.source || c.Effective() != tt.want || len(c.Fingerprint) != 8 {
 				t.Errorf("got %+v (effective %q), want source %s, effective %q", c, c.Effective(), tt.source, tt.want)
 			}
 		})
 	}
-	if c := readClientIdentity(writeTree(t, nil)); c != nil {
+	if c := readClientIdentity(writeTree(t, nil), ""); c != nil {
 		t.Errorf("no hostname: got %+v", c)
 	}
 }
