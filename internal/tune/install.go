@@ -28,6 +28,9 @@ type NodeInstall struct {
 	PolicyFile string
 	// Executable is the binary to install; empty for this executable (os.Executable).
 	Executable string
+	// NFSMountConf also writes the policy's mount options as nfsmount.conf sections, for
+	// the servers and mount points its rules name literally (Options.NFSMountConf).
+	NFSMountConf bool
 	Logger     *slog.Logger
 }
 
@@ -86,27 +89,34 @@ func InstallNode(ctx context.Context, root hostfs.Root, in NodeInstall) error {
 		logger.Info("installed", "path", f.hostPath, "changed", changed)
 	}
 
-	// An empty inventory: the installer only writes the rule for future mounts.
-	plan, err := NewPlan(root, &inventory.Inventory{}, Want{Resolve: PolicyResolver(pol)}, Options{
-		Persist:     PersistUdev,
-		UdevCommand: hostBin + " udev-readahead --config " + hostPolicy,
+	// An empty inventory: the installer only writes the rule (and the nfsmount.conf
+	// sections of the rules) for future mounts.
+	plan, err := NewPlan(root, &inventory.Inventory{}, Want{Resolve: PolicyResolver(pol), Rules: pol.Rules, PolicyName: hostPolicy}, Options{
+		Persist:      PersistUdev,
+		UdevCommand:  hostBin + " udev-readahead --config " + hostPolicy,
+		NFSMountConf: in.NFSMountConf,
 	})
 	if err != nil {
 		return fmt.Errorf("planning the udev rule: %w", err)
 	}
+	for _, n := range plan.Notes {
+		logger.Info("plan", "note", n)
+	}
 	if plan.Empty() {
-		logger.Info("udev rule up to date", "path", UdevRulePath)
+		logger.Info("up to date", "udev rule", UdevRulePath)
 		return nil
 	}
 	res, err := Apply(ctx, root, plan, ApplyOptions{})
 	if err != nil {
-		return fmt.Errorf("installing the udev rule: %w", err)
+		return fmt.Errorf("installing: %w", err)
 	}
 	if n := res.Failed(); n > 0 {
-		return fmt.Errorf("installing the udev rule: %d of %d actions failed", n, len(plan.Actions))
+		return fmt.Errorf("installing: %d of %d actions failed", n, len(plan.Actions))
 	}
-	logger.Info("installed", "path", UdevRulePath, "journal", res.Journal,
-		"note", "systemd-udevd reloads changed rules files before its next event (checked at most every 3 s); mounts that exist keep their read-ahead")
+	for _, a := range plan.Actions {
+		logger.Info("installed", "path", a.Path, "journal", res.Journal)
+	}
+	logger.Info("installed", "note", "systemd-udevd reloads changed rules files before its next event (checked at most every 3 s); mounts that exist keep their read-ahead and options")
 	return nil
 }
 
