@@ -99,11 +99,15 @@ func InstallNode(ctx context.Context, root hostfs.Root, in NodeInstall) error {
 	if err != nil {
 		return fmt.Errorf("planning the udev rule: %w", err)
 	}
-	for _, n := range plan.Notes {
-		logger.Info("plan", "note", n)
+	if in.NFSMountConf {
+		for _, n := range plan.Notes {
+			if strings.Contains(n, "nfsmount.conf") || strings.Contains(n, "section") {
+				logger.Info("nfsmount.conf", "note", n)
+			}
+		}
 	}
 	if plan.Empty() {
-		logger.Info("up to date", "udev rule", UdevRulePath)
+		logger.Info("udev rule up to date", "path", UdevRulePath)
 		return nil
 	}
 	res, err := Apply(ctx, root, plan, ApplyOptions{})
