@@ -31,7 +31,7 @@ type NodeInstall struct {
 	// NFSMountConf also writes the policy's mount options as nfsmount.conf sections, for
 	// the servers and mount points its rules name literally (Options.NFSMountConf).
 	NFSMountConf bool
-	Logger     *slog.Logger
+	Logger       *slog.Logger
 }
 
 // InstallNode copies the binary to BinDir and the policy to ConfigDir below root (atomic
