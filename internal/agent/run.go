@@ -33,6 +33,9 @@ type Options struct {
 	PolicyFile string
 	// Observe forces observe mode on every mount, whatever the policy says.
 	Observe bool
+	// NodeName is the host name the node's NFSv4 clients present (the pod's NODE_NAME):
+	// the agent's own UTS namespace has the pod's host name. Empty reads it from /proc.
+	NodeName string
 	// Tier is the metrics tier /metrics exports (metrics.ParseTier).
 	Tier metrics.Tier
 	// MaxSeries caps the per-mount and per-group series of one scrape; 0 for no cap.
@@ -68,7 +71,7 @@ func Run(ctx context.Context, opts Options) error {
 		PID:    pid,
 		Resync: opts.Resync,
 		Read: func(context.Context) (*inventory.Inventory, error) {
-			return inventory.Read(root, inventory.ReadOptions{PID: pid})
+			return inventory.Read(root, inventory.ReadOptions{PID: pid, Hostname: opts.NodeName})
 		},
 		ReconcileRead: func(context.Context) (*inventory.Inventory, error) {
 			return ReadMountTable(root, pid)

@@ -66,6 +66,9 @@ type Report struct {
 	// Mounting are the NFS mounts stuck in progress and the unmounts of the stalled
 	// mounts (inventory.ReadMountPrograms).
 	Mounting []inventory.MountProgram `json:"mounting,omitempty"`
+	// Origins tell, by device, where the effective value of each option the profile names
+	// came from, for the mounts an nfsmount.conf section matches.
+	Origins map[string][]OptionOrigin `json:"option_origins,omitempty"`
 }
 
 // Worst returns the highest severity among the findings, or "" when there are none.
@@ -115,6 +118,7 @@ func mountChecks() []mountCheck {
 		checkVersion,        // NFS040
 		checkNConnectKernel, // NFS041
 		checkReadAheadRules, // NFS050
+		checkMountDefaults,  // NFS051, NFS052, NFS053, NFS054
 		checkNoEffect,       // NFS070
 		checkLikelyBackend,  // NFS080
 		checkUnknownProxy,   // NFS081
@@ -172,8 +176,16 @@ func RunWith(inv *inventory.Inventory, pol *policy.Policy, opts Options) Report 
 		for _, check := range checks {
 			rep.Findings = append(rep.Findings, check(c)...)
 		}
+		if o := optionOrigins(inv, m, res.Mount); len(o) > 0 {
+			if rep.Origins == nil {
+				rep.Origins = map[string][]OptionOrigin{}
+			}
+			rep.Origins[m.Device] = o
+		}
 	}
 	rep.Findings = append(rep.Findings, checkSysctls(inv, rep.Mounts, resolved)...)
+	rep.Findings = append(rep.Findings, checkMounterReads(inv)...)
+	rep.Findings = append(rep.Findings, checkClientIdentity(inv)...)
 	SortFindings(rep.Findings)
 	return rep
 }

@@ -121,6 +121,47 @@ func windowBound(inFlight float64, reads uint64, overRead float64) *readahead.Ev
 	}
 }
 
+// section is an nfsmount.conf section of /etc/nfsmount.conf with one key.
+func section(kind, arg, key, value string) inventory.MountSection {
+	return inventory.MountSection{Kind: kind, Arg: arg, Headers: []string{"/etc/nfsmount.conf:1"},
+		Options: []inventory.SectionOption{{Key: key, Value: value, From: "/etc/nfsmount.conf:1"}}}
+}
+
+// withSections gives the host these nfsmount.conf sections and a mount.nfs that reads
+// drop-ins.
+func withSections(secs ...inventory.MountSection) func(*inventory.Inventory) {
+	return func(inv *inventory.Inventory) {
+		inv.MountDefaults = &inventory.MountDefaults{
+			Mounter:  &inventory.Mounter{Path: "/sbin/mount.nfs", ReadsConfig: true, ReadsDropIns: true},
+			Files:    []string{"/etc/nfsmount.conf"},
+			Sections: secs,
+		}
+	}
+}
+
+func strp(s string) *string { return &s }
+
+// withIdentity sets the client identity as inventory would read it.
+func withIdentity(host string, identifier, uniqueID *string) func(*inventory.Inventory) {
+	return func(inv *inventory.Inventory) {
+		c := &inventory.ClientIdentity{Hostname: host, Identifier: identifier, UniqueID: uniqueID, Source: inventory.IdentityHostname, Fingerprint: "0123abcd"}
+		switch {
+		case identifier != nil && *identifier != "":
+			c.Source = inventory.IdentityIdentifier
+		case uniqueID != nil && *uniqueID != "":
+			c.Source = inventory.IdentityUniqueID
+		}
+		inv.ClientIdentity = c
+	}
+}
+
+const observeConfig = `apiVersion: nfstune.io/v1alpha1
+kind: Policy
+rules:
+  - match: {server: "*.file.core.windows.net"}
+    mode: observe
+`
+
 // m0 returns the first mount, for mutations.
 func m0(inv *inventory.Inventory) *inventory.Mount { return &inv.Mounts[0] }
 
@@ -169,6 +210,70 @@ func longhornSoftErr(release string) func(*inventory.Inventory) {
 }
 
 var ruleTests = map[string][]ruleCase{
+	"NFS051": {
+		{name: "a section for the address, the mount by name", mutate: withSections(section(inventory.SectionServer, "10.1.0.4", "nconnect", "4")),
+			want: 1, severity: SeverityWarning, contains: []string{`[ Server "10.1.0.4" ] does not apply`, `add [ Server "nfsacct01.file.core.windows.net" ] with nconnect=4`}},
+		{name: "a section for a name /etc/hosts gives the address of, the mount by address", mutate: func(inv *inventory.Inventory) {
+			sec := section(inventory.SectionServer, "filer", "nconnect", "4")
+			sec.Addrs = []string{"10.1.0.4"}
+			withSections(sec)(inv)
+			m0(inv).Server = "10.1.0.4"
+		}, want: 1, severity: SeverityWarning, contains: []string{"which /etc/hosts gives 10.1.0.4"}},
+		{name: "sections for both", mutate: withSections(section(inventory.SectionServer, "10.1.0.4", "nconnect", "4"), section(inventory.SectionServer, "NFSACCT01.file.core.windows.net", "nconnect", "4"))},
+		{name: "a section for another server", mutate: withSections(section(inventory.SectionServer, "10.9.9.9", "nconnect", "4"))},
+	},
+	"NFS052": {
+		{name: "a global soft", mutate: withSections(section(inventory.SectionGlobal, "", "soft", "True")),
+			want: 1, severity: SeverityWarning, contains: []string{"gives every mount soft, against the profile's hard", "even after a mount's own hard", "remove soft from [ NFSMount_Global_Options ] at /etc/nfsmount.conf:1"}},
+		{name: "a global nconnect below the profile", mutate: withSections(section(inventory.SectionGlobal, "", "nconnect", "2")), want: 1, severity: SeverityWarning},
+		{name: "a server section sets it first", mutate: withSections(section(inventory.SectionGlobal, "", "nconnect", "2"), section(inventory.SectionServer, "nfsacct01.file.core.windows.net", "nconnect", "4"))},
+		{name: "a global option the profile has no opinion on", mutate: withSections(section(inventory.SectionGlobal, "", "retrans", "3"))},
+	},
+	"NFS053": {
+		{name: "a CSI mount without the section's options", mutate: func(inv *inventory.Inventory) {
+			withSections(section(inventory.SectionServer, "nfsacct01.file.core.windows.net", "timeo", "150"))(inv)
+			m0(inv).MountPoints = []string{"/var/lib/kubelet/pods/0b5c2d9e-1111-4a4a-8b8b-123456789abc/volumes/kubernetes.io~csi/pv-data/mount"}
+		}, want: 1, severity: SeverityWarning, contains: []string{"CSI node plugin", "timeo=150 (/etc/nfsmount.conf:1)", "StorageClass"}},
+		{name: "a CSI mount that has them (the plugin reads the host's files)", mutate: func(inv *inventory.Inventory) {
+			withSections(section(inventory.SectionServer, "nfsacct01.file.core.windows.net", "timeo", "600"))(inv)
+			m0(inv).MountPoints = []string{"/var/lib/kubelet/pods/0b5c2d9e-1111-4a4a-8b8b-123456789abc/volumes/kubernetes.io~csi/pv-data/mount"}
+		}},
+		{name: "drop-ins and a mount.nfs before 2.5.3", mutate: func(inv *inventory.Inventory) {
+			sec := section(inventory.SectionServer, "nas", "nconnect", "4")
+			sec.Headers = []string{"/etc/nfsmount.conf.d/50-nfstune.conf:6"}
+			withSections(sec)(inv)
+			inv.MountDefaults.Files = []string{"/etc/nfsmount.conf.d/50-nfstune.conf"}
+			inv.MountDefaults.Mounter.ReadsDropIns = false
+		}, want: 1, severity: SeverityWarning, contains: []string{"nfs-utils before 2.5.3", "not read: /etc/nfsmount.conf.d/50-nfstune.conf"}},
+		{name: "drop-ins and a mount.nfs that reads them", mutate: func(inv *inventory.Inventory) {
+			withSections(section(inventory.SectionServer, "nas", "nconnect", "4"))(inv)
+			inv.MountDefaults.Files = []string{"/etc/nfsmount.conf.d/50-nfstune.conf"}
+		}},
+	},
+	"NFS054": {
+		{name: "a server section with less nconnect than the profile", mutate: func(inv *inventory.Inventory) {
+			sec := section(inventory.SectionServer, "nfsacct01.file.core.windows.net", "nconnect", "2")
+			sec.Headers = []string{"/etc/nfsmount.conf.d/90-local.conf:3"}
+			sec.Options[0].From = sec.Headers[0]
+			withSections(sec)(inv)
+		}, want: 1, severity: SeverityWarning, contains: []string{
+			`nfsmount.conf [ Server "nfsacct01.file.core.windows.net" ] gives the next mount nconnect=2, but the profile`,
+			`in /etc/nfsmount.conf.d/90-local.conf, under [ Server "nfsacct01.file.core.windows.net" ], change nconnect=2 to nconnect=4`}},
+		{name: "a mount point section against the profile's vers", mutate: withSections(section(inventory.SectionMountPoint, "/mnt/share1", "vers", "3")),
+			want: 1, severity: SeverityWarning, contains: []string{`[ MountPoint "/mnt/share1" ]`, "change vers=3 to vers=4.1"}},
+		{name: "more nconnect than the profile", mutate: withSections(section(inventory.SectionServer, "nfsacct01.file.core.windows.net", "nconnect", "8"))},
+		{name: "the profile's own values", mutate: withSections(section(inventory.SectionServer, "nfsacct01.file.core.windows.net", "nconnect", "4"))},
+		{name: "observe mode", config: observeConfig, mutate: withSections(section(inventory.SectionServer, "nfsacct01.file.core.windows.net", "nconnect", "2"))},
+	},
+	"NFS045": {
+		{name: "the host name alone", mutate: withIdentity("node-17", nil, strp("")), want: 1, severity: SeverityWarning,
+			contains: []string{`host name "node-17" alone`, "/sys/fs/nfs/net/nfs_client/identifier"}},
+		{name: "an image's host name alone", mutate: withIdentity("debian", strp(""), nil), want: 1, severity: SeverityError, contains: []string{"image's default"}},
+		{name: "an uninitialised machine-id as identifier", mutate: withIdentity("node-17", strp("uninitialized"), nil), want: 1, severity: SeverityWarning},
+		{name: "an identifier", mutate: withIdentity("debian", strp("5e2a9c"), nil)},
+		{name: "a module parameter", mutate: withIdentity("node-17", strp(""), strp("5e2a9c"))},
+		{name: "unknown", mutate: func(inv *inventory.Inventory) { inv.ClientIdentity = nil }},
+	},
 	"NFS003": {
 		// 3.9 GiB from the server for 1 GiB read: 15360 / 3.9 = 3938 KiB, in whole READs 3072.
 		{name: "3.9x over 3.9 GiB fires", mutate: readSinceMount(1<<30, 39<<30/10), want: 1, severity: SeverityWarning,

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -70,6 +71,7 @@ func runAgent(ctx context.Context, g *globals, streams IOStreams, flags *agentFl
 		Listen:            flags.Listen,
 		PolicyFile:        flags.Config,
 		Observe:           flags.Observe,
+		NodeName:          os.Getenv("NODE_NAME"),
 		Tier:              tier,
 		MaxSeries:         flags.MaxSeries,
 		MemoryLimit:       flags.MemLimit,

@@ -26,6 +26,7 @@ type applyFlags struct {
 	persist     string
 	exact       bool
 	fstab       bool
+	nfsmount    bool
 	dryRun      bool
 	output      string
 	udevProgram string
@@ -43,7 +44,9 @@ func newApplyCommand(g *globals, streams IOStreams) *cobra.Command {
 future mounts (a udev rule that asks nfstune per mount, or an nfs.conf.d [nfsrahead] drop-in), raises
 NFS sysctls live and in /etc/sysctl.d, and prints per client group which mounts must be unmounted
 together for new mount options, with their new fstab lines and mount commands (--fstab edits
-/etc/fstab). It never remounts. Every original value and file is journaled under /var/lib/nfstune
+/etc/fstab; --nfsmount-conf writes the options as per-server and per-mount-point sections of
+/etc/nfsmount.conf.d/50-nfstune.conf, which mount.nfs adds to every future mount, even those made
+by tools that pass no options, such as a Pod's inline nfs volume). It never remounts. Every original value and file is journaled under /var/lib/nfstune
 first; "nfstune revert" puts them back. Exit code 1 means some changes failed.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -55,6 +58,7 @@ first; "nfstune revert" puts them back. Exit code 1 means some changes failed.`,
 	f.StringVar(&flags.persist, "persist", tune.PersistUdev, "keep read-ahead for future mounts with: udev, nfsconf or none")
 	f.BoolVar(&flags.exact, "exact", false, "also lower read-ahead and sysctls that are above the profile")
 	f.BoolVar(&flags.fstab, "fstab", false, "rewrite the NFS lines of /etc/fstab whose options must change (a backup is kept)")
+	f.BoolVar(&flags.nfsmount, "nfsmount-conf", false, "write the policy's mount options as nfsmount.conf sections (a drop-in in /etc/nfsmount.conf.d), which mount.nfs adds to every future mount of those servers and mount points")
 	f.BoolVar(&flags.dryRun, "dry-run", false, "print the plan (old -> new for every value and file) and change nothing")
 	f.StringVarP(&flags.output, "output", "o", OutputTable, "output format: table, json or yaml")
 	f.StringVar(&flags.udevProgram, "udev-program", "", "absolute path of nfstune on the host, for the udev rule (default: this executable)")
@@ -162,13 +166,13 @@ func runApply(ctx context.Context, g *globals, streams IOStreams, flags *applyFl
 			return &ExitError{Code: ExitError2, Err: err}
 		}
 	}
-	opts := tune.Options{Persist: flags.persist, Exact: flags.exact, Fstab: flags.fstab}
+	opts := tune.Options{Persist: flags.persist, Exact: flags.exact, Fstab: flags.fstab, NFSMountConf: flags.nfsmount}
 	if flags.persist == tune.PersistUdev {
 		if opts.UdevCommand, err = udevCommand(root, flags); err != nil {
 			return &ExitError{Code: ExitError2, Err: err}
 		}
 	}
-	want := tune.Want{Resolve: tune.PolicyResolver(pol), Sysctls: pol.Sysctls(inv), SysctlsMax: pol.SysctlsMax(inv)}
+	want := tune.Want{Resolve: tune.PolicyResolver(pol), Sysctls: pol.Sysctls(inv), SysctlsMax: pol.SysctlsMax(inv), Rules: pol.Rules, PolicyName: pol.File}
 	plan, err := tune.NewPlan(root, inv, want, opts)
 	if err != nil {
 		return &ExitError{Code: ExitError2, Err: err}

@@ -102,6 +102,13 @@ type auditOutput struct {
 	// ReadAheadVerdicts are the verdicts nfstune apply --measure kept in its journal on the
 	// read-ahead changes it made, the last per device.
 	ReadAheadVerdicts []readahead.Change `json:"readahead_verdicts"`
+	// OptionOrigins tell, by device, where each effective option the profile names came
+	// from, for the mounts an nfsmount.conf section matches.
+	OptionOrigins map[string][]audit.OptionOrigin `json:"option_origins,omitempty"`
+	// MountDefaults are the nfsmount.conf sections mount.nfs reads and whether it reads them.
+	MountDefaults *inventory.MountDefaults `json:"mount_defaults,omitempty"`
+	// ClientIdentity is where the node's NFSv4 client identity comes from.
+	ClientIdentity *inventory.ClientIdentity `json:"client_identity,omitempty"`
 }
 
 func runAudit(ctx context.Context, g *globals, streams IOStreams, flags *auditFlags) error {
@@ -198,7 +205,8 @@ func runAudit(ctx context.Context, g *globals, streams IOStreams, flags *auditFl
 			verdicts = []readahead.Change{}
 		}
 		out := auditOutput{Mounts: rep.Mounts, Findings: rep.Findings, Warnings: warnings, Desired: rep.Desired,
-			Stalled: rep.Stalled, Blocked: rep.Blocked, Mounting: rep.Mounting, ReadAheadVerdicts: verdicts}
+			Stalled: rep.Stalled, Blocked: rep.Blocked, Mounting: rep.Mounting, ReadAheadVerdicts: verdicts, OptionOrigins: rep.Origins,
+			MountDefaults: inv.MountDefaults, ClientIdentity: inv.ClientIdentity}
 		if out.Mounts == nil {
 			out.Mounts = []inventory.Mount{}
 		}

@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nfstune/nfstune/internal/audit"
 	"github.com/nfstune/nfstune/internal/inventory"
 )
 
@@ -347,5 +349,54 @@ func TestAuditJSONStalled(t *testing.T) {
 		if b.ServerAddr != "127.0.0.1" || b.Holders == nil {
 			t.Errorf("blocked %+v: want server 127.0.0.1 and a holders list", b)
 		}
+	}
+}
+
+// TestAuditNFSMountDropInDisagrees: on a node whose drop-ins and policy disagree, audit
+// names the section that wins, the file and line, and the fix; and tells where the
+// mount's nconnect came from.
+func TestAuditNFSMountDropInDisagrees(t *testing.T) {
+	const root = "testdata/nfsmount-dropin"
+	stdout, stderr, code := runVerb(t, "audit", "--root", root, "--config", root+"/policy.yaml", "-o", "json", "--fail-on", "none")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var out struct {
+		Findings      []audit.Finding                 `json:"findings"`
+		OptionOrigins map[string][]audit.OptionOrigin `json:"option_origins"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]audit.Finding{}
+	for _, f := range out.Findings {
+		byID[f.ID] = f
+	}
+	f, ok := byID["NFS054"]
+	if !ok {
+		t.Fatalf("no NFS054 in %+v", out.Findings)
+	}
+	for _, want := range []string{
+		`[ Server "nas.example" ] gives the next mount nconnect=2, but the profile`,
+		"wants nconnect=4",
+	} {
+		if !strings.Contains(f.Message, want) {
+			t.Errorf("NFS054 message lacks %q: %s", want, f.Message)
+		}
+	}
+	if want := `in /etc/nfsmount.conf.d/90-local.conf, under [ Server "nas.example" ], change nconnect=2 to nconnect=4 or remove it`; !strings.Contains(f.Fix, want) {
+		t.Errorf("NFS054 fix lacks %q: %s", want, f.Fix)
+	}
+	if f.Actual != "nconnect=2 at /etc/nfsmount.conf.d/90-local.conf:2" {
+		t.Errorf("NFS054 actual %q", f.Actual)
+	}
+	if f, ok := byID["NFS051"]; !ok || !slices.Equal(f.MountPoints, []string{"/mnt/backup"}) || !strings.Contains(f.Fix, `add [ Server "10.0.0.6" ] with nconnect=4`) {
+		t.Errorf("NFS051 for the mount by address: %+v", f)
+	}
+	if f, ok := byID["NFS045"]; !ok || !strings.Contains(f.Message, `"node-07" alone`) {
+		t.Errorf("NFS045: %+v", f)
+	}
+	if !slices.Contains(out.OptionOrigins["0:53"], audit.OptionOrigin{Option: "nconnect=2", Source: `/etc/nfsmount.conf.d/90-local.conf:2 [ Server "nas.example" ]`}) {
+		t.Errorf("origins of 0:53: %+v", out.OptionOrigins["0:53"])
 	}
 }

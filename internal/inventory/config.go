@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/nfstune/nfstune/internal/hostfs"
@@ -293,16 +294,15 @@ func readNFSConfFile(read nfsConfFile, file string, depth int) ([]INISection, []
 	return out, warnings
 }
 
-// requested is what /etc/fstab and /etc/nfsmount.conf ask for.
+// requested is what /etc/fstab and nfsmount.conf (with its drop-ins) ask for.
 type requested struct {
 	fstab    map[string]FstabEntry // by mount point
-	conf     NFSMountConf
-	confFile string
+	defaults MountDefaults
 	warnings []string
 }
 
 func readRequested(root hostfs.Root) requested {
-	r := requested{fstab: map[string]FstabEntry{}, confFile: "/etc/nfsmount.conf"}
+	r := requested{fstab: map[string]FstabEntry{}}
 	if b, err := hostfs.ReadSmall(root.Etc("fstab")); err == nil {
 		entries, w := ParseFstab(bytes.NewReader(b))
 		r.warnings = append(r.warnings, w...)
@@ -314,13 +314,9 @@ func readRequested(root hostfs.Root) requested {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		r.warnings = append(r.warnings, fmt.Sprintf("reading fstab: %v", err))
 	}
-	if b, err := hostfs.ReadSmall(root.Etc("nfsmount.conf")); err == nil {
-		var w []string
-		r.conf, w = ParseNFSMountConf(bytes.NewReader(b), r.confFile)
-		r.warnings = append(r.warnings, w...)
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		r.warnings = append(r.warnings, fmt.Sprintf("reading nfsmount.conf: %v", err))
-	}
+	var w []string
+	r.defaults, w = readMountDefaults(root)
+	r.warnings = append(r.warnings, w...)
 	return r
 }
 
@@ -330,23 +326,20 @@ func readRequested(root hostfs.Root) requested {
 func (r requested) forMount(server string, mountPoints []string) *Requested {
 	opts := map[string]string{}
 	var sources []string
-	add := func(m map[string]string, src string) {
+	add := func(m map[string]string, src ...string) {
 		for k, v := range m {
 			opts[k] = v
 		}
-		sources = append(sources, src)
+		sources = append(sources, src...)
 	}
-	if g := r.conf.Global; g != nil {
-		add(mountOptions(g), fmt.Sprintf("%s:%d", r.confFile, g.Line))
-	}
-	if s := r.conf.Servers[server]; s != nil {
-		add(mountOptions(s), fmt.Sprintf("%s:%d", r.confFile, s.Line))
-	}
+	secs := r.defaults.Matching(server, "")
 	for _, mp := range mountPoints {
-		if s := r.conf.MountPoints[mp]; s != nil {
-			add(mountOptions(s), fmt.Sprintf("%s:%d", r.confFile, s.Line))
+		if secs = r.defaults.Matching(server, mp); slices.ContainsFunc(secs, func(s MountSection) bool { return s.Kind == SectionMountPoint }) {
 			break
 		}
+	}
+	for _, s := range slices.Backward(secs) {
+		add(sectionOptions(s), s.Headers...)
 	}
 	for _, mp := range mountPoints {
 		if e, ok := r.fstab[mp]; ok {
@@ -358,4 +351,13 @@ func (r requested) forMount(server string, mountPoints []string) *Requested {
 		return nil
 	}
 	return &Requested{Source: strings.Join(sources, ", "), Options: opts}
+}
+
+// sectionOptions turns a section's keys into mount options the way mountOptions does.
+func sectionOptions(s MountSection) map[string]string {
+	in := &INISection{Keys: map[string]string{}}
+	for _, o := range s.Options {
+		in.Keys[o.Key] = o.Value
+	}
+	return mountOptions(in)
 }

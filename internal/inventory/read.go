@@ -24,6 +24,10 @@ type ReadOptions struct {
 	// NFSv4 mount, are cut from mountstats before parsing. Audit needs only the transports
 	// and ages; metrics need the operations.
 	SkipOperations bool
+	// Hostname is the node name the node's NFS mounts present, for a reader in a UTS
+	// namespace of its own (the agent's pod, whose host name is the pod's); empty reads
+	// /proc/sys/kernel/hostname.
+	Hostname string
 	// Logger, when set, gets at debug level how long each source took to read: where to
 	// look when a read is slow.
 	Logger *slog.Logger
@@ -100,6 +104,10 @@ func Read(root hostfs.Root, opts ReadOptions) (*Inventory, error) {
 	}
 	req := readRequested(root)
 	warn(req.warnings...)
+	if req.defaults.Mounter != nil || len(req.defaults.Files) > 0 {
+		d := req.defaults
+		inv.MountDefaults = &d
+	}
 	done("fstab and nfsmount.conf")
 
 	inv.Mounts = completeMounts(root, mounts, stats, inv.NFSVolumes, req, warn)
@@ -108,6 +116,7 @@ func Read(root hostfs.Root, opts ReadOptions) (*Inventory, error) {
 	inv.KernelRelease, w = readKernelRelease(root)
 	warn(w...)
 	inv.Sysctls = readSysctls(root)
+	inv.ClientIdentity = readClientIdentity(root, opts.Hostname)
 	done("kernel version and sysctls")
 	inv.ReadAhead, w = readReadAheadConfig(root)
 	warn(w...)

@@ -108,6 +108,11 @@ type Inventory struct {
 	Sysctls map[string]string `json:"sysctls"`
 	// ReadAhead is the host configuration that sets read-ahead on future NFS mounts.
 	ReadAhead ReadAheadConfig `json:"readahead_config"`
+	// MountDefaults is what mount.nfs adds to every mount's options (nfsmount.conf and its
+	// drop-ins) and whether it reads them; nil when there is neither mount.nfs nor a file.
+	MountDefaults *MountDefaults `json:"mount_defaults,omitempty"`
+	// ClientIdentity is where the NFSv4 client's identity comes from; nil when unknown.
+	ClientIdentity *ClientIdentity `json:"client_identity,omitempty"`
 	// NFSServers and NFSVolumes are the rows of /proc/fs/nfsfs/servers and volumes (or
 	// /proc/<pid>/net/nfsfs/...): the kernel NFS clients and superblocks of the namespace.
 	NFSServers []NFSServer `json:"nfs_servers,omitempty"`

@@ -152,6 +152,8 @@ type Collector struct {
 	scrapeDuration, scrapeSuccess, seriesDropped, mountsDropped *prometheus.Desc
 
 	serviceLimit *prometheus.Desc
+	// clientIdentity is the node's NFSv4 client identity source and fingerprint.
+	clientIdentity *prometheus.Desc
 
 	// capHits counts scrapes in which the series cap left mounts out.
 	capHits prometheus.Counter
@@ -280,6 +282,9 @@ func NewCollector(src Source, logger *slog.Logger, opts Options) *Collector {
 		scrapeSuccess:  s("success", "1 when the last scrape read the NFS state, else 0."),
 		seriesDropped:  s("series_dropped", "Series left out of the last scrape by the series cap."),
 		mountsDropped:  s("mounts_dropped", "Mounts left out of the last scrape by the series cap."),
+		clientIdentity: prometheus.NewDesc(prometheus.BuildFQName(Namespace, "node", "nfs_client_identity_info"),
+			"Where the node's NFSv4 client identity comes from (source: identifier, nfs4_unique_id or hostname) and its fingerprint, the first 8 hex digits of the SHA-256 of the uniquifier and host name (value 1). Nodes with the same fingerprint are one client to the server: count by (fingerprint) (nfstune_node_nfs_client_identity_info) > 1.",
+			[]string{"source", "fingerprint"}, nil),
 		serviceLimit: prometheus.NewDesc(prometheus.BuildFQName(Namespace, "service", "limit_bytes_per_second"),
 			"Throughput limit of the provisioned service behind server:export (the policy's service, tier and capacity in nfstune plan's model), per access direction.",
 			[]string{"server", "export", "service", "tier", "access"}, nil),
@@ -298,6 +303,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.seriesDropped
 	ch <- c.mountsDropped
 	ch <- c.serviceLimit
+	ch <- c.clientIdentity
 	c.capHits.Describe(ch)
 	for _, d := range []*prometheus.Desc{
 		c.info, c.podInfo, c.age, c.readAhead, c.connections, c.nconnect, c.readBytes, c.writeBytes, c.events,
@@ -331,6 +337,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	var droppedSeries, droppedMounts int
 	if snap.Inventory != nil {
 		droppedSeries, droppedMounts = c.collectInventory(ch, snap)
+		if id := snap.Inventory.ClientIdentity; id != nil {
+			ch <- prometheus.MustNewConstMetric(c.clientIdentity, prometheus.GaugeValue, 1, id.Source, id.Fingerprint)
+		}
 	}
 	c.collectLimits(ch, snap.Limits)
 	if droppedMounts > 0 {

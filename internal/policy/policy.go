@@ -332,13 +332,7 @@ func (p *Policy) ResolveAs(m *inventory.Mount, forceBackend, forceWorkload strin
 	workload, mode := p.Workload, p.Mode
 	var static *bool
 	var service *Service
-	var rule *Rule
-	for i := range p.Rules {
-		if p.Rules[i].Match.matches(m) {
-			rule = &p.Rules[i]
-			break
-		}
-	}
+	rule := p.ruleFor(m)
 	src := RuleBuiltIn
 	if rule != nil {
 		src = fmt.Sprintf("%s rule %d", filepath.Base(p.File), rule.Index)
@@ -385,6 +379,23 @@ func (p *Policy) ResolveAs(m *inventory.Mount, forceBackend, forceWorkload strin
 		st = *static
 	}
 	return Resolved{Profile: prof, Mode: mode, Static: st, Rule: src, Service: service}
+}
+
+// RuleFor returns the config rule that applies to a mount: the first whose match fits it.
+func (p *Policy) RuleFor(m *inventory.Mount) (Rule, bool) {
+	if r := p.ruleFor(m); r != nil {
+		return *r, true
+	}
+	return Rule{}, false
+}
+
+func (p *Policy) ruleFor(m *inventory.Mount) *Rule {
+	for i := range p.Rules {
+		if p.Rules[i].Match.matches(m) {
+			return &p.Rules[i]
+		}
+	}
+	return nil
 }
 
 // helperOf names the tool behind a proxy kind, as the user installed it.

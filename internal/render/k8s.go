@@ -66,6 +66,9 @@ const (
 	UdevRulesDir = "/etc/udev/rules.d"
 	// StateDir holds the journal of what the installer changed (tune.JournalPath).
 	StateDir = "/var/lib/nfstune"
+	// NFSMountDropInDir is where the installer writes nfstune's nfsmount.conf drop-in
+	// (tune.NFSMountDropInPath), with installer.nfsmountConf.
+	NFSMountDropInDir = "/etc/nfsmount.conf.d"
 )
 
 // Object names.
@@ -506,6 +509,18 @@ func installerDaemonSet(v Values, version string) *appsv1.DaemonSet {
 		},
 		SecurityContext: containerSecurity(),
 	}}
+	if v.Installer.NFSMountConf {
+		pod.Volumes = append(pod.Volumes,
+			hostPathVolume("host-nfsmount", NFSMountDropInDir, corev1.HostPathDirectoryOrCreate),
+			hostPathVolume("host-sbin", "/sbin", corev1.HostPathDirectory),
+			hostPathVolume("host-usr-sbin", "/usr/sbin", corev1.HostPathDirectory))
+		c := &pod.InitContainers[0]
+		c.Args = append(c.Args, "--nfsmount-conf")
+		c.VolumeMounts = append(c.VolumeMounts,
+			corev1.VolumeMount{Name: "host-nfsmount", MountPath: HostRoot + NFSMountDropInDir},
+			corev1.VolumeMount{Name: "host-sbin", MountPath: HostRoot + "/sbin", ReadOnly: true},
+			corev1.VolumeMount{Name: "host-usr-sbin", MountPath: HostRoot + "/usr/sbin", ReadOnly: true})
+	}
 	pod.Containers = []corev1.Container{pauseContainer(v, version)}
 	return daemonSet(v, installerName, "installer", pod, nil)
 }

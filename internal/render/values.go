@@ -164,6 +164,13 @@ type Installer struct {
 	// Validate also renders a DaemonSet that prints each node's read-ahead per NFS
 	// mount (`nfstune audit -o json`) to its log.
 	Validate bool `json:"validate"`
+	// NFSMountConf also writes the policy's mount options for the servers and mount
+	// points its rules name literally into /etc/nfsmount.conf.d/50-nfstune.conf on each
+	// node (`install-node --nfsmount-conf`), for mounts that cannot carry options, such as
+	// a Pod's inline nfs volume. The init container then mounts the host's
+	// /etc/nfsmount.conf.d (created if missing) and, read-only, /sbin and /usr/sbin, where
+	// it looks at mount.nfs.
+	NFSMountConf bool `json:"nfsmountConf"`
 }
 
 // metricsTiers are the agent's --metrics values, the default first (package metrics: Tier).

@@ -28,7 +28,10 @@ type NodeInstall struct {
 	PolicyFile string
 	// Executable is the binary to install; empty for this executable (os.Executable).
 	Executable string
-	Logger     *slog.Logger
+	// NFSMountConf also writes the policy's mount options as nfsmount.conf sections, for
+	// the servers and mount points its rules name literally (Options.NFSMountConf).
+	NFSMountConf bool
+	Logger       *slog.Logger
 }
 
 // InstallNode copies the binary to BinDir and the policy to ConfigDir below root (atomic
@@ -86,13 +89,22 @@ func InstallNode(ctx context.Context, root hostfs.Root, in NodeInstall) error {
 		logger.Info("installed", "path", f.hostPath, "changed", changed)
 	}
 
-	// An empty inventory: the installer only writes the rule for future mounts.
-	plan, err := NewPlan(root, &inventory.Inventory{}, Want{Resolve: PolicyResolver(pol)}, Options{
-		Persist:     PersistUdev,
-		UdevCommand: hostBin + " udev-readahead --config " + hostPolicy,
+	// An empty inventory: the installer only writes the rule (and the nfsmount.conf
+	// sections of the rules) for future mounts.
+	plan, err := NewPlan(root, &inventory.Inventory{}, Want{Resolve: PolicyResolver(pol), Rules: pol.Rules, PolicyName: hostPolicy}, Options{
+		Persist:      PersistUdev,
+		UdevCommand:  hostBin + " udev-readahead --config " + hostPolicy,
+		NFSMountConf: in.NFSMountConf,
 	})
 	if err != nil {
 		return fmt.Errorf("planning the udev rule: %w", err)
+	}
+	if in.NFSMountConf {
+		for _, n := range plan.Notes {
+			if strings.Contains(n, "nfsmount.conf") || strings.Contains(n, "section") {
+				logger.Info("nfsmount.conf", "note", n)
+			}
+		}
 	}
 	if plan.Empty() {
 		logger.Info("udev rule up to date", "path", UdevRulePath)
@@ -100,13 +112,15 @@ func InstallNode(ctx context.Context, root hostfs.Root, in NodeInstall) error {
 	}
 	res, err := Apply(ctx, root, plan, ApplyOptions{})
 	if err != nil {
-		return fmt.Errorf("installing the udev rule: %w", err)
+		return fmt.Errorf("installing: %w", err)
 	}
 	if n := res.Failed(); n > 0 {
-		return fmt.Errorf("installing the udev rule: %d of %d actions failed", n, len(plan.Actions))
+		return fmt.Errorf("installing: %d of %d actions failed", n, len(plan.Actions))
 	}
-	logger.Info("installed", "path", UdevRulePath, "journal", res.Journal,
-		"note", "systemd-udevd reloads changed rules files before its next event (checked at most every 3 s); mounts that exist keep their read-ahead")
+	for _, a := range plan.Actions {
+		logger.Info("installed", "path", a.Path, "journal", res.Journal)
+	}
+	logger.Info("installed", "note", "systemd-udevd reloads changed rules files before its next event (checked at most every 3 s); mounts that exist keep their read-ahead and options")
 	return nil
 }
 
@@ -149,6 +163,10 @@ func PolicyResolver(pol *policy.Policy) func(*inventory.Mount) Desired {
 			m.Backend = inventory.DetectBackend(m.Server)
 		}
 		r := pol.Resolve(m)
-		return Desired{Profile: r.Profile, Mode: r.Mode, Rule: r.Rule}
+		d := Desired{Profile: r.Profile, Mode: r.Mode, Rule: r.Rule}
+		if rule, ok := pol.RuleFor(m); ok {
+			d.Match = rule.Match
+		}
+		return d
 	}
 }

@@ -45,6 +45,12 @@ const (
 	KindFstab Kind = "fstab"
 	// KindBackup writes a copy of a file before it is rewritten.
 	KindBackup Kind = "backup"
+	// KindNFSMountDropIn writes nfstune's /etc/nfsmount.conf.d drop-in: mount options
+	// for every future mount of a server or mount point.
+	KindNFSMountDropIn Kind = "nfsmount-dropin"
+	// KindNFSMountConf rewrites /etc/nfsmount.conf with nfstune's block, where mount.nfs
+	// reads no drop-in.
+	KindNFSMountConf Kind = "nfsmount-conf"
 )
 
 // Live reports whether the action writes a kernel attribute in place rather than a file.
@@ -75,6 +81,8 @@ type Desired struct {
 	Mode    policy.Mode
 	// Rule names the configuration rule that matched, for the reasons in the plan.
 	Rule string
+	// Match is that rule's match; zero for the built-in policy.
+	Match policy.Match
 }
 
 // Want is the desired state that a plan is built from.
@@ -86,6 +94,11 @@ type Want struct {
 	// SysctlsMax are upper bounds (e.g. sunrpc.tcp_max_slot_table_entries for servers that
 	// limit slots); a higher value is lowered only with Options.Exact.
 	SysctlsMax map[string]int64
+	// Rules are the policy's rules: those naming one server or mount point literally get
+	// an nfsmount.conf section (Options.NFSMountConf) even with nothing mounted.
+	Rules []policy.Rule
+	// PolicyName names the policy in the files apply writes; empty for the built-in one.
+	PolicyName string
 }
 
 // Options change how a plan is built.
@@ -98,6 +111,9 @@ type Options struct {
 	Exact bool
 	// Fstab plans an /etc/fstab rewrite for the mounts whose options must change.
 	Fstab bool
+	// NFSMountConf writes the policy's mount options as nfsmount.conf sections, which
+	// mount.nfs adds to every future mount (planNFSMountConf).
+	NFSMountConf bool
 	// UdevCommand is the command line the udev rule runs, without the bdi name: the absolute
 	// path of nfstune on the host and its flags, e.g. "/usr/local/bin/nfstune udev-readahead".
 	UdevCommand string
@@ -217,6 +233,11 @@ func NewPlan(root hostfs.Root, inv *inventory.Inventory, want Want, opts Options
 	planSysctls(root, p, want.Sysctls, want.SysctlsMax, opts)
 	if err := planMountOptions(root, p, inv, desired, opts); err != nil {
 		return nil, err
+	}
+	if opts.NFSMountConf {
+		if err := planNFSMountConf(root, p, inv, want, desired); err != nil {
+			return nil, err
+		}
 	}
 	return p, nil
 }

@@ -16,6 +16,9 @@ var fileTargets = map[Kind]string{
 	KindSysctlFile: SysctlFilePath,
 	KindFstab:      FstabPath,
 	KindBackup:     FstabBackup,
+
+	KindNFSMountDropIn: NFSMountDropInPath,
+	KindNFSMountConf:   NFSMountConfPath,
 }
 
 // checkTarget is the one allow-list of what apply writes and revert restores: each kind
