@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"flag"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,16 +14,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/nfstune/nfstune/internal/audit"
+	"github.com/nfstune/nfstune/internal/golden"
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/metrics"
 	"github.com/nfstune/nfstune/internal/policy"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/metrics.golden")
 
 // volatile are series whose values change from run to run.
 var volatile = []string{"go_", "process_", "promhttp_", "nfstune_scrape_duration_seconds", "nfstune_agent_last_resync_timestamp_seconds"}
@@ -87,7 +83,7 @@ func auditedPolicy(mode policy.Mode) LoadFunc {
 
 // TestMetricsGolden serves /metrics for the fixture root through inventory.Read and the
 // built-in policy, in each metrics tier, and compares it with testdata/metrics.golden (full)
-// and testdata/metrics-default.golden (go test -update rewrites them); promtool checks the
+// and testdata/metrics-default.golden (UPDATE_GOLDEN=1 rewrites them); promtool checks the
 // whole exposition when it is installed.
 func TestMetricsGolden(t *testing.T) {
 	t.Parallel()
@@ -105,7 +101,7 @@ func TestMetricsGolden(t *testing.T) {
 	}
 }
 
-func testMetricsGolden(t *testing.T, tier metrics.Tier, golden string) {
+func testMetricsGolden(t *testing.T, tier metrics.Tier, goldenPath string) {
 	root := copyTree(t, "testdata/root")
 	a, err := New(Config{
 		Root: root, PID: 1,
@@ -137,18 +133,7 @@ func testMetricsGolden(t *testing.T, tier metrics.Tier, golden string) {
 	full := rec.Body.Bytes()
 	got := stable(full)
 
-	if *update {
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("/metrics differs from %s (-want +got):\n%s", golden, diff)
-	}
+	golden.Check(t, goldenPath, got)
 
 	// Every NFS superblock got its profile's read-ahead at start.
 	for _, dev := range []string{"0:52", "0:53", "0:54"} {

@@ -30,6 +30,7 @@ var outsideNames = []struct{ prefix, name string }{
 	{"k8s.io/client-go/", "client-go"},
 	{"gopkg.in/yaml.v3", "gopkg.in/yaml.v3"},
 	{"github.com/google/go-containerregistry/", "go-containerregistry"},
+	{"github.com/google/go-cmp/", "go-cmp"},
 }
 
 // importRow is one row of ARCHITECTURE.md's import table.

@@ -28,6 +28,7 @@ var fileWriters = map[string]string{
 	"internal/cli.writeJSONFile":                     "a bench result file the user names",
 	"internal/image.Write":                           "the image's digest file in the build's output directory",
 	"internal/inventory/inventorytest.genFile.write": "a synthetic fixture tree in a directory the caller names (test support, not in the binary)",
+	"internal/golden.Check":                          "a test's golden file, with UPDATE_GOLDEN set (test support, not in the binary)",
 	"internal/inventory.tempProc.parse":              "mountstats copied into a private temporary directory for procfs to parse",
 }
 

@@ -3,8 +3,6 @@ package audit
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,12 +12,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/procfs"
 
+	"github.com/nfstune/nfstune/internal/golden"
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/policy"
 	"github.com/nfstune/nfstune/internal/readahead"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
 
 func intp(n int) *int { return &n }
 
@@ -777,25 +774,8 @@ func TestGolden(t *testing.T) {
 	if err := enc.Encode(rep); err != nil {
 		t.Fatal(err)
 	}
-	checkGolden(t, "report.table.golden", table.Bytes())
-	checkGolden(t, "report.json.golden", js.Bytes())
-}
-
-func checkGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s differs (-want +got):\n%s", name, diff)
-	}
+	golden.Check(t, filepath.Join("testdata", "report.table.golden"), table.Bytes())
+	golden.Check(t, filepath.Join("testdata", "report.json.golden"), js.Bytes())
 }
 
 // A mount point or export holding a newline or terminal escapes must not forge lines or

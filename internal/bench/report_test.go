@@ -3,34 +3,13 @@ package bench
 import (
 	"bytes"
 	"encoding/xml"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nfstune/nfstune/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	p := filepath.Join("testdata", "report", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from golden (run go test -update and review the diff)", name)
-	}
-}
 
 func loadInputs(t *testing.T) []ReportInput {
 	t.Helper()
@@ -61,7 +40,7 @@ func TestReportGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		golden(t, name, b)
+		golden.Check(t, filepath.Join("testdata", "report", name), b)
 		if strings.HasSuffix(name, ".svg") {
 			if err := xml.Unmarshal(b, new(struct{})); err != nil {
 				t.Errorf("%s is not well-formed XML: %v", name, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nfstune/nfstune/internal/bench"
+	"github.com/nfstune/nfstune/internal/golden"
 	"github.com/nfstune/nfstune/internal/inventory"
 )
 
@@ -140,13 +141,7 @@ func TestBenchCompare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := os.ReadFile("testdata/bench/compare.golden")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out != string(want) {
-		t.Errorf("compare output:\n%s\nwant:\n%s", out, want)
-	}
+	golden.Check(t, filepath.Join("testdata", "bench", "compare.golden"), []byte(out))
 	_, _, err = runBenchCLI(t, defaultBenchDeps(), "bench", "compare", "testdata/bench/before.json", "missing.json")
 	var exit *ExitError
 	if !errors.As(err, &exit) || exit.Code != ExitError2 {

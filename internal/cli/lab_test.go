@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/nfstune/nfstune/internal/golden"
 )
 
 // TestLabTreesGolden runs nfstune audit and nfstune stats on every tree recorded from the
@@ -45,19 +45,7 @@ func TestLabTreesGolden(t *testing.T) {
 				if errOut != "" {
 					got += "--- stderr\n" + errOut
 				}
-				golden := filepath.Join("testdata", "lab", tree+"."+verb.name+".golden")
-				if os.Getenv("UPDATE_GOLDEN") != "" {
-					if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-						t.Fatal(err)
-					}
-				}
-				want, err := os.ReadFile(golden)
-				if err != nil {
-					t.Fatalf("%v (run with UPDATE_GOLDEN=1 to create it)", err)
-				}
-				if diff := cmp.Diff(string(want), got); diff != "" {
-					t.Errorf("%s differs (-want +got):\n%s", golden, diff)
-				}
+				golden.Check(t, filepath.Join("testdata", "lab", tree+"."+verb.name+".golden"), []byte(got))
 			})
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nfstune/nfstune/internal/golden"
 )
 
 // Set UPDATE_GOLDEN=1 to rewrite testdata/plan/*.golden from the current output.
@@ -59,19 +61,7 @@ func TestPlanGolden(t *testing.T) {
 			if got := exitCode(err); got != tt.wantCode {
 				t.Fatalf("exit code %d (%v), want %d", got, err, tt.wantCode)
 			}
-			golden := filepath.Join("testdata", "plan", tt.name+".golden")
-			if os.Getenv("UPDATE_GOLDEN") != "" {
-				if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with UPDATE_GOLDEN=1 to create it)", err)
-			}
-			if out != string(want) {
-				t.Errorf("output differs from %s:\n--- got\n%s\n--- want\n%s", golden, out, want)
-			}
+			golden.Check(t, filepath.Join("testdata", "plan", tt.name+".golden"), []byte(out))
 			if strings.HasSuffix(tt.name, "-json") && !json.Valid([]byte(out)) {
 				t.Errorf("output is not valid JSON")
 			}

@@ -9,8 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
+	"github.com/nfstune/nfstune/internal/golden"
 	"github.com/nfstune/nfstune/internal/hostfs"
 )
 
@@ -50,19 +49,7 @@ func TestLabTreesGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got = append(got, '\n')
-			golden := filepath.Join("testdata", "golden", tree+".json")
-			if os.Getenv("UPDATE_GOLDEN") != "" {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with UPDATE_GOLDEN=1 to create it)", err)
-			}
-			if diff := cmp.Diff(string(want), string(got)); diff != "" {
-				t.Errorf("%s differs (-want +got):\n%s", golden, diff)
-			}
+			golden.Check(t, filepath.Join("testdata", "golden", tree+".json"), got)
 		})
 	}
 }

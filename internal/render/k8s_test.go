@@ -3,7 +3,6 @@ package render
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,10 +21,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nfstune/nfstune/internal/golden"
 	"github.com/nfstune/nfstune/internal/metrics"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden.yaml")
 
 // renderCases are the values files with golden manifests; the chart test renders the same.
 var renderCases = []string{"agent-default", "agent-enforce-cas", "agent-monitoring", "agent-proxy-helpers", "agent-blocked-processes", "agent-recovery", "installer", "installer-nfsmount"}
@@ -57,19 +55,7 @@ func TestRenderGolden(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			got := renderFile(t, name, FormatYAML)
-			golden := filepath.Join("testdata", name+".golden.yaml")
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update)", err)
-			}
-			if diff := cmp.Diff(string(want), string(got)); diff != "" {
-				t.Errorf("%s differs (-want +got), run go test -update if intended:\n%s", golden, diff)
-			}
+			golden.Check(t, filepath.Join("testdata", name+".golden.yaml"), got)
 		})
 	}
 }

@@ -2,7 +2,6 @@ package render
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,6 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+
+	"github.com/nfstune/nfstune/internal/golden"
 )
 
 // profileOptions are mount options as a profile lists them (vers first, then the rest).
@@ -88,19 +89,7 @@ func TestVolume(t *testing.T) {
 			if err := Write(&buf, FormatYAML, objs); err != nil {
 				t.Fatal(err)
 			}
-			golden := filepath.Join("testdata", "volume-"+tt.name+".golden.yaml")
-			if *update {
-				if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update)", err)
-			}
-			if diff := cmp.Diff(string(want), buf.String()); diff != "" {
-				t.Errorf("%s (-want +got):\n%s", golden, diff)
-			}
+			golden.Check(t, filepath.Join("testdata", "volume-"+tt.name+".golden.yaml"), buf.Bytes())
 			decoded := decodeAll(t, buf.Bytes())
 			var gotOptions []string
 			switch o := decoded[0].(type) {
