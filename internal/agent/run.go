@@ -2,7 +2,10 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -17,6 +20,7 @@ import (
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/metrics"
 	"github.com/nfstune/nfstune/internal/policy"
+	"github.com/nfstune/nfstune/internal/status"
 )
 
 // Options are what `nfstune agent` asks for.
@@ -31,8 +35,12 @@ type Options struct {
 	// PolicyFile is the policy (YAML) loaded with policy.Load; empty for the built-in
 	// profiles. A change of its size or modification time, or SIGHUP, reloads it.
 	PolicyFile string
+	// PolicyName names the policy in /status: the chart's node group.
+	PolicyName string
 	// Observe forces observe mode on every mount, whatever the policy says.
 	Observe bool
+	// Node is Config.Node.
+	Node string
 	// Tier is the metrics tier /metrics exports (metrics.ParseTier).
 	Tier metrics.Tier
 	// MaxSeries caps the per-mount and per-group series of one scrape; 0 for no cap.
@@ -75,11 +83,12 @@ func Run(ctx context.Context, opts Options) error {
 		},
 		Load: func() (*Policy, error) {
 			cfgWatch.changed() // remember the version being loaded
-			return LoadPolicy(opts.PolicyFile, opts.Observe)
+			return LoadPolicy(opts.PolicyFile, opts.PolicyName, opts.Observe)
 		},
 		PolicyChanged: cfgWatch.changed,
 		Exact:         opts.Exact,
 		ReleaseMemory: release,
+		Node:          opts.Node,
 		Logger:        logger,
 	})
 	if err != nil {
@@ -145,13 +154,27 @@ func reloadOnHangup(ctx context.Context) <-chan struct{} {
 	return reload
 }
 
-// LoadPolicy loads the policy file (policy.Load: the built-in profiles when path is
-// empty) and adapts it for the agent: Resolve gives each mount's read-ahead and mode,
-// Audit the findings of audit.Run. observe forces observe mode on every mount.
-func LoadPolicy(path string, observe bool) (*Policy, error) {
-	pol, err := policy.Load(path)
-	if err != nil {
-		return nil, err
+// LoadPolicy loads the policy file (the built-in profiles when path is empty; see
+// policy.Load) and adapts it for the agent: Resolve gives each mount's read-ahead and
+// mode, Audit runs audit.Run, and Info names it (name, file and the SHA-256 of the bytes
+// loaded). observe forces observe mode on every mount.
+func LoadPolicy(path, name string, observe bool) (*Policy, error) {
+	pol := policy.Default()
+	info := status.Policy{Name: name}
+	if path != "" {
+		b, err := readPolicyFile(path)
+		if err != nil {
+			return nil, err
+		}
+		if pol, err = policy.Parse(path, b); err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256(b)
+		info.File, info.SHA256 = path, hex.EncodeToString(sum[:])
+	}
+	mode := pol.Mode
+	if observe {
+		mode = policy.ModeObserve
 	}
 	return &Policy{
 		Resolve: func(m *inventory.Mount) Desired {
@@ -162,18 +185,30 @@ func LoadPolicy(path string, observe bool) (*Policy, error) {
 			}
 			return d
 		},
-		Audit: func(inv *inventory.Inventory) []metrics.Finding {
-			rep := audit.Run(inv, pol)
-			out := make([]metrics.Finding, 0, len(rep.Findings))
-			for _, f := range rep.Findings {
-				out = append(out, metrics.Finding{Device: f.Device, Rule: f.ID, Severity: f.Severity})
-			}
-			return out
+		Audit: func(inv *inventory.Inventory) audit.Report {
+			return audit.Run(inv, pol)
 		},
 		Limits: func(inv *inventory.Inventory) []metrics.ServiceLimit {
 			return ServiceLimits(inv, pol.Resolve)
 		},
+		Info: info,
+		Mode: mode,
 	}, nil
+}
+
+// readPolicyFile reads the policy file, up to one byte past policy.MaxConfigSize so that
+// policy.Parse refuses a larger one.
+func readPolicyFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading policy: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, policy.MaxConfigSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading policy: %w", err)
+	}
+	return b, nil
 }
 
 // fileWatch tells whether a file's size or modification time changed since the last call.
