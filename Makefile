@@ -17,12 +17,16 @@ TAGS     := lab,helm,apiserver
 
 PROMTOOL ?= promtool
 
-.PHONY: all host-packages build verify test vet scrape-test rules-test check lab-setup lab-test lab-matrix lab-record lab-shell demo minimal-root-check clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e
+.PHONY: all host-packages build plugin verify test vet scrape-test rules-test check lab-setup lab-test lab-matrix lab-record lab-shell demo minimal-root-check clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e
 
 all: build
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/nfstune
+
+# kubectl-nfstune, the kubectl plugin (docs/kubernetes.md): put it on the PATH.
+plugin:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/kubectl-nfstune ./cmd/kubectl-nfstune
 
 vet:
 	$(GO) vet -tags $(TAGS) ./...
@@ -90,6 +94,7 @@ helm-lint: $(HELM)
 	$(HELM) lint --strict deploy/helm/nfstune
 	$(HELM) lint --strict deploy/helm/nfstune --set mode=installer
 	$(HELM) lint --strict deploy/helm/nfstune --set prometheusRule.enabled=true,metrics.podMonitor.enabled=true,grafanaDashboard.enabled=true
+	$(HELM) lint --strict deploy/helm/nfstune -f internal/render/testdata/agent-node-groups.values.yaml
 	$(HELM) template nfstune deploy/helm/nfstune >/dev/null
 
 # helm-test renders the chart with helm template and compares it, object by object, with

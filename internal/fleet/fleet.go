@@ -27,15 +27,16 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/nfstune/nfstune/internal/audit"
+	"github.com/nfstune/nfstune/internal/render"
 	"github.com/nfstune/nfstune/internal/status"
 )
 
 // Labels of the agent pods the chart and `nfstune k8s render` create.
 const (
 	// AgentSelector selects every agent pod, of every node group.
-	AgentSelector = "app.kubernetes.io/name=nfstune,app.kubernetes.io/component=agent"
+	AgentSelector = render.AgentPodSelector
 	// GroupLabel names a pod's node group; the default group's pods carry "default".
-	GroupLabel = "nfstune.io/node-group"
+	GroupLabel = render.GroupLabel
 )
 
 // DefaultNamespace is the chart's namespace; DefaultNodeSelector the chart's nodeSelector,
@@ -46,7 +47,7 @@ const (
 	DefaultTimeout      = 5 * time.Second
 	DefaultAPITimeout   = 30 * time.Second
 	// DefaultPort is the agent's port where the pod names none "metrics".
-	DefaultPort = 9477
+	DefaultPort = render.MetricsPort
 )
 
 // MaxParallel is how many agents are asked at once. The listing of N nodes whose agents

@@ -287,7 +287,7 @@ func TestAPIServerAcceptsRenderedObjects(t *testing.T) {
 
 	// The same pod in a Baseline or Restricted namespace is refused, for its host paths.
 	v := DefaultValues()
-	ds := agentDaemonSet(v, "v0.0.0")
+	ds := agentDaemonSet(v, "v0.0.0", agentGroups(v)[0])
 	for _, level := range []string{"baseline", "restricted"} {
 		ns := &corev1.Namespace{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
