@@ -174,6 +174,8 @@ func collection(o Object) string {
 		prefix = "/apis/storage.k8s.io/v1"
 	case "NetworkPolicy":
 		prefix = "/apis/networking.k8s.io/v1"
+	case "ClusterRole", "Role":
+		prefix = "/apis/rbac.authorization.k8s.io/v1"
 	}
 	if ns := o.GetNamespace(); ns != "" {
 		return prefix + "/namespaces/" + ns + "/" + plural
