@@ -80,7 +80,7 @@ type Fleet struct {
 	Nodes      []Node  `json:"nodes"`
 }
 
-// Kind of the Fleet document.
+// KindFleet is the kind of the Fleet document.
 const KindFleet = "FleetStatus"
 
 // Summary counts over the nodes.
