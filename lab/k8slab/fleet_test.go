@@ -243,6 +243,7 @@ func TestFleetUnreachable(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	defer syscall.Kill(pid, syscall.SIGCONT) // also when the status below fails the case
 	n, run := fleetStatus(t, "admin", "--timeout", timeout.String())
 	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
