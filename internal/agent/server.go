@@ -356,10 +356,12 @@ func boundedSource[T any](src func(context.Context) (T, error), fresh time.Durat
 		done := make(chan result, 1)
 		go func() {
 			defer func() { <-busy }()
+			// Fresh from when the read began, as the gather cache of /metrics counts.
+			start := time.Now()
 			v, err := src(ctx)
 			if err == nil {
 				mu.Lock()
-				last, lastAt = &v, time.Now()
+				last, lastAt = &v, start
 				mu.Unlock()
 			}
 			done <- result{v, err}
