@@ -163,7 +163,7 @@ $(KUBELET) $(KUBE_CM) $(KUBE_SCHEDULER):
 		$(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $(CURDIR)/$@ k8s.io/kubernetes/cmd/$(patsubst %-v1.36.3,%,$(notdir $@))
 apiserver-test: $(KUBE_APISERVER) $(ETCD)
 	NFSTUNE_KUBE_APISERVER=$(CURDIR)/$(KUBE_APISERVER) NFSTUNE_ETCD=$(CURDIR)/$(ETCD) \
-		$(GO) test -count=1 -tags apiserver -run APIServer ./internal/render/
+		$(GO) test -count=1 -tags apiserver -run APIServer ./internal/render/ ./internal/plugin/
 
 # k8s-e2e runs nfstune on a real one-node cluster in the lab guest (lab/k8s-e2e.sh,
 # docs/kubernetes.md): containerd and runc with AppArmor on, the agent installed with helm,
