@@ -87,14 +87,13 @@ func Run(ctx context.Context, streams Streams, args []string) int {
 
 // globals are the flags every command takes.
 type globals struct {
-	kubeconfig  string
-	context     string
-	namespace   string
-	timeout     time.Duration
-	apiTimeout  time.Duration
-	output      string
-	failOn      string
-	newClientFn func(*globals) (corev1client.CoreV1Interface, error)
+	kubeconfig string
+	context    string
+	namespace  string
+	timeout    time.Duration
+	apiTimeout time.Duration
+	output     string
+	failOn     string
 }
 
 const exitCodes = `Exit status: 0 when every node listed is compliant (status) or the node's audit has no
@@ -102,7 +101,7 @@ finding at --fail-on (audit); 1 when a node is not compliant or its agent did no
 within --timeout; 2 on bad input or when the API server cannot be asked.`
 
 func newRoot(streams Streams) *cobra.Command {
-	g := &globals{newClientFn: newClient}
+	g := &globals{}
 	root := &cobra.Command{
 		Use:   "kubectl-nfstune",
 		Short: "Show every node's nfstune agent: tuned mounts, findings, stalled servers",
@@ -157,7 +156,7 @@ does not answer within --timeout, is shown as unreachable.
 			if err := g.check(); err != nil {
 				return err
 			}
-			client, err := g.newClientFn(g)
+			client, err := newClient(g)
 			if err != nil {
 				return usageError(err)
 			}
@@ -198,7 +197,7 @@ node prints them).
 			if err := g.check(); err != nil {
 				return err
 			}
-			client, err := g.newClientFn(g)
+			client, err := newClient(g)
 			if err != nil {
 				return usageError(err)
 			}
