@@ -3,6 +3,7 @@
 package plugin
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -17,8 +18,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nfstune/nfstune/internal/agent"
 	"github.com/nfstune/nfstune/internal/apiservertest"
 	"github.com/nfstune/nfstune/internal/fleet"
+	"github.com/nfstune/nfstune/internal/hostfs"
+	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/render"
 	"github.com/nfstune/nfstune/internal/status"
 )
@@ -40,10 +44,47 @@ func hostAddress(t *testing.T) string {
 	return ""
 }
 
+// realAgent runs nfstune's agent (observe mode, the built-in policy) on the agent package's
+// fixture host until the test ends, and returns its HTTP handler.
+func realAgent(t *testing.T, node string) http.Handler {
+	t.Helper()
+	root := hostfs.Root(filepath.Join("..", "agent", "testdata", "root"))
+	a, err := agent.New(agent.Config{
+		Root: root, PID: 1, Node: node,
+		Read: func(context.Context) (*inventory.Inventory, error) {
+			return inventory.Read(root, inventory.ReadOptions{PID: 1})
+		},
+		Load: func() (*agent.Policy, error) { return agent.LoadPolicy("", render.DefaultGroup, true) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := a.Handler(agent.HandlerOptions{MinScrapeInterval: agent.DefaultMinScrapeInterval, ScrapeTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, nil) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("agent: %v", err)
+		}
+	})
+	for end := time.Now().Add(30 * time.Second); !a.Ready(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the agent did not reconcile within 30 s")
+		}
+	}
+	return h
+}
+
 // TestAPIServerFleetViewer runs the plugin against a real kube-apiserver, as a user bound
 // to the chart's fleet-viewer ClusterRole and Role only, with agents behind the pods'
-// proxy subresource: one answers, one never does (reported after --timeout), and one node
-// has no agent pod. A user without the bindings cannot list the fleet (exit 2).
+// proxy subresource: one answers, one never does (reported after --timeout), one node has
+// no agent pod, and one runs the real agent's handler on the agent's fixture host. A user
+// without the bindings cannot list the fleet (exit 2).
 func TestAPIServerFleetViewer(t *testing.T) {
 	const viewerToken, nobodyToken = "viewer-token", "nobody-token"
 	s := apiservertest.Start(t, map[string]string{viewerToken: "viewer", nobodyToken: "nobody"})
@@ -111,13 +152,14 @@ func TestAPIServerFleetViewer(t *testing.T) {
 			Version: "v0.0.0", Ready: true, Mode: "enforce", Policy: status.Policy{Name: "default"}, Mounts: 2, Tuned: 2})
 	}))
 	silent := listen(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
-	for _, n := range []string{"node-a", "node-b", "node-c"} {
+	real := listen(realAgent(t, "node-d"))
+	for _, n := range []string{"node-a", "node-b", "node-c", "node-d"} {
 		create("/api/v1/nodes", corev1.Node{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
 			ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{"kubernetes.io/os": "linux"}},
 		})
 	}
-	for node, port := range map[string]int{"node-a": answered, "node-b": silent} {
+	for node, port := range map[string]int{"node-a": answered, "node-b": silent, "node-d": real} {
 		p := corev1.Pod{
 			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 			ObjectMeta: metav1.ObjectMeta{Name: "agent-" + node, Namespace: "nfstune", Labels: map[string]string{
@@ -163,10 +205,14 @@ current-context: test
 		t.Fatalf("as viewer: exit %d, want 1; stderr %s\n%s", code, errOut, out)
 	}
 	var f fleet.Fleet
-	if err := json.Unmarshal([]byte(out), &f); err != nil || len(f.Nodes) != 3 {
+	if err := json.Unmarshal([]byte(out), &f); err != nil || len(f.Nodes) != 4 {
 		t.Fatalf("decoding %s: %v", out, err)
 	}
-	a, b, c := f.Nodes[0], f.Nodes[1], f.Nodes[2]
+	a, b, c, d := f.Nodes[0], f.Nodes[1], f.Nodes[2], f.Nodes[3]
+	if !d.Reachable || d.Agent == nil || d.Agent.Node != "node-d" || !d.Agent.Ready || d.Agent.Mode != "observe" ||
+		d.Agent.Policy.Name != render.DefaultGroup || d.Agent.Mounts == 0 || d.Agent.GatheredAt.IsZero() {
+		t.Errorf("node-d = %+v (agent %+v); want the real agent's status: ready, observe, its mounts", d, d.Agent)
+	}
 	if !a.Compliant || a.Agent == nil || a.Agent.Node != "node-a" || a.Group != render.DefaultGroup {
 		t.Errorf("node-a = %+v; want compliant, its agent's status through the proxy", a)
 	}
@@ -179,8 +225,9 @@ current-context: test
 	if took > timeout+10*time.Second {
 		t.Errorf("the listing took %s with a %s timeout", took, timeout)
 	}
-	t.Logf("as viewer: exit %d after %s; node-a %s, node-b %q after %s, node-c %q", code, took.Round(time.Millisecond),
-		map[bool]string{true: "compliant", false: "not compliant"}[a.Compliant], b.Error, b.Took.Round(time.Millisecond), c.Error)
+	t.Logf("as viewer: exit %d after %s; node-a %s, node-b %q after %s, node-c %q, node-d %d mounts, %d tuned, %q",
+		code, took.Round(time.Millisecond), map[bool]string{true: "compliant", false: "not compliant"}[a.Compliant],
+		b.Error, b.Took.Round(time.Millisecond), c.Error, d.Agent.Mounts, d.Agent.Tuned, d.Problems)
 
 	// Without the bindings the user may not list the nodes: the fleet cannot be asked.
 	code, _, errOut = run(t, "status", "--kubeconfig", kubeconfig(nobodyToken))
