@@ -11,9 +11,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -311,24 +311,38 @@ func excludeNodes(a *corev1.Affinity, exclude []corev1.NodeSelectorRequirement) 
 
 // viewerClusterRole lets kubectl nfstune list the nodes; viewerRole lets it find the agent
 // pods and ask each agent through the API server's pod proxy (GET only), in the
-// namespace alone.
-func viewerClusterRole() *rbacv1.ClusterRole {
-	return &rbacv1.ClusterRole{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
-		ObjectMeta: metav1.ObjectMeta{Name: viewerName, Labels: labels("fleet-viewer")},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list"}}},
-	}
+// namespace alone. They are built untyped, as the monitoring objects are, so that
+// k8s.io/api/rbac/v1 stays out of the binary for two small objects; the tests decode
+// them strictly into its types.
+func viewerClusterRole() *unstructured.Unstructured {
+	return rbacObject("ClusterRole", "", rbacRule("nodes", "get", "list"))
 }
 
-func viewerRole(v Values) *rbacv1.Role {
-	return &rbacv1.Role{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
-		ObjectMeta: meta(v, viewerName, "fleet-viewer"),
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}},
-			{APIGroups: []string{""}, Resources: []string{"pods/proxy"}, Verbs: []string{"get"}},
-		},
+func viewerRole(v Values) *unstructured.Unstructured {
+	return rbacObject("Role", v.Namespace, rbacRule("pods", "get", "list"), rbacRule("pods/proxy", "get"))
+}
+
+func rbacObject(kind, namespace string, rules ...any) *unstructured.Unstructured {
+	l := map[string]any{}
+	for k, val := range labels("fleet-viewer") {
+		l[k] = val
 	}
+	md := map[string]any{"name": viewerName, "labels": l}
+	if namespace != "" {
+		md["namespace"] = namespace
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind, "metadata": md, "rules": rules,
+	}}
+}
+
+// rbacRule grants verbs on a resource of the core API group.
+func rbacRule(resource string, verbs ...string) map[string]any {
+	vs := make([]any, len(verbs))
+	for i, v := range verbs {
+		vs[i] = v
+	}
+	return map[string]any{"apiGroups": []any{""}, "resources": []any{resource}, "verbs": vs}
 }
 
 // PtraceCapability is the one capability the agent may be given (agent.blockedProcesses):
