@@ -29,7 +29,7 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/*.golden.yaml")
 
 // renderCases are the values files with golden manifests; the chart test renders the same.
-var renderCases = []string{"agent-default", "agent-enforce-cas", "agent-monitoring", "agent-proxy-helpers", "agent-blocked-processes", "agent-node-groups", "installer"}
+var renderCases = []string{"agent-default", "agent-enforce-cas", "agent-monitoring", "agent-proxy-helpers", "agent-blocked-processes", "agent-node-groups", "agent-node-groups-only", "installer"}
 
 func renderFile(t *testing.T, name, format string) []byte {
 	t.Helper()
@@ -180,6 +180,8 @@ func TestRenderDecodesStrictly(t *testing.T) {
 			"ConfigMap/nfstune-policy", "ConfigMap/nfstune-policy-cas", "ConfigMap/nfstune-policy-system",
 			"ClusterRole/nfstune-fleet-viewer", "Role/nfstune-fleet-viewer", "Service/nfstune-metrics",
 			"DaemonSet/nfstune-agent", "DaemonSet/nfstune-agent-cas", "DaemonSet/nfstune-agent-system"},
+		"agent-node-groups-only": {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune",
+			"ConfigMap/nfstune-policy", "ConfigMap/nfstune-policy-gpu", "Service/nfstune-metrics", "DaemonSet/nfstune-agent", "DaemonSet/nfstune-agent-gpu"},
 		"installer": {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "DaemonSet/nfstune-installer", "DaemonSet/nfstune-validate"},
 	}
 	for _, name := range renderCases {
