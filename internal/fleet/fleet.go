@@ -101,8 +101,8 @@ type Node struct {
 	Group string `json:"group,omitempty"`
 	// Pod is the agent pod asked; empty when the node has none.
 	Pod string `json:"pod,omitempty"`
-	// Pods counts the agent pods on the node: more than one means two node groups (or
-	// two releases) select it.
+	// Pods counts the agent pods on the node that are not being deleted: more than one
+	// means two node groups (or two releases) select it.
 	Pods int `json:"pods"`
 	// Reachable is true when the agent answered.
 	Reachable bool `json:"reachable"`
@@ -134,7 +134,11 @@ func Gather(ctx context.Context, client corev1client.CoreV1Interface, opts Optio
 		n := &out[i]
 		n.Name = name
 		agents := pods[name]
-		n.Pods = len(agents)
+		for _, p := range agents {
+			if p.DeletionTimestamp == nil {
+				n.Pods++
+			}
+		}
 		if len(agents) == 0 {
 			n.Error = "no agent pod on the node"
 			continue

@@ -27,6 +27,11 @@ func pod(name, node string, phase corev1.PodPhase, created time.Time) corev1.Pod
 	}
 }
 
+func terminating(p corev1.Pod) corev1.Pod {
+	p.DeletionTimestamp = new(metav1.Now())
+	return p
+}
+
 // newClient serves the nodes and pods given, and answers each pod's /status with ready,
 // or with 404 for the pods named in old (an agent without the endpoint).
 func newClient(t *testing.T, nodes []string, pods []corev1.Pod, old ...string) corev1client.CoreV1Interface {
@@ -64,9 +69,9 @@ func newClient(t *testing.T, nodes []string, pods []corev1.Pod, old ...string) c
 	return c
 }
 
-// TestGatherPods: a node with two agent pods (two groups, or two releases, select it) is
-// not compliant and the running, newest one is asked; a pending pod is not asked; an agent
-// without /status says so.
+// TestGatherPods: a node with several agent pods (two groups, or two releases, select it)
+// is not compliant and the running, newest one is asked; a pending pod is not asked; an
+// agent without /status says so; a pod being deleted next to the new one is not counted.
 func TestGatherPods(t *testing.T) {
 	t.Parallel()
 	now := time.Now()
@@ -76,6 +81,7 @@ func TestGatherPods(t *testing.T) {
 		pod("a-pending", "a", corev1.PodPending, now.Add(time.Hour)),
 		pod("b-pending", "b", corev1.PodPending, now),
 		pod("c-old", "c", corev1.PodRunning, now),
+		terminating(pod("c-gone", "c", corev1.PodRunning, now.Add(-time.Hour))),
 	}, "c-old")
 	f, err := Gather(context.Background(), c, Options{Timeout: time.Second, FailOn: "error"})
 	if err != nil {
