@@ -19,12 +19,16 @@ TAGS     := lab,helm,apiserver
 
 PROMTOOL ?= promtool
 
-.PHONY: all host-packages build verify test vet scrape-test rules-test compare-nfsiostat check lab-setup lab-test lab-matrix lab-record lab-shell demo minimal-root-check clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e
+.PHONY: all host-packages build plugin verify test vet scrape-test rules-test compare-nfsiostat check lab-setup lab-test lab-matrix lab-record lab-shell demo minimal-root-check clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e
 
 all: build
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/nfstune
+
+# kubectl-nfstune, the kubectl plugin (docs/kubernetes.md): put it on the PATH.
+plugin:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/kubectl-nfstune ./cmd/kubectl-nfstune
 
 vet:
 	$(GO) vet -tags $(TAGS) ./...
@@ -102,6 +106,7 @@ helm-lint: $(HELM)
 	$(HELM) lint --strict deploy/helm/nfstune
 	$(HELM) lint --strict deploy/helm/nfstune --set mode=installer
 	$(HELM) lint --strict deploy/helm/nfstune --set prometheusRule.enabled=true,metrics.podMonitor.enabled=true,grafanaDashboard.enabled=true
+	$(HELM) lint --strict deploy/helm/nfstune -f internal/render/testdata/agent-node-groups.values.yaml
 	$(HELM) template nfstune deploy/helm/nfstune >/dev/null
 
 # helm-test renders the chart with helm template and compares it, object by object, with
@@ -170,7 +175,7 @@ $(KUBELET) $(KUBE_CM) $(KUBE_SCHEDULER):
 		$(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $(CURDIR)/$@ k8s.io/kubernetes/cmd/$(patsubst %-v1.36.3,%,$(notdir $@))
 apiserver-test: $(KUBE_APISERVER) $(ETCD)
 	NFSTUNE_KUBE_APISERVER=$(CURDIR)/$(KUBE_APISERVER) NFSTUNE_ETCD=$(CURDIR)/$(ETCD) \
-		$(GO) test -count=1 -tags apiserver -run APIServer ./internal/render/
+		$(GO) test -count=1 -tags apiserver -run APIServer ./internal/render/ ./internal/plugin/
 
 # k8s-e2e runs nfstune on a real one-node cluster in the lab guest (lab/k8s-e2e.sh,
 # docs/kubernetes.md): containerd and runc with AppArmor on, the agent installed with helm,

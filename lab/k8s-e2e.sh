@@ -28,6 +28,7 @@ lab_log "building nfstune, the pause and test images and the Kubernetes lab test
 (
 	cd "$repo"
 	CGO_ENABLED=0 "$GO" build -trimpath -o "$bin/nfstune" ./cmd/nfstune
+	CGO_ENABLED=0 "$GO" build -trimpath -o "$bin/kubectl-nfstune" ./cmd/kubectl-nfstune
 	"$GO" run ./lab/k8slab/mkimages -busybox /bin/busybox -out "$bin/lab-images.tar"
 	CGO_ENABLED=0 "$GO" test -c -tags lab -o "$bin/k8slab.test" ./lab/k8slab
 )

@@ -21,10 +21,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nfstune/nfstune/internal/audit"
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/metrics"
 	"github.com/nfstune/nfstune/internal/policy"
+	"github.com/nfstune/nfstune/internal/status"
 )
 
 // Desired is what the policy wants for one mount, as far as the agent acts on it.
@@ -53,12 +55,17 @@ func (d Desired) change(cur, rsize int, exact bool) bool {
 type Policy struct {
 	// Resolve returns the desired state of one mount.
 	Resolve func(*inventory.Mount) Desired
-	// Audit returns the findings for an inventory; nil means no audit.
-	Audit func(*inventory.Inventory) []metrics.Finding
+	// Audit audits an inventory (audit.Run); nil means no audit.
+	Audit func(*inventory.Inventory) audit.Report
 	// Limits returns the service limits to export (ServiceLimits); nil means none.
 	Limits func(*inventory.Inventory) []metrics.ServiceLimit
 	// Recovery says when the agent frees the superblock of a dead server (Recover).
 	Recovery policy.Recovery
+	// Info names the policy in /status.
+	Info status.Policy
+	// Mode is observe when no mount is ever written (the agent's --observe, or the
+	// policy's default mode), else enforce; it is reported in /status.
+	Mode policy.Mode
 }
 
 // ReadFunc reads the host's NFS inventory. It must read only /proc and /sys.
@@ -108,6 +115,9 @@ type Config struct {
 	// VerdictWindow is how long the agent watches a mount's traffic after changing its
 	// read-ahead before judging the change (readahead.Judge); 0 means DefaultVerdictWindow.
 	VerdictWindow time.Duration
+	// Node is the name of the node the agent runs on, reported in /status; empty outside
+	// a pod.
+	Node string
 	// Logger receives structured logs; Metrics receives the agent's own metrics.
 	Logger  *slog.Logger
 	Metrics *Metrics
@@ -311,6 +321,9 @@ func (a *Agent) loadPolicy() error {
 	if err != nil {
 		return fmt.Errorf("loading policy: %w", err)
 	}
+	if p.Info.LoadedAt.IsZero() {
+		p.Info.LoadedAt = time.Now()
+	}
 	a.mu.Lock()
 	a.policy = p
 	a.mu.Unlock()
@@ -446,26 +459,76 @@ func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time)
 	return tunedNew
 }
 
+// view is one read of the host under the policy in force: what /metrics, /status and
+// /audit serve.
+type view struct {
+	snap metrics.Snapshot
+	// report is the full audit; nil when the policy has no audit.
+	report *audit.Report
+	// untuned are the mounts whose read-ahead is not what the policy wants, in the
+	// inventory's order.
+	untuned []status.Mount
+	at      time.Time
+}
+
 // Snapshot reads a fresh inventory and audits it under the current policy: the source of
 // every scrape.
 func (a *Agent) Snapshot(ctx context.Context) (metrics.Snapshot, error) {
-	inv, err := a.cfg.Read(ctx)
+	v, err := a.read(ctx)
 	if err != nil {
 		return metrics.Snapshot{}, err
+	}
+	return v.snap, nil
+}
+
+// read reads a fresh inventory, audits it under the current policy, and notes which
+// mounts are not tuned.
+func (a *Agent) read(ctx context.Context) (*view, error) {
+	inv, err := a.cfg.Read(ctx)
+	if err != nil {
+		return nil, err
 	}
 	a.mu.Lock()
 	pol := a.policy
 	a.mu.Unlock()
-	a.sampleStalls(inv, time.Now())
-	a.verdicts.observe(inv, time.Now())
-	s := metrics.Snapshot{Inventory: inv, ReadAheadVerdicts: a.verdicts.latest()}
+	now := time.Now()
+	a.sampleStalls(inv, now)
+	a.verdicts.observe(inv, now)
+	v := &view{snap: metrics.Snapshot{Inventory: inv, ReadAheadVerdicts: a.verdicts.latest()}, at: now}
 	if pol != nil && pol.Audit != nil {
-		s.Findings = pol.Audit(inv)
+		rep := pol.Audit(inv)
+		v.report = &rep
+		v.snap.Findings = make([]metrics.Finding, 0, len(rep.Findings))
+		for _, f := range rep.Findings {
+			v.snap.Findings = append(v.snap.Findings, metrics.Finding{Device: f.Device, Rule: f.ID, Severity: f.Severity})
+		}
 	}
 	if pol != nil && pol.Limits != nil {
-		s.Limits = pol.Limits(inv)
+		v.snap.Limits = pol.Limits(inv)
 	}
-	return s, nil
+	if pol != nil && pol.Resolve != nil {
+		v.untuned = a.untuned(inv, pol)
+	}
+	return v, nil
+}
+
+// untuned returns the mounts whose read-ahead the agent would change, or does not change
+// only because they are observed; a mount whose read-ahead is unreadable counts as tuned.
+func (a *Agent) untuned(inv *inventory.Inventory, pol *Policy) []status.Mount {
+	var out []status.Mount
+	for i := range inv.Mounts {
+		m := &inv.Mounts[i]
+		if m.ReadAheadKB == nil {
+			continue
+		}
+		want := pol.Resolve(m)
+		if !want.change(*m.ReadAheadKB, m.RSize, a.cfg.Exact) {
+			continue
+		}
+		out = append(out, status.Mount{Device: m.Device, MountPoint: first(m.MountPoints), Server: m.Server,
+			Export: m.Export, ReadAheadKB: *m.ReadAheadKB, WantKB: want.ReadAheadKB, Mode: string(want.Mode)})
+	}
+	return out
 }
 
 // sampleStalls fills inv.Stalled by comparing the transports read now with the sample

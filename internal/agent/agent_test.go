@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/nfstune/nfstune/internal/audit"
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/inventory/inventorytest"
@@ -133,14 +134,14 @@ func fixedPolicy(kb int, mode policy.Mode) LoadFunc {
 	return func() (*Policy, error) {
 		return &Policy{
 			Resolve: func(*inventory.Mount) Desired { return Desired{ReadAheadKB: kb, Mode: mode} },
-			Audit: func(inv *inventory.Inventory) []metrics.Finding {
-				var f []metrics.Finding
+			Audit: func(inv *inventory.Inventory) audit.Report {
+				rep := audit.Report{Mounts: inv.Mounts}
 				for _, m := range inv.Mounts {
 					if m.ReadAheadKB != nil && *m.ReadAheadKB < kb {
-						f = append(f, metrics.Finding{Device: m.Device, Rule: "readahead-low", Severity: "warning"})
+						rep.Findings = append(rep.Findings, audit.Finding{Device: m.Device, ID: "readahead-low", Severity: "warning"})
 					}
 				}
-				return f
+				return rep
 			},
 		}, nil
 	}
@@ -491,7 +492,7 @@ func TestBoundedSourceServesLastSnapshot(t *testing.T) {
 		}
 		<-release
 		return metrics.Snapshot{}, errors.New("late")
-	})
+	}, 0)
 	if s, err := src(context.Background()); err != nil || s.Inventory != good {
 		t.Fatalf("first read = %v, %v", s.Inventory, err)
 	}

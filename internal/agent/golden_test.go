@@ -70,13 +70,7 @@ func auditedPolicy(mode policy.Mode) LoadFunc {
 			return nil, err
 		}
 		p.Limits = func(inv *inventory.Inventory) []metrics.ServiceLimit { return ServiceLimits(inv, pol.Resolve) }
-		p.Audit = func(inv *inventory.Inventory) []metrics.Finding {
-			var out []metrics.Finding
-			for _, f := range audit.Run(inv, pol).Findings {
-				out = append(out, metrics.Finding{Device: f.Device, Rule: f.ID, Severity: f.Severity})
-			}
-			return out
-		}
+		p.Audit = func(inv *inventory.Inventory) audit.Report { return audit.Run(inv, pol) }
 		return p, nil
 	}
 }

@@ -47,7 +47,7 @@ func TestReconcileLeavesEFSUtilsReadAhead(t *testing.T) {
 					return inventory.Read(root, inventory.ReadOptions{})
 				},
 				ReconcileRead: func(context.Context) (*inventory.Inventory, error) { return ReadMountTable(root, 0) },
-				Load:          func() (*Policy, error) { return LoadPolicy(config, false) },
+				Load:          func() (*Policy, error) { return LoadPolicy(config, "", false) },
 				Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 			})
 			if err != nil {

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net"
@@ -17,6 +19,7 @@ import (
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/metrics"
 	"github.com/nfstune/nfstune/internal/policy"
+	"github.com/nfstune/nfstune/internal/status"
 )
 
 // Options are what `nfstune agent` asks for.
@@ -31,11 +34,14 @@ type Options struct {
 	// PolicyFile is the policy (YAML) loaded with policy.Load; empty for the built-in
 	// profiles. A change of its size or modification time, or SIGHUP, reloads it.
 	PolicyFile string
+	// PolicyName names the policy in /status: the chart's node group.
+	PolicyName string
 	// Observe forces observe mode on every mount, whatever the policy says.
 	Observe bool
-	// NodeName is the host name the node's NFSv4 clients present (the pod's NODE_NAME):
-	// the agent's own UTS namespace has the pod's host name. Empty reads it from /proc.
-	NodeName string
+	// Node is Config.Node: the node's name (--node-name, the pod's NODE_NAME), also the
+	// host name the node's NFSv4 clients present, as the agent's own UTS namespace has the
+	// pod's host name. Empty reads it from /proc.
+	Node string
 	// Tier is the metrics tier /metrics exports (metrics.ParseTier).
 	Tier metrics.Tier
 	// MaxSeries caps the per-mount and per-group series of one scrape; 0 for no cap.
@@ -71,18 +77,19 @@ func Run(ctx context.Context, opts Options) error {
 		PID:    pid,
 		Resync: opts.Resync,
 		Read: func(context.Context) (*inventory.Inventory, error) {
-			return inventory.Read(root, inventory.ReadOptions{PID: pid, Hostname: opts.NodeName})
+			return inventory.Read(root, inventory.ReadOptions{PID: pid, Hostname: opts.Node})
 		},
 		ReconcileRead: func(context.Context) (*inventory.Inventory, error) {
 			return ReadMountTable(root, pid)
 		},
 		Load: func() (*Policy, error) {
 			cfgWatch.changed() // remember the version being loaded
-			return LoadPolicy(opts.PolicyFile, opts.Observe)
+			return LoadPolicy(opts.PolicyFile, opts.PolicyName, opts.Observe)
 		},
 		PolicyChanged: cfgWatch.changed,
 		Exact:         opts.Exact,
 		ReleaseMemory: release,
+		Node:          opts.Node,
 		Logger:        logger,
 	})
 	if err != nil {
@@ -148,14 +155,28 @@ func reloadOnHangup(ctx context.Context) <-chan struct{} {
 	return reload
 }
 
-// LoadPolicy loads the policy file (policy.Load: the built-in profiles when path is
-// empty) and adapts it for the agent: Resolve gives each mount's read-ahead and mode,
-// Audit the findings of audit.Run, Recovery the recovery rules. observe forces observe
-// mode on every mount and on recovery.
-func LoadPolicy(path string, observe bool) (*Policy, error) {
-	pol, err := policy.Load(path)
-	if err != nil {
-		return nil, err
+// LoadPolicy loads the policy file (the built-in profiles when path is empty; see
+// policy.Load) and adapts it for the agent: Resolve gives each mount's read-ahead and
+// mode, Audit runs audit.Run, and Info names it (name, file and the SHA-256 of the bytes
+// loaded), Recovery the recovery rules. observe forces observe mode on every mount and on
+// recovery.
+func LoadPolicy(path, name string, observe bool) (*Policy, error) {
+	pol := policy.Default()
+	info := status.Policy{Name: name}
+	if path != "" {
+		b, err := readPolicyFile(path)
+		if err != nil {
+			return nil, err
+		}
+		if pol, err = policy.Parse(path, b); err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256(b)
+		info.File, info.SHA256 = path, hex.EncodeToString(sum[:])
+	}
+	mode := pol.Mode
+	if observe {
+		mode = policy.ModeObserve
 	}
 	recovery := pol.Recovery
 	if observe {
@@ -170,19 +191,26 @@ func LoadPolicy(path string, observe bool) (*Policy, error) {
 			}
 			return d
 		},
-		Audit: func(inv *inventory.Inventory) []metrics.Finding {
-			rep := audit.Run(inv, pol)
-			out := make([]metrics.Finding, 0, len(rep.Findings))
-			for _, f := range rep.Findings {
-				out = append(out, metrics.Finding{Device: f.Device, Rule: f.ID, Severity: f.Severity})
-			}
-			return out
+		Audit: func(inv *inventory.Inventory) audit.Report {
+			return audit.Run(inv, pol)
 		},
 		Limits: func(inv *inventory.Inventory) []metrics.ServiceLimit {
 			return ServiceLimits(inv, pol.Resolve)
 		},
 		Recovery: recovery,
+		Info:     info,
+		Mode:     mode,
 	}, nil
+}
+
+// readPolicyFile reads the policy file as policy.Load does: a regular file of at most
+// policy.MaxConfigSize bytes (hostfs.ReadFile).
+func readPolicyFile(path string) ([]byte, error) {
+	b, err := hostfs.ReadFile(path, policy.MaxConfigSize)
+	if err != nil {
+		return nil, fmt.Errorf("reading policy: %w", err)
+	}
+	return b, nil
 }
 
 // fileWatch tells whether a file's size or modification time changed since the last call.

@@ -47,20 +47,20 @@ func TestFileWatch(t *testing.T) {
 func TestLoadPolicyObserve(t *testing.T) {
 	t.Parallel()
 	m := &inventory.Mount{Device: "0:53", FSType: "nfs4"}
-	pol, err := LoadPolicy("", false)
+	pol, err := LoadPolicy("", "", false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := pol.Resolve(m).Mode; got != policy.ModeEnforce {
 		t.Errorf("built-in policy: mode %q, want %q", got, policy.ModeEnforce)
 	}
-	if pol, err = LoadPolicy("", true); err != nil {
+	if pol, err = LoadPolicy("", "", true); err != nil {
 		t.Fatal(err)
 	}
 	if got := pol.Resolve(m).Mode; got != policy.ModeObserve {
 		t.Errorf("observe: mode %q, want %q", got, policy.ModeObserve)
 	}
-	if _, err := LoadPolicy(filepath.Join(t.TempDir(), "missing.yaml"), false); err == nil {
+	if _, err := LoadPolicy(filepath.Join(t.TempDir(), "missing.yaml"), "", false); err == nil {
 		t.Error("a missing policy file was accepted")
 	}
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/nfstune/nfstune/internal/metrics"
+	"github.com/nfstune/nfstune/internal/status"
 )
 
 // DefaultListen is where the agent serves by default: loopback only. A DaemonSet that lets
@@ -85,8 +87,13 @@ type HandlerOptions struct {
 	ReleaseMemory bool
 }
 
+// MaxStatusInFlight is how many /status and /audit requests are served at once; more get
+// 503 at once.
+const MaxStatusInFlight = 4
+
 // Handler returns the agent's HTTP handler: /metrics (the NFS collector, the agent's own
-// metrics and the Go and process collectors), /healthz and /readyz.
+// metrics and the Go and process collectors), /healthz, /readyz, and the JSON documents
+// /status and /audit (package status).
 func (a *Agent) Handler(opts HandlerOptions) (http.Handler, error) {
 	if opts.ScrapeTimeout <= 0 {
 		opts.ScrapeTimeout = 800 * time.Millisecond
@@ -95,7 +102,15 @@ func (a *Agent) Handler(opts HandlerOptions) (http.Handler, error) {
 	if err := a.cfg.Metrics.Register(reg); err != nil {
 		return nil, fmt.Errorf("registering agent metrics: %w", err)
 	}
-	nfs := metrics.NewCollector(boundedSource(a.Snapshot), a.cfg.Logger.With("collector", "nfs"),
+	read := boundedSource(a.read, opts.MinScrapeInterval)
+	snapshot := func(ctx context.Context) (metrics.Snapshot, error) {
+		v, err := read(ctx)
+		if err != nil {
+			return metrics.Snapshot{}, err
+		}
+		return v.snap, nil
+	}
+	nfs := metrics.NewCollector(snapshot, a.cfg.Logger.With("collector", "nfs"),
 		metrics.Options{Tier: opts.Tier, MaxSeries: opts.MaxSeries, Timeout: opts.ScrapeTimeout})
 	for _, c := range []prometheus.Collector{
 		nfs,
@@ -147,6 +162,27 @@ func (a *Agent) Handler(opts HandlerOptions) (http.Handler, error) {
 		}
 		fmt.Fprintln(w, "ok")
 	})
+	// /status and /audit share the reads of /metrics and hold slots of their own: through
+	// the API server's pod proxy every user comes from the API server's address, so a
+	// per-address limit would be one for the whole cluster.
+	slots := make(chan struct{}, MaxStatusInFlight)
+	readFor := func(r *http.Request) (*view, error) {
+		ctx, cancel := context.WithTimeout(r.Context(), opts.ScrapeTimeout)
+		defer cancel()
+		return read(ctx)
+	}
+	mux.Handle("GET "+status.StatusPath, limitInFlight(slots, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v, err := readFor(r)
+		writeJSON(w, a.status(v, err, time.Now()))
+	})))
+	mux.Handle("GET "+status.AuditPath, limitInFlight(slots, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v, err := readFor(r)
+		if err != nil {
+			http.Error(w, "reading NFS inventory: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		writeJSON(w, a.audit(v))
+	})))
 	return mux, nil
 }
 
@@ -197,6 +233,29 @@ func (c *cachedGatherer) expire(gen int) {
 	if c.release {
 		debug.FreeOSMemory()
 	}
+}
+
+// limitInFlight answers 503 to a request while every slot is taken.
+func limitInFlight(slots chan struct{}, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case slots <- struct{}{}:
+		default:
+			http.Error(w, "too many requests in flight, try again later", http.StatusServiceUnavailable)
+			return
+		}
+		defer func() { <-slots }()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// writeJSON writes v as indented JSON; an encoding error can only be the client's
+// connection, which the server's deadlines already cut.
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
 }
 
 // onePerClient answers 503 to a request while limit requests of the same client address
@@ -256,26 +315,39 @@ func (w *stickyWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // boundedSource runs src in its own goroutine and gives up when ctx ends, so a read that
 // hangs (it should not: it touches only /proc and /sys) or crawls on a saturated CPU cannot
-// hold a scrape. Then the last good snapshot is exported instead, with its error logged by
-// the collector only if there is none. At most one read runs at a time; a scrape arriving
-// while one is still running gets the last snapshot at once instead of piling up goroutines.
-func boundedSource(src metrics.Source) metrics.Source {
+// hold a scrape. Then the last good result is served instead, with its error logged by
+// the collector only if there is none. At most one read runs at a time; a request arriving
+// while one is still running gets the last result at once instead of piling up goroutines.
+// A result younger than fresh is served again without a read, so that /metrics, /status
+// and /audit within the minimum scrape interval share one read of the host.
+func boundedSource[T any](src func(context.Context) (T, error), fresh time.Duration) func(context.Context) (T, error) {
 	busy := make(chan struct{}, 1)
 	var mu sync.Mutex
-	var last *metrics.Snapshot
+	var last *T
+	var lastAt time.Time
 	type result struct {
-		snap metrics.Snapshot
-		err  error
+		v   T
+		err error
 	}
-	stale := func(err error) (metrics.Snapshot, error) {
+	stale := func(err error) (T, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if last != nil {
 			return *last, nil
 		}
-		return metrics.Snapshot{}, err
+		var zero T
+		return zero, err
 	}
-	return func(ctx context.Context) (metrics.Snapshot, error) {
+	return func(ctx context.Context) (T, error) {
+		if fresh > 0 {
+			mu.Lock()
+			if last != nil && time.Since(lastAt) < fresh {
+				v := *last
+				mu.Unlock()
+				return v, nil
+			}
+			mu.Unlock()
+		}
 		select {
 		case busy <- struct{}{}:
 		default:
@@ -284,17 +356,19 @@ func boundedSource(src metrics.Source) metrics.Source {
 		done := make(chan result, 1)
 		go func() {
 			defer func() { <-busy }()
-			s, err := src(ctx)
+			// Fresh from when the read began, as the gather cache of /metrics counts.
+			start := time.Now()
+			v, err := src(ctx)
 			if err == nil {
 				mu.Lock()
-				last = &s
+				last, lastAt = &v, start
 				mu.Unlock()
 			}
-			done <- result{s, err}
+			done <- result{v, err}
 		}()
 		select {
 		case r := <-done:
-			return r.snap, r.err
+			return r.v, r.err
 		case <-ctx.Done():
 			return stale(fmt.Errorf("reading inventory: %w", ctx.Err()))
 		}

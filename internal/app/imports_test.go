@@ -140,10 +140,11 @@ func TestArchitectureImports(t *testing.T) {
 	}
 }
 
-// taggedModulePackages is modulePackages with the build tags the lab's packages need.
+// taggedModulePackages is modulePackages with the build tags of the lab's packages and of
+// the tests that run helm and a real kube-apiserver.
 func taggedModulePackages(t *testing.T) []*build.Package {
 	t.Helper()
 	ctx := build.Default
-	ctx.BuildTags = append(slices.Clone(ctx.BuildTags), "lab")
+	ctx.BuildTags = append(slices.Clone(ctx.BuildTags), "lab", "helm", "apiserver")
 	return modulePackagesIn(t, &ctx)
 }

@@ -122,3 +122,50 @@ func TestOneProgramRunner(t *testing.T) {
 		}
 	}
 }
+
+// kubernetesClients lists the packages allowed to import the Kubernetes client
+// (k8s.io/client-go): those of kubectl-nfstune. nfstune calls no API, and its agent has
+// no token; the client would only add size and code to review.
+var kubernetesClients = []string{"internal/fleet", "internal/plugin"}
+
+// TestKubernetesClientOnlyInPlugin keeps k8s.io/client-go out of the nfstune binary: only
+// the packages of kubernetesClients import it, and no package cmd/nfstune imports,
+// directly or not, is one of them. .golangci.yml's depguard rule kubernetes-client says the
+// first half without this test.
+func TestKubernetesClientOnlyInPlugin(t *testing.T) {
+	const module = "github.com/nfstune/nfstune/"
+	imports := map[string][]string{}
+	for _, pkg := range modulePackages(t) {
+		rel, err := filepath.Rel(moduleRoot, pkg.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel = filepath.ToSlash(rel)
+		imports[rel] = pkg.Imports
+		for _, imp := range pkg.Imports {
+			if strings.HasPrefix(imp, "k8s.io/client-go") && !slices.Contains(kubernetesClients, rel) {
+				t.Errorf("%s imports %s; only %v use the Kubernetes client", rel, imp, kubernetesClients)
+			}
+		}
+	}
+	seen := map[string]bool{}
+	var walk func(rel string)
+	walk = func(rel string) {
+		if seen[rel] {
+			return
+		}
+		seen[rel] = true
+		if slices.Contains(kubernetesClients, rel) {
+			t.Errorf("cmd/nfstune imports %s, which uses the Kubernetes client", rel)
+		}
+		for _, imp := range imports[rel] {
+			if dep, ok := strings.CutPrefix(imp, module); ok {
+				walk(dep)
+			}
+		}
+	}
+	walk("cmd/nfstune")
+	if !seen["internal/agent"] || !seen["internal/status"] {
+		t.Fatalf("the walk from cmd/nfstune missed internal/agent or internal/status: %v", seen)
+	}
+}

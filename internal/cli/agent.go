@@ -13,15 +13,18 @@ import (
 )
 
 type agentFlags struct {
-	Listen    string
-	Config    string
-	PID       int
-	Resync    time.Duration
-	Observe   bool
-	Exact     bool
-	MaxSeries int
-	Metrics   string
-	MemLimit  int64
+	Listen string
+	Config string
+	// PolicyName is --policy-name; Node is --node-name.
+	PolicyName string
+	Node       string
+	PID        int
+	Resync     time.Duration
+	Observe    bool
+	Exact      bool
+	MaxSeries  int
+	Metrics    string
+	MemLimit   int64
 	// MinScrape is --min-scrape-interval.
 	MinScrape time.Duration
 }
@@ -33,7 +36,8 @@ func newAgentCommand(g *globals, streams IOStreams) *cobra.Command {
 		Short: "Keep every NFS mount's read-ahead tuned and serve Prometheus metrics",
 		Long: `agent watches the mount table (poll(2) on /proc/<pid>/mountinfo, plus a full resync),
 gives every new NFS superblock its profile's read-ahead, restores values changed below the
-profile by someone else, and serves /metrics, /healthz and /readyz. It reads only /proc and
+profile by someone else, and serves /metrics, /healthz, /readyz, and its state and audit as
+JSON at /status and /audit (what kubectl nfstune shows). It reads only /proc and
 /sys, never a mount point, and never changes mount options. SIGHUP reloads the policy file;
 so does a change of the file. SIGTERM stops it cleanly.`,
 		Args: cobra.NoArgs,
@@ -42,8 +46,10 @@ so does a change of the file. SIGTERM stops it cleanly.`,
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&flags.Listen, "listen", agent.DefaultListen, "address to serve /metrics, /healthz and /readyz on (the node address to let Prometheus scrape)")
+	f.StringVar(&flags.Listen, "listen", agent.DefaultListen, "address to serve /metrics, /healthz, /readyz, /status and /audit on (the node address to let Prometheus scrape)")
 	f.StringVar(&flags.Config, "config", "", "policy file (YAML); empty for the built-in profiles")
+	f.StringVar(&flags.PolicyName, "policy-name", "", "name of the policy in /status (the chart passes its node group)")
+	f.StringVar(&flags.Node, "node-name", os.Getenv("NODE_NAME"), "name of the node in /status (default $NODE_NAME, which the chart sets)")
 	f.IntVar(&flags.PID, "pid", 1, "process whose mount and network namespace to follow under --root (/proc/<pid>/mountinfo, /proc/<pid>/net/nfsfs); 0 for self")
 	f.DurationVar(&flags.Resync, "resync", 30*time.Second, "period of the full resync that catches drift")
 	f.BoolVar(&flags.Observe, "observe", false, "never write read-ahead, whatever the policy's mode; only report")
@@ -70,8 +76,9 @@ func runAgent(ctx context.Context, g *globals, streams IOStreams, flags *agentFl
 		Exact:             flags.Exact,
 		Listen:            flags.Listen,
 		PolicyFile:        flags.Config,
+		PolicyName:        flags.PolicyName,
+		Node:              flags.Node,
 		Observe:           flags.Observe,
-		NodeName:          os.Getenv("NODE_NAME"),
 		Tier:              tier,
 		MaxSeries:         flags.MaxSeries,
 		MemoryLimit:       flags.MemLimit,

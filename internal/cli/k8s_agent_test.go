@@ -3,12 +3,14 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"io/fs"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/render"
+	"github.com/nfstune/nfstune/internal/status"
 )
 
 // syncBuffer is a bytes.Buffer the agent's goroutines and the test can share.
@@ -175,6 +178,18 @@ func TestK8sAgentStartsOnDaemonSetLayout(t *testing.T) {
 			code, metrics := get("/metrics")
 			if code != http.StatusOK || !strings.Contains(metrics, `nfstune_mount_read_ahead_bytes{backend="generic",device="0:52"`) {
 				t.Errorf("/metrics = %d without 0:52's read-ahead:\n%.2000s", code, metrics)
+			}
+			// /status, as kubectl nfstune reads it: the rendered --policy-name, the mode, the
+			// policy's hash, and 0:52 untuned in observe mode only.
+			code, body := get(status.StatusPath)
+			var st status.Status
+			if err := json.Unmarshal([]byte(body), &st); code != http.StatusOK || err != nil {
+				t.Fatalf("/status = %d %v: %s", code, err, body)
+			}
+			untuned := slices.ContainsFunc(st.Untuned, func(m status.Mount) bool { return m.Device == "0:52" })
+			if st.Policy.Name != render.DefaultGroup || st.Mode != tt.mode || len(st.Policy.SHA256) != 64 ||
+				st.Mounts == 0 || untuned != (tt.mode == render.PolicyObserve) {
+				t.Errorf("/status = %+v; want policy %q, mode %s, a hash, 0:52 untuned only in observe mode", st, render.DefaultGroup, tt.mode)
 			}
 			ra, err := hostfs.ReadString(hostfs.Root(host).Sys("class", "bdi", "0:52", "read_ahead_kb"))
 			if err != nil || ra != tt.wantRA {

@@ -3,27 +3,19 @@
 package render
 
 import (
-	"bytes"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
-	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nfstune/nfstune/internal/apiservertest"
 )
 
 // These tests send the rendered objects to a real kube-apiserver backed by etcd, with the
@@ -32,130 +24,17 @@ import (
 // Go module proxy and passes them in NFSTUNE_KUBE_APISERVER and NFSTUNE_ETCD.
 
 type apiServer struct {
-	url    string
-	token  string
-	client *http.Client
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	return port
-}
-
-func startProcess(t *testing.T, name string, bin string, args ...string) {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	logFile, err := os.Create(filepath.Join(t.TempDir(), name+".log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		// Stopping the server: an error here only says it had exited or was interrupted; its
-		// log tells why.
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-		}
-		if t.Failed() {
-			b, _ := os.ReadFile(logFile.Name())
-			if len(b) > 4000 {
-				b = b[len(b)-4000:]
-			}
-			t.Logf("%s log tail:\n%s", name, b)
-		}
-	})
+	*apiservertest.Server
 }
 
 func startAPIServer(t *testing.T) *apiServer {
 	t.Helper()
-	apiBin, etcdBin := os.Getenv("NFSTUNE_KUBE_APISERVER"), os.Getenv("NFSTUNE_ETCD")
-	if apiBin == "" || etcdBin == "" {
-		t.Fatal("NFSTUNE_KUBE_APISERVER and NFSTUNE_ETCD must name the binaries: run make apiserver-test")
-	}
-	dir := t.TempDir()
-	client, peer := freePort(t), freePort(t)
-	startProcess(t, "etcd", etcdBin,
-		"--data-dir", filepath.Join(dir, "etcd"), "--name", "default",
-		"--listen-client-urls", "http://127.0.0.1:"+client, "--advertise-client-urls", "http://127.0.0.1:"+client,
-		"--listen-peer-urls", "http://127.0.0.1:"+peer, "--initial-advertise-peer-urls", "http://127.0.0.1:"+peer,
-		"--initial-cluster", "default=http://127.0.0.1:"+peer, "--log-level", "error")
-
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	saKey := filepath.Join(dir, "sa.pem")
-	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
-	if err := os.WriteFile(saKey, pemBytes, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	token := "nfstune-test-token"
-	tokens := filepath.Join(dir, "tokens.csv")
-	if err := os.WriteFile(tokens, []byte(token+`,admin,admin,"system:masters"`+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	secure := freePort(t)
-	startProcess(t, "kube-apiserver", apiBin,
-		"--etcd-servers", "http://127.0.0.1:"+client,
-		"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1", "--secure-port", secure,
-		"--cert-dir", filepath.Join(dir, "certs"),
-		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file", saKey, "--service-account-signing-key-file", saKey,
-		"--token-auth-file", tokens, "--authorization-mode", "RBAC",
-		"--service-cluster-ip-range", "10.96.0.0/16",
-		"--enable-priority-and-fairness=false")
-
-	s := &apiServer{
-		url:   "https://127.0.0.1:" + secure,
-		token: token,
-		client: &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{
-			// The server's certificate is self-signed by the server for this test.
-			TLSClientConfig: &tls.Config{InsecureSkipVerify: true},
-		}},
-	}
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		code, _, _ := s.do(t, http.MethodGet, "/readyz", nil)
-		if code == http.StatusOK {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kube-apiserver not ready after 90s (last status %d)", code)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	return s
+	return &apiServer{apiservertest.Start(t, nil)}
 }
 
 func (s *apiServer) do(t *testing.T, method, path string, body []byte) (int, []byte, http.Header) {
 	t.Helper()
-	req, err := http.NewRequest(method, s.url+path, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+s.token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return 0, []byte(err.Error()), nil
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, resp.Header
+	return s.Do(t, method, path, body)
 }
 
 // collection is the REST path objects of o's kind are created under.
@@ -176,6 +55,8 @@ func collection(o Object) string {
 		prefix = "/apis/storage.k8s.io/v1"
 	case "NetworkPolicy":
 		prefix = "/apis/networking.k8s.io/v1"
+	case "ClusterRole", "Role":
+		prefix = "/apis/rbac.authorization.k8s.io/v1"
 	}
 	if ns := o.GetNamespace(); ns != "" {
 		return prefix + "/namespaces/" + ns + "/" + plural
@@ -289,7 +170,7 @@ func TestAPIServerAcceptsRenderedObjects(t *testing.T) {
 
 	// The same pod in a Baseline or Restricted namespace is refused, for its host paths.
 	v := DefaultValues()
-	ds := agentDaemonSet(v, "v0.0.0")
+	ds := agentDaemonSet(v, "v0.0.0", agentGroups(v)[0])
 	for _, level := range []string{"baseline", "restricted"} {
 		ns := &corev1.Namespace{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},

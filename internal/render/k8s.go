@@ -2,8 +2,10 @@ package render
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -11,6 +13,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -76,9 +79,18 @@ const (
 	Name          = "nfstune"
 	policyMapName = "nfstune-policy"
 	agentName     = "nfstune-agent"
+	viewerName    = "nfstune-fleet-viewer"
 	serviceName   = "nfstune-metrics"
 	installerName = "nfstune-installer"
 	validateName  = "nfstune-validate"
+)
+
+// GroupLabel is the agent pods' label that names their node group (DefaultGroup for the
+// nodes of no group), and AgentPodSelector selects every agent pod, of every group: what
+// kubectl nfstune looks for.
+const (
+	GroupLabel       = "nfstune.io/node-group"
+	AgentPodSelector = "app.kubernetes.io/component=agent,app.kubernetes.io/name=" + Name
 )
 
 // releaseRE matches the versions of released images: v1.2.3, v1.2.3-rc.1. An untagged
@@ -107,9 +119,20 @@ func Render(v Values, version string) ([]Object, error) {
 	if v.CriticalPodsQuota && isCritical(v.PriorityClassName) {
 		objs = append(objs, criticalPodsQuota(v))
 	}
-	objs = append(objs, serviceAccount(v), policyConfigMap(v))
+	objs = append(objs, serviceAccount(v))
+	groups := agentGroups(v)
+	if v.Mode == ModeAgent {
+		for _, g := range groups {
+			objs = append(objs, policyConfigMap(v, g.policyMap, g.policy))
+		}
+	} else {
+		objs = append(objs, policyConfigMap(v, policyMapName, v.Policy))
+	}
 	if v.Mode == ModeAgent && v.GrafanaDashboard.Enabled {
 		objs = append(objs, dashboardConfigMap(v))
+	}
+	if v.Mode == ModeAgent && v.FleetViewer.ClusterRole.Create {
+		objs = append(objs, viewerClusterRole(), viewerRole(v))
 	}
 	switch v.Mode {
 	case ModeAgent:
@@ -117,7 +140,9 @@ func Render(v Values, version string) ([]Object, error) {
 		if v.Metrics.Service {
 			objs = append(objs, metricsService(v))
 		}
-		objs = append(objs, agentDaemonSet(v, version))
+		for _, g := range groups {
+			objs = append(objs, agentDaemonSet(v, version, g))
+		}
 		// The Prometheus Operator's kinds last, as Helm installs kinds it does not know.
 		if v.Metrics.PodMonitor.Enabled {
 			objs = append(objs, podMonitor(v))
@@ -225,12 +250,109 @@ func serviceAccount(v Values) *corev1.ServiceAccount {
 	}
 }
 
-func policyConfigMap(v Values) *corev1.ConfigMap {
+func policyConfigMap(v Values, name, policy string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: meta(v, policyMapName, "policy"),
-		Data:       map[string]string{PolicyFile: v.Policy},
+		ObjectMeta: meta(v, name, "policy"),
+		Data:       map[string]string{PolicyFile: policy},
 	}
+}
+
+// agentGroup is one agent DaemonSet: the default group (the nodes of no NodeGroup) or one
+// of Values.NodeGroups.
+type agentGroup struct {
+	name, daemonSet, policyMap, policy string
+	// selector is the DaemonSet's pod selector. The default group's is that of releases
+	// before node groups, as a DaemonSet's selector cannot change; its pods carry the
+	// GroupLabel all the same.
+	selector     map[string]string
+	nodeSelector map[string]string
+	// exclude keeps the DaemonSet off the nodes of the groups before it (every group, for
+	// the default one), so that each node runs one agent.
+	exclude []corev1.NodeSelectorRequirement
+}
+
+// agentGroups returns the default group, then v.NodeGroups in order.
+func agentGroups(v Values) []agentGroup {
+	groups := []agentGroup{{name: DefaultGroup, daemonSet: agentName, policyMap: policyMapName, policy: v.Policy,
+		selector: labels("agent"), nodeSelector: v.NodeSelector}}
+	var earlier []corev1.NodeSelectorRequirement
+	for _, g := range v.NodeGroups {
+		sel := labels("agent")
+		sel[GroupLabel] = g.Name
+		ns := maps.Clone(v.NodeSelector)
+		if ns == nil {
+			ns = map[string]string{}
+		}
+		maps.Copy(ns, g.NodeSelector)
+		groups = append(groups, agentGroup{name: g.Name, daemonSet: agentName + "-" + g.Name,
+			policyMap: policyMapName + "-" + g.Name, policy: g.Policy, selector: sel, nodeSelector: ns,
+			exclude: slices.Clone(earlier)})
+		for _, k := range slices.Sorted(maps.Keys(g.NodeSelector)) {
+			earlier = append(earlier, corev1.NodeSelectorRequirement{Key: k, Operator: corev1.NodeSelectorOpNotIn, Values: []string{g.NodeSelector[k]}})
+		}
+	}
+	groups[0].exclude = earlier
+	return groups
+}
+
+// excludeNodes adds exclude to every required node selector term of a (one term of its
+// own when a has none): the terms are ORed, so each must keep off those nodes.
+func excludeNodes(a *corev1.Affinity, exclude []corev1.NodeSelectorRequirement) *corev1.Affinity {
+	if len(exclude) == 0 {
+		return a
+	}
+	if a = a.DeepCopy(); a == nil {
+		a = &corev1.Affinity{}
+	}
+	if a.NodeAffinity == nil {
+		a.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	req := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	if req == nil || len(req.NodeSelectorTerms) == 0 {
+		req = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{}}}
+		a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = req
+	}
+	for i := range req.NodeSelectorTerms {
+		req.NodeSelectorTerms[i].MatchExpressions = append(req.NodeSelectorTerms[i].MatchExpressions, exclude...)
+	}
+	return a
+}
+
+// viewerClusterRole lets kubectl nfstune list the nodes; viewerRole lets it find the agent
+// pods and ask each agent through the API server's pod proxy (GET only), in the
+// namespace alone. They are built untyped, as the monitoring objects are, so that
+// k8s.io/api/rbac/v1 stays out of the binary for two small objects; the tests decode
+// them strictly into its types.
+func viewerClusterRole() *unstructured.Unstructured {
+	return rbacObject("ClusterRole", "", rbacRule("nodes", "get", "list"))
+}
+
+func viewerRole(v Values) *unstructured.Unstructured {
+	return rbacObject("Role", v.Namespace, rbacRule("pods", "get", "list"), rbacRule("pods/proxy", "get"))
+}
+
+func rbacObject(kind, namespace string, rules ...any) *unstructured.Unstructured {
+	l := map[string]any{}
+	for k, val := range labels("fleet-viewer") {
+		l[k] = val
+	}
+	md := map[string]any{"name": viewerName, "labels": l}
+	if namespace != "" {
+		md["namespace"] = namespace
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind, "metadata": md, "rules": rules,
+	}}
+}
+
+// rbacRule grants verbs on a resource of the core API group.
+func rbacRule(resource string, verbs ...string) map[string]any {
+	vs := make([]any, len(verbs))
+	for i, v := range verbs {
+		vs[i] = v
+	}
+	return map[string]any{"apiGroups": []any{""}, "resources": []any{resource}, "verbs": vs}
 }
 
 // PtraceCapability is the one capability the agent may be given (agent.blockedProcesses):
@@ -259,9 +381,9 @@ func hostPathVolume(name, hostPath string, typ corev1.HostPathType) corev1.Volum
 	}}
 }
 
-func policyVolume() corev1.Volume {
+func policyVolume(configMap string) corev1.Volume {
 	return corev1.Volume{Name: "policy", VolumeSource: corev1.VolumeSource{
-		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: policyMapName}},
+		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: configMap}},
 	}}
 }
 
@@ -320,32 +442,37 @@ func nodeNameEnv() []corev1.EnvVar {
 	}}
 }
 
-func daemonSet(v Values, name, component string, pod corev1.PodSpec, annotations map[string]string) *appsv1.DaemonSet {
+// daemonSet is a DaemonSet of pod, selecting its pods by selector; podLabels adds labels
+// to the pods.
+func daemonSet(v Values, name, component string, selector, podLabels map[string]string, pod corev1.PodSpec, annotations map[string]string) *appsv1.DaemonSet {
 	maxUnavailable := v.MaxUnavailable
+	template := maps.Clone(selector)
+	maps.Copy(template, podLabels)
 	return &appsv1.DaemonSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
 		ObjectMeta: meta(v, name, component),
 		Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: labels(component)},
+			Selector: &metav1.LabelSelector{MatchLabels: selector},
 			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{
 				Type:          appsv1.RollingUpdateDaemonSetStrategyType,
 				RollingUpdate: &appsv1.RollingUpdateDaemonSet{MaxUnavailable: &maxUnavailable},
 			},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels(component), Annotations: annotations},
+				ObjectMeta: metav1.ObjectMeta{Labels: template, Annotations: annotations},
 				Spec:       pod,
 			},
 		},
 	}
 }
 
-func agentDaemonSet(v Values, version string) *appsv1.DaemonSet {
+// agentDaemonSet runs the agent on the nodes of group g, with g's policy.
+func agentDaemonSet(v Values, version string, g agentGroup) *appsv1.DaemonSet {
 	vols, mounts := readVolumes(v.Agent.PolicyMode == PolicyEnforce, v.Agent.HostSys)
 	if v.Agent.ProxyHelpers.Enabled {
 		pv, pm := proxyHelperVolumes(v.Agent.ProxyHelpers.Directories)
 		vols, mounts = append(vols, pv...), append(mounts, pm...)
 	}
-	if v.RecoveryShutdown() {
+	if v.recoveryShutdown(g.policy) {
 		vols = append(vols,
 			hostPathVolume("host-nfs", HostNFS, corev1.HostPathDirectory),
 			hostPathVolume("host-state", StateDir, corev1.HostPathDirectoryOrCreate))
@@ -353,7 +480,7 @@ func agentDaemonSet(v Values, version string) *appsv1.DaemonSet {
 			corev1.VolumeMount{Name: "host-nfs", MountPath: HostRoot + HostNFS},
 			corev1.VolumeMount{Name: "host-state", MountPath: HostRoot + StateDir})
 	}
-	vols = append(vols, policyVolume())
+	vols = append(vols, policyVolume(g.policyMap))
 	mounts = append(mounts, corev1.VolumeMount{Name: "policy", MountPath: PolicyDir, ReadOnly: true})
 
 	probe := func(p string, period int32) *corev1.Probe {
@@ -367,12 +494,14 @@ func agentDaemonSet(v Values, version string) *appsv1.DaemonSet {
 		}
 	}
 	pod := podSpec(v)
+	pod.NodeSelector = g.nodeSelector
+	pod.Affinity = excludeNodes(v.Affinity, g.exclude)
 	pod.Volumes = vols
 	pod.Containers = []corev1.Container{{
 		Name:            "agent",
 		Image:           v.ImageRef(version),
 		ImagePullPolicy: v.Image.PullPolicy,
-		Args:            agentArgs(v),
+		Args:            agentArgs(v, g.name),
 		Env:             nodeNameEnv(),
 		Ports:           []corev1.ContainerPort{{Name: "metrics", ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP}},
 		Resources:       v.Resources,
@@ -389,7 +518,7 @@ func agentDaemonSet(v Values, version string) *appsv1.DaemonSet {
 			"prometheus.io/path":   "/metrics",
 		}
 	}
-	return daemonSet(v, agentName, "agent", pod, ann)
+	return daemonSet(v, g.daemonSet, "agent", g.selector, map[string]string{GroupLabel: g.name}, pod, ann)
 }
 
 // agentSecurity is containerSecurity with, under agent.blockedProcesses, the ptrace
@@ -405,14 +534,15 @@ func agentSecurity(v Values) *corev1.SecurityContext {
 	return sc
 }
 
-// agentArgs are the agent's flags. --pid=1 follows the host's mount and network namespaces
-// through the host's /proc.
-func agentArgs(v Values) []string {
+// agentArgs are the agent's flags for node group group. --pid=1 follows the host's mount
+// and network namespaces through the host's /proc.
+func agentArgs(v Values, group string) []string {
 	args := []string{
 		"agent",
 		"--root=" + HostRoot,
 		"--pid=1",
 		"--config=" + path.Join(PolicyDir, PolicyFile),
+		"--policy-name=" + group,
 	}
 	if v.Agent.PolicyMode == PolicyObserve {
 		args = append(args, "--observe")
@@ -485,7 +615,7 @@ func installerDaemonSet(v Values, version string) *appsv1.DaemonSet {
 		hostPathVolume("host-config", v.Installer.ConfigDir, corev1.HostPathDirectoryOrCreate),
 		hostPathVolume("host-rules", UdevRulesDir, corev1.HostPathDirectory),
 		hostPathVolume("host-state", StateDir, corev1.HostPathDirectoryOrCreate),
-		policyVolume(),
+		policyVolume(policyMapName),
 	}
 	pod.InitContainers = []corev1.Container{{
 		Name:            "install",
@@ -522,7 +652,7 @@ func installerDaemonSet(v Values, version string) *appsv1.DaemonSet {
 			corev1.VolumeMount{Name: "host-usr-sbin", MountPath: HostRoot + "/usr/sbin", ReadOnly: true})
 	}
 	pod.Containers = []corev1.Container{pauseContainer(v, version)}
-	return daemonSet(v, installerName, "installer", pod, nil)
+	return daemonSet(v, installerName, "installer", labels("installer"), nil, pod, nil)
 }
 
 // validateDaemonSet prints each node's NFS mounts with their read-ahead, as JSON, from an
@@ -530,7 +660,7 @@ func installerDaemonSet(v Values, version string) *appsv1.DaemonSet {
 // only reads.
 func validateDaemonSet(v Values, version string) *appsv1.DaemonSet {
 	vols, mounts := readVolumes(false, false)
-	vols = append(vols, policyVolume())
+	vols = append(vols, policyVolume(policyMapName))
 	mounts = append(mounts, corev1.VolumeMount{Name: "policy", MountPath: PolicyDir, ReadOnly: true})
 	pod := podSpec(v)
 	pod.Volumes = vols
@@ -546,5 +676,5 @@ func validateDaemonSet(v Values, version string) *appsv1.DaemonSet {
 		SecurityContext: containerSecurity(),
 	}}
 	pod.Containers = []corev1.Container{pauseContainer(v, version)}
-	return daemonSet(v, validateName, "validate", pod, nil)
+	return daemonSet(v, validateName, "validate", labels("validate"), nil, pod, nil)
 }

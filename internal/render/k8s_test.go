@@ -14,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -26,7 +27,7 @@ import (
 )
 
 // renderCases are the values files with golden manifests; the chart test renders the same.
-var renderCases = []string{"agent-default", "agent-enforce-cas", "agent-monitoring", "agent-proxy-helpers", "agent-blocked-processes", "agent-recovery", "installer", "installer-nfsmount"}
+var renderCases = []string{"agent-default", "agent-enforce-cas", "agent-monitoring", "agent-proxy-helpers", "agent-blocked-processes", "agent-recovery", "agent-node-groups", "agent-node-groups-only", "installer", "installer-nfsmount"}
 
 func renderFile(t *testing.T, name, format string) []byte {
 	t.Helper()
@@ -92,6 +93,10 @@ func decodeStrict(doc []byte) (Object, error) {
 		o = &networkingv1.NetworkPolicy{}
 	case "storage.k8s.io/v1/StorageClass":
 		o = &storagev1.StorageClass{}
+	case "rbac.authorization.k8s.io/v1/ClusterRole":
+		o = &rbacv1.ClusterRole{}
+	case "rbac.authorization.k8s.io/v1/Role":
+		o = &rbacv1.Role{}
 	case "monitoring.coreos.com/v1/PodMonitor", "monitoring.coreos.com/v1/ServiceMonitor", "monitoring.coreos.com/v1/PrometheusRule":
 		// Custom resources have no Go types: decoded as they are (TestMonitoringObjects
 		// checks their content).
@@ -158,8 +163,14 @@ func TestRenderDecodesStrictly(t *testing.T) {
 		"agent-proxy-helpers":     {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "Service/nfstune-metrics", "DaemonSet/nfstune-agent"},
 		"agent-blocked-processes": {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "Service/nfstune-metrics", "DaemonSet/nfstune-agent"},
 		"agent-recovery":          {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "Service/nfstune-metrics", "DaemonSet/nfstune-agent"},
-		"installer":               {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "DaemonSet/nfstune-installer", "DaemonSet/nfstune-validate"},
 		"installer-nfsmount":      {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "DaemonSet/nfstune-installer"},
+		"agent-node-groups": {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune",
+			"ConfigMap/nfstune-policy", "ConfigMap/nfstune-policy-cas", "ConfigMap/nfstune-policy-system",
+			"ClusterRole/nfstune-fleet-viewer", "Role/nfstune-fleet-viewer", "Service/nfstune-metrics",
+			"DaemonSet/nfstune-agent", "DaemonSet/nfstune-agent-cas", "DaemonSet/nfstune-agent-system"},
+		"agent-node-groups-only": {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune",
+			"ConfigMap/nfstune-policy", "ConfigMap/nfstune-policy-gpu", "Service/nfstune-metrics", "DaemonSet/nfstune-agent", "DaemonSet/nfstune-agent-gpu"},
+		"installer": {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "DaemonSet/nfstune-installer", "DaemonSet/nfstune-validate"},
 	}
 	for _, name := range renderCases {
 		t.Run(name, func(t *testing.T) {

@@ -211,7 +211,7 @@ func TestAgentPodAttributesProxiedMounts(t *testing.T) {
 				}
 				v := DefaultValues()
 				v.Agent.ProxyHelpers.Enabled = enabled
-				view := newPodView(t, agentDaemonSet(v, "v0").Spec.Template.Spec, host)
+				view := newPodView(t, agentDaemonSet(v, "v0", agentGroups(v)[0]).Spec.Template.Spec, host)
 				root, pid := view.root, view.pid
 
 				inv, err := inventory.Read(root, inventory.ReadOptions{PID: pid})
@@ -324,7 +324,7 @@ func TestAgentPodReadsHostTransports(t *testing.T) {
 				v := DefaultValues()
 				v.Agent.HostSys = hostSys
 				v.Agent.PolicyMode = mode
-				view := newPodView(t, agentDaemonSet(v, "v0").Spec.Template.Spec, host)
+				view := newPodView(t, agentDaemonSet(v, "v0", agentGroups(v)[0]).Spec.Template.Spec, host)
 				inv, err := inventory.Read(view.root, inventory.ReadOptions{PID: view.pid})
 				if err != nil {
 					t.Fatal(err)

@@ -274,7 +274,7 @@ func TestSecurityContractCatches(t *testing.T) {
 	for _, m := range mutations {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
-			pod := *agentDaemonSet(DefaultValues(), "v0").Spec.Template.Spec.DeepCopy()
+			pod := *agentDaemonSet(DefaultValues(), "v0", agentGroups(DefaultValues())[0]).Spec.Template.Spec.DeepCopy()
 			if errs := checkPod(pod, withHostSys(agentHostPaths(false))); len(errs) != 0 {
 				t.Fatalf("unmodified pod fails: %v", errs)
 			}
@@ -337,7 +337,7 @@ func TestAgentCapabilityOnlyWithValue(t *testing.T) {
 			if blocked {
 				want.capabilities = []corev1.Capability{"SYS_PTRACE"}
 			}
-			pod := agentDaemonSet(v, "v0").Spec.Template.Spec
+			pod := agentDaemonSet(v, "v0", agentGroups(v)[0]).Spec.Template.Spec
 			for _, err := range checkPod(pod, want) {
 				t.Errorf("hostSys=%v blockedProcesses=%v: %v", hostSys, blocked, err)
 			}
@@ -398,7 +398,7 @@ func TestAppArmorProfileValues(t *testing.T) {
 		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
 			t.Errorf("%+v: %v, want an error with %q", tt.profile, err, tt.want)
 		case tt.want == "":
-			sc := agentDaemonSet(v, "v0").Spec.Template.Spec.Containers[0].SecurityContext
+			sc := agentDaemonSet(v, "v0", agentGroups(v)[0]).Spec.Template.Spec.Containers[0].SecurityContext
 			if sc.AppArmorProfile == nil || sc.AppArmorProfile.Type != tt.profile.Type {
 				t.Errorf("%+v: container profile %+v", tt.profile, sc.AppArmorProfile)
 			}

@@ -12,6 +12,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,9 +66,17 @@ type Values struct {
 	Agent Agent  `json:"agent"`
 	// Installer configures installer mode.
 	Installer Installer `json:"installer"`
-	// Policy is the nfstune policy file (YAML) placed in the ConfigMap as policy.yaml.
-	Policy  string  `json:"policy"`
-	Metrics Metrics `json:"metrics"`
+	// Policy is the nfstune policy file (YAML) placed in the ConfigMap as policy.yaml: the
+	// policy of the nodes in no NodeGroup.
+	Policy string `json:"policy"`
+	// NodeGroups run the agent with a policy of their own on the nodes each selects, in
+	// agent mode: one DaemonSet and one ConfigMap per group. A node belongs to the first
+	// group whose nodeSelector it matches (each group's DaemonSet keeps off the nodes of
+	// the groups before it); the nodes of no group run the default DaemonSet with Policy.
+	NodeGroups []NodeGroup `json:"nodeGroups"`
+	// FleetViewer renders the RBAC that kubectl nfstune's users need.
+	FleetViewer FleetViewer `json:"fleetViewer"`
+	Metrics     Metrics     `json:"metrics"`
 	// PrometheusRule renders the agent's alerting rules for the Prometheus Operator.
 	PrometheusRule PrometheusRule `json:"prometheusRule"`
 	// GrafanaDashboard renders the agent's Grafana dashboard as a ConfigMap for Grafana's
@@ -89,6 +98,31 @@ type Values struct {
 	Tolerations []corev1.Toleration `json:"tolerations"`
 	// MaxUnavailable is the DaemonSet's rolling-update budget, a count or a percentage.
 	MaxUnavailable intstr.IntOrString `json:"maxUnavailable"`
+}
+
+// NodeGroup is a group of nodes whose agents run a policy of their own.
+type NodeGroup struct {
+	// Name names the group's objects (nfstune-agent-<name>, nfstune-policy-<name>) and is
+	// its pods' nfstune.io/node-group label and the agent's --policy-name: a DNS label of
+	// at most 40 characters, not "default" (the nodes of no group).
+	Name string `json:"name"`
+	// NodeSelector is the one node label the group's nodes carry, e.g.
+	// {workload.sas.com/class: cas}. It is added to the chart's nodeSelector.
+	NodeSelector map[string]string `json:"nodeSelector"`
+	// Policy is the group's policy file, as Values.Policy.
+	Policy string `json:"policy"`
+}
+
+// FleetViewer configures the RBAC objects of kubectl nfstune.
+type FleetViewer struct {
+	ClusterRole FleetViewerRole `json:"clusterRole"`
+}
+
+// FleetViewerRole renders, with Create, the ClusterRole nfstune-fleet-viewer (get and list
+// nodes) and the Role nfstune-fleet-viewer in the namespace (get and list pods, get
+// pods/proxy): what kubectl nfstune needs, for the user to bind.
+type FleetViewerRole struct {
+	Create bool `json:"create"`
 }
 
 // Image names the container image. Digest, when set, pins it: repository@digest.
@@ -278,7 +312,8 @@ func DefaultValues() Values {
 			ConfigDir: "/etc/nfstune",
 			Validate:  true,
 		},
-		Policy: DefaultPolicy,
+		Policy:     DefaultPolicy,
+		NodeGroups: []NodeGroup{},
 		Metrics: Metrics{
 			Service: true, PodAnnotations: true, Tier: metricsTiers[0], Interval: "30s", ScrapeTimeout: "10s",
 			MinScrapeInterval: "5s",
@@ -488,12 +523,13 @@ func (v Values) Validate() error {
 	if _, err := policy.Parse("policy", []byte(v.Policy)); err != nil {
 		add("policy: %w", err)
 	}
-	if v.RecoveryShutdown() && !v.Agent.HostSys {
+	if v.anyRecoveryShutdown() && !v.Agent.HostSys {
 		add("policy recovery: needs agent.hostSys, the transports that show which servers stalled")
 	}
-	if v.RecoveryShutdown() && !v.Agent.BlockedProcesses.Enabled {
+	if v.anyRecoveryShutdown() && !v.Agent.BlockedProcesses.Enabled {
 		add("policy recovery: needs agent.blockedProcesses: without it the agent cannot see every process that holds a superblock, and never shuts one down")
 	}
+	errs = append(errs, v.validateNodeGroups()...)
 	return errors.Join(errs...)
 }
 
@@ -501,13 +537,77 @@ func (v Values) Validate() error {
 // recovery is on, in enforce mode, with the shutdown action, and agent.policyMode is
 // enforce (observe runs the agent with --observe). Only then does the pod mount
 // /sys/fs/nfs and the journal's directory writable.
-func (v Values) RecoveryShutdown() bool {
-	p, err := policy.Parse("policy", []byte(v.Policy))
+func (v Values) RecoveryShutdown() bool { return v.recoveryShutdown(v.Policy) }
+
+// anyRecoveryShutdown is RecoveryShutdown for the policy of any node group, the default
+// one included.
+func (v Values) anyRecoveryShutdown() bool {
+	if v.RecoveryShutdown() {
+		return true
+	}
+	for _, g := range v.NodeGroups {
+		if v.recoveryShutdown(g.Policy) {
+			return true
+		}
+	}
+	return false
+}
+
+// recoveryShutdown is RecoveryShutdown for one node group's policy text.
+func (v Values) recoveryShutdown(text string) bool {
+	p, err := policy.Parse("policy", []byte(text))
 	if err != nil {
 		return false
 	}
 	r := p.Recovery
 	return v.Agent.PolicyMode == PolicyEnforce && r.Enabled && r.Mode == policy.ModeEnforce && r.Action == policy.RecoveryShutdown
+}
+
+// maxGroupName keeps nfstune-policy-<name> and the pods' names short, and the name a
+// label value.
+const maxGroupName = 40
+
+// DefaultGroup is the node group of the nodes no NodeGroup selects.
+const DefaultGroup = "default"
+
+func (v Values) validateNodeGroups() []error {
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if len(v.NodeGroups) > 0 && v.Mode != ModeAgent {
+		add("nodeGroups: only in agent mode")
+	}
+	seen := map[string]bool{}
+	selectors := map[string]string{}
+	for i, g := range v.NodeGroups {
+		for _, msg := range validation.IsDNS1123Label(g.Name) {
+			add("nodeGroups[%d].name %q: %s", i, g.Name, msg)
+		}
+		switch {
+		case len(g.Name) > maxGroupName:
+			add("nodeGroups[%d].name %q: longer than %d characters", i, g.Name, maxGroupName)
+		case g.Name == DefaultGroup:
+			add("nodeGroups[%d].name %q: the nodes of no group are the default group", i, g.Name)
+		case seen[g.Name]:
+			add("nodeGroups[%d].name %q: listed twice", i, g.Name)
+		}
+		seen[g.Name] = true
+		if len(g.NodeSelector) != 1 {
+			add("nodeGroups[%d].nodeSelector: want exactly one label, e.g. {workload.sas.com/class: cas}", i)
+		}
+		for k, val := range g.NodeSelector {
+			for _, msg := range append(validation.IsQualifiedName(k), validation.IsValidLabelValue(val)...) {
+				add("nodeGroups[%d].nodeSelector %s=%q: %s", i, k, val, msg)
+			}
+			if other, ok := selectors[k+"="+val]; ok {
+				add("nodeGroups[%d].nodeSelector %s=%q: the same as group %q's, which takes those nodes first", i, k, val, other)
+			}
+			selectors[k+"="+val] = g.Name
+		}
+		if _, err := policy.Parse("nodeGroups["+strconv.Itoa(i)+"].policy", []byte(g.Policy)); err != nil {
+			add("nodeGroups[%d].policy: %w", i, err)
+		}
+	}
+	return errs
 }
 
 // IsSystemNamespace reports whether Kubernetes creates and owns namespace: default and the

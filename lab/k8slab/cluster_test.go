@@ -24,12 +24,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// The tokens of the cluster's two users: the admin (system:masters) that the tests, helm
-// and the controllers use, and the node's kubelet (system:nodes, so that the Node
-// authorizer and NodeRestriction apply to it as on a real node).
+// The tokens of the cluster's users: the admin (system:masters) that the tests, helm and
+// the controllers use, the node's kubelet (system:nodes, so that the Node authorizer and
+// NodeRestriction apply to it as on a real node), and viewer, who has only what the fleet
+// cases bind (the chart's fleet-viewer roles).
 const (
 	adminToken   = "k8slab-admin-token"
 	kubeletToken = "k8slab-kubelet-token"
+	viewerToken  = "k8slab-viewer-token"
 )
 
 // pki is the cluster's certificate authority and the apiserver's serving certificate,
@@ -74,7 +76,8 @@ func writePKI() error {
 		"ca.crt":        pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
 		"apiserver.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leafDER}),
 		"tokens.csv": []byte(adminToken + `,admin,admin,"system:masters"` + "\n" +
-			kubeletToken + `,system:node:` + nodeName + `,kubelet,"system:nodes"` + "\n"),
+			kubeletToken + `,system:node:` + nodeName + `,kubelet,"system:nodes"` + "\n" +
+			viewerToken + ",viewer,viewer\n"),
 	}
 	for name, k := range map[string]*ecdsa.PrivateKey{"apiserver.key": key, "sa.key": saKey} {
 		der, err := x509.MarshalECPrivateKey(k)
@@ -83,7 +86,7 @@ func writePKI() error {
 		}
 		files[name] = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})
 	}
-	for _, user := range []struct{ file, token string }{{"admin.kubeconfig", adminToken}, {"kubelet.kubeconfig", kubeletToken}} {
+	for _, user := range []struct{ file, token string }{{"admin.kubeconfig", adminToken}, {"kubelet.kubeconfig", kubeletToken}, {"viewer.kubeconfig", viewerToken}} {
 		files[user.file] = []byte(fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters:
@@ -173,6 +176,19 @@ func (a *api) create(path string, obj any) error {
 	}
 	if code != http.StatusCreated && code != http.StatusOK {
 		return fmt.Errorf("POST %s: %d %s", path, code, clip(b))
+	}
+	return nil
+}
+
+// remove deletes the object at path at once (grace period 0); a missing object is not an
+// error.
+func (a *api) remove(path string) error {
+	code, b, err := a.do(http.MethodDelete, path+"?gracePeriodSeconds=0", nil)
+	if err != nil {
+		return err
+	}
+	if code != http.StatusOK && code != http.StatusAccepted && code != http.StatusNotFound {
+		return fmt.Errorf("DELETE %s: %d %s", path, code, clip(b))
 	}
 	return nil
 }

@@ -39,6 +39,11 @@ var summary struct {
 	UninstallClean              bool     `json:"uninstall_clean"`
 	UninstallLeftovers          []string `json:"uninstall_leftovers"`
 	InstallerUninstallLeftovers []string `json:"installer_uninstall_leftovers"`
+	FleetCompliant              bool     `json:"fleet_compliant"`
+	FleetUntunedReported        bool     `json:"fleet_untuned_reported"`
+	FleetStoppedAgentS          float64  `json:"fleet_stopped_agent_s"`
+	FleetNoPodS                 float64  `json:"fleet_no_pod_s"`
+	FleetGroups                 []string `json:"fleet_groups"`
 	GuestElapsedS               float64  `json:"guest_elapsed_s"`
 	FailedStep                  string   `json:"failed_step,omitempty"`
 }

@@ -46,22 +46,23 @@ seccompProfile:
       fieldPath: spec.nodeName
 {{- end }}
 
-{{/* Scheduling and pod security shared by the DaemonSets. */}}
+{{/* Scheduling and pod security shared by the DaemonSets: .root is the chart's context,
+     .nodeSelector and .affinity the pod's (the agent's node groups add to the chart's). */}}
 {{- define "nfstune.podFrame" -}}
 serviceAccountName: nfstune
 automountServiceAccountToken: false
-{{- with .Values.priorityClassName }}
+{{- with .root.Values.priorityClassName }}
 priorityClassName: {{ . }}
 {{- end }}
-{{- with .Values.nodeSelector }}
+{{- with .nodeSelector }}
 nodeSelector:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with .Values.affinity }}
+{{- with .affinity }}
 affinity:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with .Values.tolerations }}
+{{- with .root.Values.tolerations }}
 tolerations:
   {{- toYaml . | nindent 2 }}
 {{- end }}
@@ -69,6 +70,27 @@ securityContext:
   seccompProfile:
     type: RuntimeDefault
 terminationGracePeriodSeconds: 10
+{{- end }}
+
+{{/* .affinity with .exclude (node selector requirements) added to every required node
+     selector term, or to one term of its own when it has none: the terms are ORed, so
+     each must keep off the nodes of the groups before. */}}
+{{- define "nfstune.excludeNodes" -}}
+{{- $affinity := deepCopy (default dict .affinity) }}
+{{- if .exclude }}
+{{- $na := default dict $affinity.nodeAffinity }}
+{{- $req := default dict (get $na "requiredDuringSchedulingIgnoredDuringExecution") }}
+{{- $terms := list }}
+{{- range (default (list dict) $req.nodeSelectorTerms) }}
+{{- $t := deepCopy . }}
+{{- $_ := set $t "matchExpressions" (concat (default list $t.matchExpressions) $.exclude) }}
+{{- $terms = append $terms $t }}
+{{- end }}
+{{- $_ := set $req "nodeSelectorTerms" $terms }}
+{{- $_ := set $na "requiredDuringSchedulingIgnoredDuringExecution" $req }}
+{{- $_ := set $affinity "nodeAffinity" $na }}
+{{- end }}
+{{- toYaml $affinity }}
 {{- end }}
 
 {{/* The DaemonSet frame: selector and rolling update. */}}
@@ -206,6 +228,27 @@ true
 {{- end }}
 {{- if and (ne .type "Localhost") .localhostProfile }}
 {{- fail "agent.appArmorProfile.localhostProfile: only with type Localhost" }}
+{{- end }}
+{{- end }}
+{{- if and .Values.nodeGroups (ne .Values.mode "agent") }}
+{{- fail "nodeGroups: only in agent mode" }}
+{{- end }}
+{{- $names := list }}
+{{- $selectors := dict }}
+{{- range $i, $g := .Values.nodeGroups }}
+{{- if eq $g.name "default" }}
+{{- fail (printf "nodeGroups[%d].name %q: the nodes of no group are the default group" $i $g.name) }}
+{{- end }}
+{{- if has $g.name $names }}
+{{- fail (printf "nodeGroups[%d].name %q: listed twice" $i $g.name) }}
+{{- end }}
+{{- $names = append $names $g.name }}
+{{- range $k, $v := $g.nodeSelector }}
+{{- $sel := printf "%s=%s" $k $v }}
+{{- if hasKey $selectors $sel }}
+{{- fail (printf "nodeGroups[%d].nodeSelector %s=%q: the same as group %q's, which takes those nodes first" $i $k $v (get $selectors $sel)) }}
+{{- end }}
+{{- $_ := set $selectors $sel $g.name }}
 {{- end }}
 {{- end }}
 {{- if and .Values.grafanaDashboard.enabled (not .Values.grafanaDashboard.labels) }}

@@ -1,0 +1,288 @@
+// Package plugin is the command line of kubectl-nfstune, the kubectl plugin that shows
+// every node's nfstune agent from a terminal: flags, kubeconfig loading (clientcmd, as
+// kubectl does it), output formats and exit codes around package fleet. It is a program of
+// its own so that the Kubernetes client stays out of the nfstune binary, which calls no
+// API.
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nfstune/nfstune/internal/audit"
+	"github.com/nfstune/nfstune/internal/fleet"
+	"github.com/nfstune/nfstune/internal/version"
+)
+
+// Exit codes.
+const (
+	// ExitCompliant: every node listed is compliant (status), or the node's audit has no
+	// finding at --fail-on (audit).
+	ExitCompliant = 0
+	// ExitNotCompliant: some node is not compliant or its agent did not answer.
+	ExitNotCompliant = 1
+	// ExitError: bad input, or the API server could not be asked.
+	ExitError = 2
+)
+
+// Streams are the plugin's standard streams; tests pass buffers.
+type Streams struct {
+	Out, ErrOut io.Writer
+}
+
+// exitError carries an exit code out of a command, with the error to print, if any.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func usageError(err error) error { return &exitError{code: ExitError, err: err} }
+
+// Main runs the plugin with the process's arguments and returns the exit code; SIGINT and
+// SIGTERM cancel the requests in flight.
+func Main() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Run(ctx, Streams{Out: os.Stdout, ErrOut: os.Stderr}, os.Args[1:])
+}
+
+// Run executes one command line and returns its exit code (ExitCompliant,
+// ExitNotCompliant, ExitError); it is the one place that prints the final error.
+func Run(ctx context.Context, streams Streams, args []string) int {
+	root := newRoot(streams)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitCompliant
+	}
+	var exit *exitError
+	if errors.As(err, &exit) {
+		if exit.err != nil {
+			fmt.Fprintf(streams.ErrOut, "kubectl-nfstune: %v\n", exit.err)
+		}
+		return exit.code
+	}
+	fmt.Fprintf(streams.ErrOut, "kubectl-nfstune: %v\n", err)
+	return ExitError
+}
+
+// globals are the flags every command takes.
+type globals struct {
+	kubeconfig string
+	context    string
+	namespace  string
+	timeout    time.Duration
+	apiTimeout time.Duration
+	output     string
+	failOn     string
+}
+
+const exitCodes = `Exit status: 0 when every node listed is compliant (status) or the node's audit has no
+finding at --fail-on (audit); 1 when a node is not compliant or its agent did not answer
+within --timeout; 2 on bad input or when the API server cannot be asked.`
+
+func newRoot(streams Streams) *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:   "kubectl-nfstune",
+		Short: "Show every node's nfstune agent: tuned mounts, findings, stalled servers",
+		Long: `kubectl nfstune asks every node's nfstune agent for its state through the API server
+(the agent pods' proxy subresource), with your kubeconfig's credentials. It needs get and list
+on nodes, get and list on pods in the agents' namespace, and get on pods/proxy there
+(docs/kubernetes.md, kubectl nfstune).
+
+` + exitCodes,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+	f := root.PersistentFlags()
+	f.StringVar(&g.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
+	f.StringVar(&g.context, "context", "", "the kubeconfig context to use")
+	f.StringVarP(&g.namespace, "namespace", "n", fleet.DefaultNamespace, "namespace of the nfstune agents")
+	f.DurationVar(&g.timeout, "timeout", fleet.DefaultTimeout, "how long to wait for each agent")
+	f.DurationVar(&g.apiTimeout, "request-timeout", 30*time.Second, "how long to wait for the API server's listings")
+	f.StringVarP(&g.output, "output", "o", "table", "output format: table, json or yaml")
+	f.StringVar(&g.failOn, "fail-on", audit.SeverityError, "a finding at or above this severity makes a node not compliant: error, warning, info or none")
+	root.AddCommand(newStatusCommand(g, streams), newAuditCommand(g, streams), &cobra.Command{
+		Use:   "version",
+		Short: "Print the plugin's version",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			_, err := fmt.Fprintln(streams.Out, version.String())
+			return err
+		},
+	})
+	return root
+}
+
+func newStatusCommand(g *globals, streams Streams) *cobra.Command {
+	var selector string
+	c := &cobra.Command{
+		Use:   "status [NODE...]",
+		Short: "List every node with its agent's state, mounts, findings and compliance",
+		Long: `status lists every node (those of --selector, or the nodes named) with its agent's state
+(ready, version, mode, node group and policy), its NFS mounts and how many are tuned, the
+findings by severity, the stalled servers and the recovery actions the agent reports. A node is
+compliant when its agent answers, is ready and healthy, every mount's read-ahead is what the
+policy wants, and no finding is at or above --fail-on. A node with no agent pod, or whose agent
+does not answer within --timeout, is shown as unreachable.
+
+` + exitCodes,
+		Example: `  kubectl nfstune status
+  kubectl nfstune status -o json
+  kubectl nfstune status node-a node-b --timeout 2s`,
+		RunE: func(c *cobra.Command, nodes []string) error {
+			if err := g.check(); err != nil {
+				return err
+			}
+			client, err := newClient(g)
+			if err != nil {
+				return usageError(err)
+			}
+			f, err := fleet.Gather(c.Context(), client, fleet.Options{
+				Namespace: g.namespace, NodeSelector: selector, Nodes: nodes,
+				Timeout: g.timeout, APITimeout: g.apiTimeout, FailOn: g.failOnSeverity(),
+			})
+			if err != nil {
+				return usageError(err)
+			}
+			if err := g.write(streams.Out, f, func(w io.Writer) error { return fleet.WriteTable(w, f) }); err != nil {
+				return err
+			}
+			if !f.AllCompliant() {
+				return &exitError{code: ExitNotCompliant}
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVarP(&selector, "selector", "l", fleet.DefaultNodeSelector, "label selector of the nodes an agent is expected on (the chart's nodeSelector); empty for every node")
+	return c
+}
+
+func newAuditCommand(g *globals, streams Streams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "audit NODE",
+		Short: "Show one node's full audit, as its agent ran it",
+		Long: `audit shows the full audit of one node, as its agent ran it on its last read of the host:
+every NFS mount with its read-ahead, options and profile, each finding with its evidence and
+fix, and the stalled servers with the processes using their mounts (as nfstune audit on the
+node prints them).
+
+` + exitCodes,
+		Example: `  kubectl nfstune audit node-a
+  kubectl nfstune audit node-a -o yaml --fail-on warning`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := g.check(); err != nil {
+				return err
+			}
+			client, err := newClient(g)
+			if err != nil {
+				return usageError(err)
+			}
+			doc, err := fleet.Audit(c.Context(), client, fleet.Options{Namespace: g.namespace, Timeout: g.timeout, APITimeout: g.apiTimeout}, args[0])
+			var apiErr *fleet.APIError
+			switch {
+			case errors.As(err, &apiErr):
+				return usageError(err)
+			case err != nil:
+				return &exitError{code: ExitNotCompliant, err: err}
+			}
+			err = g.write(streams.Out, doc, func(w io.Writer) error {
+				for _, warn := range doc.Warnings {
+					fmt.Fprintf(streams.ErrOut, "warning: %s: %s\n", args[0], warn)
+				}
+				return audit.WriteTable(w, doc.Report)
+			})
+			if err != nil {
+				return err
+			}
+			if sev := g.failOnSeverity(); sev != "" {
+				rank := audit.SeverityRank(sev)
+				for _, f := range doc.Findings {
+					if audit.SeverityRank(f.Severity) >= rank {
+						return &exitError{code: ExitNotCompliant}
+					}
+				}
+			}
+			return nil
+		},
+	}
+}
+
+func (g *globals) check() error {
+	switch g.output {
+	case "table", "json", "yaml":
+	default:
+		return usageError(fmt.Errorf("unknown output format %q (want table, json or yaml)", g.output))
+	}
+	if g.failOn != "none" && audit.SeverityRank(g.failOn) == 0 {
+		return usageError(fmt.Errorf("unknown --fail-on %q (want error, warning, info or none)", g.failOn))
+	}
+	if g.timeout <= 0 || g.apiTimeout <= 0 {
+		return usageError(errors.New("--timeout and --request-timeout must be positive"))
+	}
+	return nil
+}
+
+func (g *globals) failOnSeverity() string {
+	if g.failOn == "none" {
+		return ""
+	}
+	return g.failOn
+}
+
+// write writes v as JSON or YAML, or calls table.
+func (g *globals) write(w io.Writer, v any, table func(io.Writer) error) error {
+	switch g.output {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	case "yaml":
+		b, err := yaml.Marshal(v)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
+	return table(w)
+}
+
+// newClient loads the kubeconfig as kubectl does ($KUBECONFIG, ~/.kube/config, or
+// --kubeconfig; --context) and returns a client of the core API group.
+func newClient(g *globals) (corev1client.CoreV1Interface, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = g.kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
+		&clientcmd.ConfigOverrides{CurrentContext: g.context}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	cfg.UserAgent = "kubectl-nfstune/" + version.Version
+	// The listings and every agent's request carry their own deadlines.
+	cfg.QPS, cfg.Burst = 50, 100
+	return corev1client.NewForConfig(cfg)
+}
