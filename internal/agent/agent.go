@@ -38,6 +38,9 @@ type Desired struct {
 	ReadAheadExact  bool
 	// ReadAheadBy names the mount helper whose own value ReadAheadKB is (policy.Profile).
 	ReadAheadBy string
+	// Adaptive, when set, hands the mount's read-ahead to the adaptive controller (Adapt)
+	// with these bounds: reconciles leave it alone.
+	Adaptive *policy.AdaptiveReadAhead
 }
 
 // change reports whether read-ahead cur on a mount with rsize bytes should be set to
@@ -56,6 +59,9 @@ type Policy struct {
 	Audit func(*inventory.Inventory) []metrics.Finding
 	// Limits returns the service limits to export (ServiceLimits); nil means none.
 	Limits func(*inventory.Inventory) []metrics.ServiceLimit
+	// AdaptiveInterval is how often Adapt runs: the shortest interval of the rules with an
+	// adaptive read-ahead (policy.Policy.AdaptiveInterval); 0 when none has one.
+	AdaptiveInterval time.Duration
 }
 
 // ReadFunc reads the host's NFS inventory. It must read only /proc and /sys.
@@ -122,6 +128,12 @@ type Agent struct {
 
 	// verdicts judges the agent's read-ahead writes on each mount's traffic.
 	verdicts *verdicts
+
+	// adaptive is the adaptive read-ahead state by device; only Adapt uses it, and Adapt
+	// runs on Run's goroutine (or in Reconcile, on the same). targets are the controllers'
+	// targets by device, for scrapes, under mu.
+	adaptive map[string]*adaptiveMount
+	targets  map[string]int
 }
 
 // New checks cfg and returns an Agent.
@@ -148,7 +160,8 @@ func New(cfg Config) (*Agent, error) {
 		cfg.Metrics = NewMetrics()
 	}
 	return &Agent{cfg: cfg, known: make(map[string]int), settling: make(map[string]time.Time),
-		verdicts: newVerdicts(cfg.VerdictWindow, cfg.Logger)}, nil
+		verdicts: newVerdicts(cfg.VerdictWindow, cfg.Logger),
+		adaptive: make(map[string]*adaptiveMount), targets: make(map[string]int)}, nil
 }
 
 // Trigger names what started a reconcile; it is a label of nfstune_agent_reconciles_total.
@@ -177,9 +190,10 @@ var settleAfter = []time.Duration{250 * time.Millisecond, time.Second, 3 * time.
 var settleFor = settleAfter[len(settleAfter)-1] + 5*time.Second
 
 // Run loads the policy, reconciles once, then reacts to mount table changes, resyncs and
-// reloads until ctx ends. reload receives a value for every SIGHUP. Run returns nil when ctx
+// reloads until ctx ends, and steps adaptive read-ahead (Adapt) once per interval. hangup
+// receives a value for every SIGHUP. Run returns nil when ctx
 // ends and an error only when it cannot start.
-func (a *Agent) Run(ctx context.Context, reload <-chan struct{}) error {
+func (a *Agent) Run(ctx context.Context, hangup <-chan struct{}) error {
 	if err := a.loadPolicy(); err != nil {
 		return err
 	}
@@ -217,6 +231,30 @@ func (a *Agent) Run(ctx context.Context, reload <-chan struct{}) error {
 	defer resync.Stop()
 	check := time.NewTicker(a.cfg.PolicyCheck)
 	defer check.Stop()
+	// adapt ticks at the shortest adaptive interval of the policy in force, never without
+	// an adaptive rule (a nil channel).
+	var adapt <-chan time.Time
+	var adaptTicker *time.Ticker
+	resetAdapt := func() {
+		if adaptTicker != nil {
+			adaptTicker.Stop()
+			adaptTicker, adapt = nil, nil
+		}
+		if iv := a.adaptiveInterval(); iv > 0 {
+			adaptTicker = time.NewTicker(iv)
+			adapt = adaptTicker.C
+		}
+	}
+	resetAdapt()
+	defer func() {
+		if adaptTicker != nil {
+			adaptTicker.Stop()
+		}
+	}()
+	reload := func() {
+		a.reloadPolicy(ctx)
+		resetAdapt()
+	}
 	a.cfg.Logger.Info("agent started", "mountinfo", mountinfo, "resync", a.cfg.Resync.String())
 
 	for {
@@ -244,16 +282,18 @@ func (a *Agent) Run(ctx context.Context, reload <-chan struct{}) error {
 			settleLater(a.Reconcile(ctx, TriggerSettle, time.Now()))
 		case <-resync.C:
 			if a.policyChanged() {
-				a.reloadPolicy(ctx)
+				reload()
 				continue
 			}
 			settleLater(a.Reconcile(ctx, TriggerResync, time.Now()))
 		case <-check.C:
 			if a.policyChanged() {
-				a.reloadPolicy(ctx)
+				reload()
 			}
-		case <-reload:
-			a.reloadPolicy(ctx)
+		case <-hangup:
+			reload()
+		case at := <-adapt:
+			a.Adapt(ctx, at)
 		}
 	}
 }
@@ -322,6 +362,7 @@ func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time)
 
 	var volumes map[string]bool
 	var writes []written
+	newAdaptive := false
 	next := make(map[string]int, len(inv.Mounts))
 	for _, i := range newFirst(inv.Mounts, prev) {
 		mnt := &inv.Mounts[i]
@@ -343,6 +384,11 @@ func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time)
 		last, seen := prev[mnt.Device]
 		next[mnt.Device] = cur
 		want := pol.Resolve(mnt)
+		if want.Adaptive != nil {
+			// The controller owns it, and journals its changes (Adapt).
+			newAdaptive = newAdaptive || !seen
+			continue
+		}
 		if !want.change(cur, mnt.RSize, a.cfg.Exact) {
 			continue
 		}
@@ -414,6 +460,11 @@ func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time)
 	}
 	a.ready = true
 	a.mu.Unlock()
+	if newAdaptive {
+		// A new superblock under an adaptive rule gets into its bounds now, not an
+		// interval later.
+		a.Adapt(ctx, now)
+	}
 	if a.cfg.ReleaseMemory {
 		debug.FreeOSMemory()
 	}
@@ -432,7 +483,7 @@ func (a *Agent) Snapshot(ctx context.Context) (metrics.Snapshot, error) {
 	a.mu.Unlock()
 	a.sampleStalls(inv, time.Now())
 	a.verdicts.observe(inv, time.Now())
-	s := metrics.Snapshot{Inventory: inv, ReadAheadVerdicts: a.verdicts.latest()}
+	s := metrics.Snapshot{Inventory: inv, ReadAheadVerdicts: a.verdicts.latest(), ReadAheadTargets: a.adaptiveTargets()}
 	if pol != nil && pol.Audit != nil {
 		s.Findings = pol.Audit(inv)
 	}
@@ -448,7 +499,15 @@ func (a *Agent) Snapshot(ctx context.Context) (metrics.Snapshot, error) {
 // last result. For the mounts of a stalled server it reads the processes using them
 // (inv.Blocked); only then does a scrape look at other processes.
 func (a *Agent) sampleStalls(inv *inventory.Inventory, now time.Time) {
+	a.stallsAt(inv, now)
+	inventory.ReadBlocked(context.Background(), a.cfg.Root, inv, inventory.HolderLimits{})
+}
+
+// stallsAt fills inv.Stalled as sampleStalls does, without looking for the processes:
+// scrapes and adaptive steps share the transport sample.
+func (a *Agent) stallsAt(inv *inventory.Inventory, now time.Time) {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	if since := now.Sub(a.transports.At); a.transports.At.IsZero() || since >= inventory.DefaultStallWindow {
 		if !a.transports.At.IsZero() {
 			a.stalled = inventory.Stalls(a.transports.Transports, inv.Transports, since)
@@ -456,8 +515,6 @@ func (a *Agent) sampleStalls(inv *inventory.Inventory, now time.Time) {
 		a.transports = inventory.TransportSample{Transports: inv.Transports, At: now}
 	}
 	inv.Stalled = a.stalled
-	a.mu.Unlock()
-	inventory.ReadBlocked(context.Background(), a.cfg.Root, inv, inventory.HolderLimits{})
 }
 
 // Ready reports whether the first reconcile has completed.

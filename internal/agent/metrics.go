@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nfstune/nfstune/internal/metrics"
+	"github.com/nfstune/nfstune/internal/readahead"
 )
 
 // Metrics are the agent's own series. Their label values are fixed sets, so they never
@@ -16,6 +17,8 @@ type Metrics struct {
 	LastResync prometheus.Gauge
 	Mounts     prometheus.Gauge
 	Reaction   prometheus.Histogram
+	// AdaptiveChanges counts adaptive read-ahead changes by direction and reason.
+	AdaptiveChanges *prometheus.CounterVec
 }
 
 // NewMetrics creates the agent's metrics; register them with Register.
@@ -36,7 +39,7 @@ func NewMetrics() *Metrics {
 		}),
 		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "errors_total",
-			Help: "Errors, by stage: read (inventory), write (read-ahead), policy (reload), watch (mount table).",
+			Help: "Errors, by stage: read (inventory), write (read-ahead), journal (the value before an adaptive change), policy (reload), watch (mount table).",
 		}, []string{"stage"}),
 		LastResync: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: ns, Subsystem: sub, Name: "last_resync_timestamp_seconds",
@@ -51,6 +54,10 @@ func NewMetrics() *Metrics {
 			Help:    "Time from a mount table change to the new superblock's read-ahead being set.",
 			Buckets: []float64{0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1, 5},
 		}),
+		AdaptiveChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "readahead_adaptive_changes_total",
+			Help: "Adaptive read-ahead changes made, by direction (up, down) and reason: bounds (into the rule's bounds), over_read (halved: fetched much more than read), window_bound (doubled: the window bounds the reads), hurt (undone: the change before made the mount slower or more wasteful).",
+		}, []string{"direction", "reason"}),
 	}
 }
 
@@ -63,10 +70,17 @@ func (m *Metrics) Register(reg prometheus.Registerer) error {
 	for _, r := range []string{"new", "drift", "policy", "retry"} {
 		m.Repairs.WithLabelValues(r)
 	}
-	for _, s := range []string{"read", "write", "policy", "watch"} {
+	for _, s := range []string{"read", "write", "journal", "policy", "watch"} {
 		m.Errors.WithLabelValues(s)
 	}
-	for _, c := range []prometheus.Collector{m.Reconciles, m.Repairs, m.Drifts, m.Errors, m.LastResync, m.Mounts, m.Reaction} {
+	for _, c := range [][2]string{
+		{readahead.Up, string(readahead.ReasonBounds)}, {readahead.Down, string(readahead.ReasonBounds)},
+		{readahead.Down, string(readahead.ReasonOverRead)}, {readahead.Up, string(readahead.ReasonWindowBound)},
+		{readahead.Up, string(readahead.ReasonHurt)}, {readahead.Down, string(readahead.ReasonHurt)},
+	} {
+		m.AdaptiveChanges.WithLabelValues(c[0], c[1])
+	}
+	for _, c := range []prometheus.Collector{m.Reconciles, m.Repairs, m.Drifts, m.Errors, m.LastResync, m.Mounts, m.Reaction, m.AdaptiveChanges} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

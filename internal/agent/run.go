@@ -152,7 +152,8 @@ func LoadPolicy(path string, observe bool) (*Policy, error) {
 	return &Policy{
 		Resolve: func(m *inventory.Mount) Desired {
 			r := pol.Resolve(m)
-			d := Desired{ReadAheadKB: r.ReadAheadKB, Mode: r.Mode, ReadAheadRSizes: r.ReadAheadRSizes, ReadAheadExact: r.ReadAheadExact, ReadAheadBy: r.ReadAheadBy}
+			d := Desired{ReadAheadKB: r.ReadAheadKB, Mode: r.Mode, ReadAheadRSizes: r.ReadAheadRSizes, ReadAheadExact: r.ReadAheadExact, ReadAheadBy: r.ReadAheadBy,
+				Adaptive: r.Adaptive}
 			if observe {
 				d.Mode = policy.ModeObserve
 			}
@@ -169,6 +170,7 @@ func LoadPolicy(path string, observe bool) (*Policy, error) {
 		Limits: func(inv *inventory.Inventory) []metrics.ServiceLimit {
 			return ServiceLimits(inv, pol.Resolve)
 		},
+		AdaptiveInterval: pol.AdaptiveInterval(),
 	}, nil
 }
 
