@@ -126,7 +126,8 @@ type Tier string
 const (
 	// TierDefault is a bounded set per mount (see DefaultOperations): at most 36 series,
 	// plus one per failing audit rule, one per pod using the superblock, the blocked
-	// processes while its server is not answering, and the last read-ahead verdict; and two per server address (its
+	// processes while its server is not answering, the last read-ahead verdict and the adaptive
+	// read-ahead target; and two per server address (its
 	// transports, and the stuck ones). It is what dashboards and alerts need on hosts with
 	// many mounts.
 	TierDefault Tier = "default"
