@@ -18,6 +18,11 @@ const (
 	// MinStepBytes is the application read bytes an interval needs before the controller
 	// acts on it: below, the mount is idle or nearly so and its read-ahead is held.
 	MinStepBytes = 16 << 20
+	// MinStepReads is the READs an interval needs before its window-bound figure counts:
+	// 16 MiB of reads at the largest rsize (1 MiB). The audit's MinWindowReads (100) is for
+	// a traffic window of tens of seconds; a 5 s interval of a window-bound reader at
+	// 16 MiB/s holds 80 READs of 1 MiB.
+	MinStepReads = 16
 	// HoldIntervals is how many intervals a learned limit holds at first; each limit learned
 	// again in the same direction doubles it, up to MaxHoldDoublings times.
 	HoldIntervals    = 12
@@ -100,7 +105,7 @@ func (s Step) Direction() string {
 //   - over-read above ShrinkOverRead halves the window (never below MinKB nor a learned
 //     floor) and makes the new value a ceiling for the hold: a window that wasted is not
 //     grown again at once;
-//   - window-bound at WindowBoundAt or more, over MinWindowReads READs, with over-read at
+//   - window-bound at WindowBoundAt or more, over MinStepReads READs, with over-read at
 //     most GrowOverRead, doubles it (never above MaxKB nor a learned ceiling);
 //   - anything else holds.
 //
@@ -191,7 +196,7 @@ func (c *Controller) Decide(e Evidence, now time.Time, stalled bool) Step {
 			return decide(HoldLimit, "%s; floor %d KiB", figures, lo)
 		}
 		return decide(ReasonOverRead, "%s: over-read above %.1f", figures, ShrinkOverRead)
-	case e.Reads >= MinWindowReads && e.WindowBound >= WindowBoundAt && e.OverRead <= GrowOverRead:
+	case e.Reads >= MinStepReads && e.WindowBound >= WindowBoundAt && e.OverRead <= GrowOverRead:
 		hi := c.MaxKB
 		if c.ceiling.active(now) {
 			hi = min(hi, c.ceiling.kb)

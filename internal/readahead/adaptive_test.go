@@ -51,6 +51,9 @@ func TestControllerStep(t *testing.T) {
 		{"over-read in the gap, not window-bound: hold", intervalAt(2048, 100, 1.25, 0.2), false, 2048, HoldSteady},
 		{"not window-bound: hold", intervalAt(2048, 100, 1.0, 0.5), false, 2048, HoldSteady},
 		{"random reader: hold", intervalAt(1024, 30, 1.0, 0.02), false, 1024, HoldSteady},
+		// 5 s at 16 MiB/s in READs of 1 MiB: 80 READs, enough for a step.
+		{"slow window-bound reader: double", intervalAt(1024, 16, 1.0, 1.2), false, 2048, ReasonWindowBound},
+		{"window-bound over 15 MiB: hold", intervalAt(1024, 3, 1.0, 1.2), false, 1024, HoldTraffic},
 		{"stalled: hold whatever the figures", intervalAt(15360, 21, 3.9, 0.3), true, 15360, HoldStalled},
 		{"stalled out of bounds: hold", Evidence{ReadAheadKB: 128}, true, 128, HoldStalled},
 	} {
