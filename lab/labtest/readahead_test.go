@@ -294,6 +294,7 @@ func TestReadAheadVerdictRandom(t *testing.T) {
 func TestReadAheadWasteSmallCgroup(t *testing.T) {
 	RequireGuest(t)
 	m := Mount(t, MountSpec{Version: "4.2", Options: "rsize=1048576"})
+	logExportSpace(t)
 	files := layout(t, m.Dir, 16, 48)
 	setReadAheadKB(t, m.Device, 15360)
 	Link(t, time.Millisecond, "", 0)
@@ -320,4 +321,12 @@ func TestReadAheadWasteSmallCgroup(t *testing.T) {
 			t.Fatalf("no NFS003 on %s after 5 min of 16 readers in a 64 MiB cgroup: %v", m.Device, ids)
 		}
 	}
+}
+
+// logExportSpace logs what the server's tmpfs export holds: earlier tests' files that a
+// process still held when they were removed stay there (as .nfs* files) until it closes them.
+func logExportSpace(t *testing.T) {
+	t.Helper()
+	out, _ := exec.Command("sh", "-c", "df -m "+ExportTmp+" && ls -la "+ExportTmp).CombinedOutput()
+	t.Logf("server export:\n%s", out)
 }

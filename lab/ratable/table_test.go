@@ -80,6 +80,7 @@ func TestReadAheadTable(t *testing.T) {
 	before := readAhead(t, m.Device)
 	t.Cleanup(func() { setReadAhead(t, m.Device, before) })
 
+	logExportSpace(t)
 	t.Logf("layout: %d files of %d MiB and one of %d MiB on %s", seqFiles, seqFileMiB, randMiB, m.Dir)
 	var files []string
 	for i := range seqFiles {
@@ -574,3 +575,11 @@ func kernelRelease(t *testing.T) string {
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// logExportSpace logs what the server's tmpfs export holds: earlier tests' files that a
+// process still held when they were removed stay there (as .nfs* files) until it closes them.
+func logExportSpace(t *testing.T) {
+	t.Helper()
+	out, _ := exec.Command("sh", "-c", "df -m "+labtest.ExportTmp+" && ls -la "+labtest.ExportTmp).CombinedOutput()
+	t.Logf("server export:\n%s", out)
+}
