@@ -124,6 +124,14 @@ func (a *Agent) Adapt(ctx context.Context, now time.Time) {
 	a.mu.Unlock()
 }
 
+// forgetAdaptive drops every controller and target: the policy has no adaptive rule left.
+func (a *Agent) forgetAdaptive() {
+	clear(a.adaptive)
+	a.mu.Lock()
+	clear(a.targets)
+	a.mu.Unlock()
+}
+
 // setTarget records the read-ahead the controller wants for dev, for the metrics.
 func (a *Agent) setTarget(dev string, kb int) {
 	a.mu.Lock()

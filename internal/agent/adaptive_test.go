@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,6 +30,7 @@ rules:
 
 // traffic is what the applications on /mnt/scratch have read so far, as mountstats counts it.
 type traffic struct {
+	mu                        sync.Mutex
 	age                       time.Duration
 	app, server, reads, rttMS uint64
 }
@@ -38,6 +40,8 @@ type traffic struct {
 func (tr *traffic) run(seconds float64, raKB int, rateMiB, overRead, windowBound float64) {
 	app := uint64(rateMiB * seconds * (1 << 20))
 	server := uint64(float64(app) * overRead)
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
 	tr.age += time.Duration(seconds * float64(time.Second))
 	tr.app += app
 	tr.server += server
@@ -63,9 +67,11 @@ func adaptiveAgent(t *testing.T, tr *traffic, extra string) (*Agent, hostfs.Root
 		for i := range inv.Mounts {
 			if m := &inv.Mounts[i]; m.Device == "0:53" {
 				st := *m.Stats
+				tr.mu.Lock()
 				st.Age = tr.age
 				st.Bytes = procfs.NFSBytesStats{Read: tr.app, ReadTotal: tr.server}
 				st.Operations = []procfs.NFSOperationStats{{Operation: "READ", Requests: tr.reads, CumulativeTotalResponseMilliseconds: tr.rttMS}}
+				tr.mu.Unlock()
 				m.Stats = &st
 			}
 		}
@@ -208,5 +214,70 @@ func TestAdaptNoJournalNoWrite(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(a.cfg.Metrics.Errors.WithLabelValues("journal")); got != 1 {
 		t.Errorf("errors{journal} = %v, want 1", got)
+	}
+}
+
+// TestRunAdaptsAndForgets: Run steps adaptive read-ahead on its own ticker, and a reload to
+// a policy without an adaptive rule stops it and drops its targets from the metrics.
+func TestRunAdaptsAndForgets(t *testing.T) {
+	t.Parallel()
+	tr := &traffic{age: time.Minute}
+	a, root := adaptiveAgent(t, tr, "")
+	cfg := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(cfg, []byte(strings.Replace(strings.Replace(adaptivePolicy, "interval: 5s", "interval: 1s", 1), "%s", "", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	adaptive, err := LoadPolicy(cfg, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	builtin, err := LoadPolicy("", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loads := 0
+	a.cfg.Load = func() (*Policy, error) {
+		loads++
+		if loads == 1 {
+			return adaptive, nil
+		}
+		return builtin, nil
+	}
+	// Traffic that wastes: the first step moves 16384 into the bounds (15360), the next
+	// ones halve it.
+	stopTraffic := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stopTraffic:
+				return
+			case <-time.After(100 * time.Millisecond):
+				tr.run(0.1, 8192, 400, 2.0, 0.5)
+			}
+		}
+	}()
+	defer close(stopTraffic)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hangup := make(chan struct{}, 1)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, hangup) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for readAheadKB(t, root, "0:53") > 7680 {
+		if time.Now().After(deadline) {
+			t.Fatalf("read-ahead %d KiB after 20 s, want halved by the ticker", readAheadKB(t, root, "0:53"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	hangup <- struct{}{}
+	for len(a.adaptiveTargets()) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("targets kept after a reload without adaptive rules")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run = %v", err)
 	}
 }

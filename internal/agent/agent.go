@@ -190,9 +190,9 @@ var settleAfter = []time.Duration{250 * time.Millisecond, time.Second, 3 * time.
 var settleFor = settleAfter[len(settleAfter)-1] + 5*time.Second
 
 // Run loads the policy, reconciles once, then reacts to mount table changes, resyncs and
-// reloads until ctx ends, and steps adaptive read-ahead (Adapt) once per interval. hangup
-// receives a value for every SIGHUP. Run returns nil when ctx
-// ends and an error only when it cannot start.
+// reloads, and steps adaptive read-ahead (Adapt) once per interval, until ctx ends. hangup
+// receives a value for every SIGHUP. Run returns nil when ctx ends and an error only when it
+// cannot start.
 func (a *Agent) Run(ctx context.Context, hangup <-chan struct{}) error {
 	if err := a.loadPolicy(); err != nil {
 		return err
@@ -243,6 +243,8 @@ func (a *Agent) Run(ctx context.Context, hangup <-chan struct{}) error {
 		if iv := a.adaptiveInterval(); iv > 0 {
 			adaptTicker = time.NewTicker(iv)
 			adapt = adaptTicker.C
+		} else {
+			a.forgetAdaptive()
 		}
 	}
 	resetAdapt()
