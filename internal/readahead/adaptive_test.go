@@ -183,6 +183,7 @@ func TestControllerCannotOscillate(t *testing.T) {
 		ra = s.ToKB
 		now = now.Add(interval)
 	}
+	t.Logf("%d changes in %d h, ending at %d KiB", changes, hours, ra)
 	// 15360 -> 7680 -> 3840 -> 1920: three cuts; then a probe and its undo per hold,
 	// the holds doubling from 1 min up to 32 min: 1+2+4+8+16+32+32 min cover the 2 h.
 	if changes > 3+2*8 {
