@@ -19,7 +19,7 @@ TAGS     := lab,helm,apiserver
 
 PROMTOOL ?= promtool
 
-.PHONY: all host-packages build plugin verify test vet scrape-test rules-test compare-nfsiostat check lab-setup lab-test lab-matrix lab-record lab-shell demo minimal-root-check clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e
+.PHONY: all host-packages build plugin verify test vet scrape-test rules-test compare-nfsiostat check lab-setup lab-test lab-matrix lab-record lab-shell demo minimal-root-check clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e readahead-table
 
 all: build
 
@@ -139,6 +139,14 @@ lab-record: lab-setup
 # lab-shell boots the guest with the scenario mounted and gives an interactive shell.
 lab-shell: lab-setup
 	bash lab/vm.sh --shell --scenario
+
+# readahead-table measures adaptive read-ahead against fixed values in one boot
+# (lab/ratable, docs/benchmarks.md): about an hour under emulation, not part of check. The
+# guest gets 5 GiB so that nfsd grants a 1 MiB rsize; the table goes to
+# lab/.cache/readahead-table-<kernel>.md. NFSTUNE_LAB_KERNEL picks the kernel line.
+readahead-table: lab-setup
+	NFSTUNE_LAB_MEMORY=$${NFSTUNE_LAB_MEMORY:-5G} NFSTUNE_LAB_TIMEOUT=$${NFSTUNE_LAB_TIMEOUT:-10800} \
+		LAB_PACKAGES=./lab/ratable GO=$(GO) bash lab/test.sh -test.timeout=3h
 
 # demo shows what read-ahead does on a cloud-like link, with nfstune's audit.
 demo: lab-setup

@@ -41,6 +41,9 @@ type Desired struct {
 	ReadAheadExact  bool
 	// ReadAheadBy names the mount helper whose own value ReadAheadKB is (policy.Profile).
 	ReadAheadBy string
+	// Adaptive, when set, hands the mount's read-ahead to the adaptive controller (Adapt)
+	// with these bounds: reconciles leave it alone.
+	Adaptive *policy.AdaptiveReadAhead
 }
 
 // change reports whether read-ahead cur on a mount with rsize bytes should be set to
@@ -66,6 +69,9 @@ type Policy struct {
 	// Mode is observe when no mount is ever written (the agent's --observe, or the
 	// policy's default mode), else enforce; it is reported in /status.
 	Mode policy.Mode
+	// AdaptiveInterval is how often Adapt runs: the shortest interval of the rules with an
+	// adaptive read-ahead (policy.Policy.AdaptiveInterval); 0 when none has one.
+	AdaptiveInterval time.Duration
 }
 
 // ReadFunc reads the host's NFS inventory. It must read only /proc and /sys.
@@ -147,6 +153,12 @@ type Agent struct {
 
 	// verdicts judges the agent's read-ahead writes on each mount's traffic.
 	verdicts *verdicts
+
+	// adaptive is the adaptive read-ahead state by device; only Adapt uses it, and Adapt
+	// runs on Run's goroutine (or in Reconcile, on the same). targets are the controllers'
+	// targets by device, for scrapes, under mu.
+	adaptive map[string]*adaptiveMount
+	targets  map[string]int
 }
 
 // New checks cfg and returns an Agent.
@@ -180,7 +192,8 @@ func New(cfg Config) (*Agent, error) {
 	}
 	return &Agent{cfg: cfg, known: make(map[string]int), settling: make(map[string]time.Time),
 		stalledSince: map[string]time.Time{}, tried: map[string]recoveryTried{},
-		verdicts: newVerdicts(cfg.VerdictWindow, cfg.Logger)}, nil
+		verdicts: newVerdicts(cfg.VerdictWindow, cfg.Logger),
+		adaptive: make(map[string]*adaptiveMount), targets: make(map[string]int)}, nil
 }
 
 // Trigger names what started a reconcile; it is a label of nfstune_agent_reconciles_total.
@@ -209,9 +222,10 @@ var settleAfter = []time.Duration{250 * time.Millisecond, time.Second, 3 * time.
 var settleFor = settleAfter[len(settleAfter)-1] + 5*time.Second
 
 // Run loads the policy, reconciles once, then reacts to mount table changes, resyncs and
-// reloads until ctx ends. reload receives a value for every SIGHUP. Run returns nil when ctx
-// ends and an error only when it cannot start.
-func (a *Agent) Run(ctx context.Context, reload <-chan struct{}) error {
+// reloads, and steps adaptive read-ahead (Adapt) once per interval, until ctx ends. hangup
+// receives a value for every SIGHUP. Run returns nil when ctx ends and an error only when it
+// cannot start.
+func (a *Agent) Run(ctx context.Context, hangup <-chan struct{}) error {
 	if err := a.loadPolicy(); err != nil {
 		return err
 	}
@@ -251,6 +265,32 @@ func (a *Agent) Run(ctx context.Context, reload <-chan struct{}) error {
 	defer check.Stop()
 	recovery := time.NewTicker(a.cfg.RecoveryEvery)
 	defer recovery.Stop()
+	// adapt ticks at the shortest adaptive interval of the policy in force, never without
+	// an adaptive rule (a nil channel).
+	var adapt <-chan time.Time
+	var adaptTicker *time.Ticker
+	resetAdapt := func() {
+		if adaptTicker != nil {
+			adaptTicker.Stop()
+			adaptTicker, adapt = nil, nil
+		}
+		if iv := a.adaptiveInterval(); iv > 0 {
+			adaptTicker = time.NewTicker(iv)
+			adapt = adaptTicker.C
+		} else {
+			a.forgetAdaptive()
+		}
+	}
+	resetAdapt()
+	defer func() {
+		if adaptTicker != nil {
+			adaptTicker.Stop()
+		}
+	}()
+	reload := func() {
+		a.reloadPolicy(ctx)
+		resetAdapt()
+	}
 	a.cfg.Logger.Info("agent started", "mountinfo", mountinfo, "resync", a.cfg.Resync.String())
 
 	for {
@@ -278,18 +318,20 @@ func (a *Agent) Run(ctx context.Context, reload <-chan struct{}) error {
 			settleLater(a.Reconcile(ctx, TriggerSettle, time.Now()))
 		case <-resync.C:
 			if a.policyChanged() {
-				a.reloadPolicy(ctx)
+				reload()
 				continue
 			}
 			settleLater(a.Reconcile(ctx, TriggerResync, time.Now()))
 		case <-check.C:
 			if a.policyChanged() {
-				a.reloadPolicy(ctx)
+				reload()
 			}
 		case now := <-recovery.C:
 			a.Recover(ctx, now)
-		case <-reload:
-			a.reloadPolicy(ctx)
+		case <-hangup:
+			reload()
+		case at := <-adapt:
+			a.Adapt(ctx, at)
 		}
 	}
 }
@@ -361,6 +403,7 @@ func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time)
 
 	var volumes map[string]bool
 	var writes []written
+	newAdaptive := false
 	next := make(map[string]int, len(inv.Mounts))
 	for _, i := range newFirst(inv.Mounts, prev) {
 		mnt := &inv.Mounts[i]
@@ -382,6 +425,11 @@ func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time)
 		last, seen := prev[mnt.Device]
 		next[mnt.Device] = cur
 		want := pol.Resolve(mnt)
+		if want.Adaptive != nil {
+			// The controller owns it, and journals its changes (Adapt).
+			newAdaptive = newAdaptive || !seen
+			continue
+		}
 		if !want.change(cur, mnt.RSize, a.cfg.Exact) {
 			continue
 		}
@@ -453,6 +501,11 @@ func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time)
 	}
 	a.ready = true
 	a.mu.Unlock()
+	if newAdaptive {
+		// A new superblock under an adaptive rule gets into its bounds now, not an
+		// interval later.
+		a.Adapt(ctx, now)
+	}
 	if a.cfg.ReleaseMemory {
 		debug.FreeOSMemory()
 	}
@@ -494,7 +547,7 @@ func (a *Agent) read(ctx context.Context) (*view, error) {
 	now := time.Now()
 	a.sampleStalls(inv, now)
 	a.verdicts.observe(inv, now)
-	v := &view{snap: metrics.Snapshot{Inventory: inv, ReadAheadVerdicts: a.verdicts.latest()}, at: now}
+	v := &view{snap: metrics.Snapshot{Inventory: inv, ReadAheadVerdicts: a.verdicts.latest(), ReadAheadTargets: a.adaptiveTargets()}, at: now}
 	if pol != nil && pol.Audit != nil {
 		rep := pol.Audit(inv)
 		v.report = &rep
@@ -532,15 +585,25 @@ func (a *Agent) untuned(inv *inventory.Inventory, pol *Policy) []status.Mount {
 }
 
 // sampleStalls fills inv.Stalled by comparing the transports read now with the sample
-// kept from an earlier scrape or recovery run, at least inventory.DefaultStallWindow
-// before, so that a scrape never waits for a second sample; scrapes closer together than
-// that reuse the last result. For the mounts of a stalled server it reads the processes
-// using them (inv.Blocked) and the mounts in progress (inv.Mounting); only then does a
-// scrape look at other processes. It returns since when each stalled server (by stallKey)
-// has been seen stalled: from the sample before the first comparison that showed it, for
-// as long as every later comparison shows it too.
+// kept from an earlier scrape, adaptive step or recovery run, at least
+// inventory.DefaultStallWindow before, so that a scrape never waits for a second sample;
+// scrapes closer together than that reuse the last result. For the mounts of a stalled
+// server it reads the processes using them (inv.Blocked) and the mounts in progress
+// (inv.Mounting); only then does a scrape look at other processes. It returns since when
+// each stalled server (by stallKey) has been seen stalled: from the sample before the first
+// comparison that showed it, for as long as every later comparison shows it too.
 func (a *Agent) sampleStalls(inv *inventory.Inventory, now time.Time) map[string]time.Time {
+	since := a.stallsAt(inv, now)
+	inventory.ReadBlocked(context.Background(), a.cfg.Root, inv, inventory.HolderLimits{})
+	return since
+}
+
+// stallsAt fills inv.Stalled as sampleStalls does, without looking for the processes
+// (scrapes, adaptive steps and recovery runs share the transport sample), and returns
+// since when each stalled server has been seen stalled.
+func (a *Agent) stallsAt(inv *inventory.Inventory, now time.Time) map[string]time.Time {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	if since := now.Sub(a.transports.At); a.transports.At.IsZero() || since >= inventory.DefaultStallWindow {
 		if !a.transports.At.IsZero() {
 			a.stalled = inventory.Stalls(a.transports.Transports, inv.Transports, since)
@@ -558,10 +621,7 @@ func (a *Agent) sampleStalls(inv *inventory.Inventory, now time.Time) map[string
 		a.transports = inventory.TransportSample{Transports: inv.Transports, At: now}
 	}
 	inv.Stalled = a.stalled
-	stalledSince := maps.Clone(a.stalledSince)
-	a.mu.Unlock()
-	inventory.ReadBlocked(context.Background(), a.cfg.Root, inv, inventory.HolderLimits{})
-	return stalledSince
+	return maps.Clone(a.stalledSince)
 }
 
 // Ready reports whether the first reconcile has completed.

@@ -47,7 +47,7 @@ func builtinPolicy(mode policy.Mode) LoadFunc {
 }
 
 // goldenPolicy names the service behind 10.0.0.5:/export/data: Azure NetApp Files Premium
-// at 4,000 GiB, 250 MiB/s in nfstune plan's model.
+// at 4,000 GiB, 250 MiB/s in nfstune plan's model; /mnt/scratch has adaptive read-ahead.
 const goldenPolicy = `apiVersion: nfstune.io/v1alpha1
 kind: Policy
 defaults:
@@ -55,6 +55,8 @@ defaults:
 rules:
   - match: {server: 10.0.0.5, export: /export/data}
     service: {name: anf, tier: premium, capacity: 4000GiB}
+  - match: {mountpoint: /mnt/scratch}
+    readAheadAdaptive: {}
 `
 
 // auditedPolicy is builtinPolicy with what the agent adds at every scrape: the audit's
@@ -70,6 +72,14 @@ func auditedPolicy(mode policy.Mode) LoadFunc {
 			return nil, err
 		}
 		p.Limits = func(inv *inventory.Inventory) []metrics.ServiceLimit { return ServiceLimits(inv, pol.Resolve) }
+		// /mnt/scratch is adaptive: the start moves its 16384 KiB to the cap.
+		resolve := p.Resolve
+		p.Resolve = func(m *inventory.Mount) Desired {
+			d := resolve(m)
+			d.Adaptive = pol.Resolve(m).Adaptive
+			return d
+		}
+		p.AdaptiveInterval = pol.AdaptiveInterval()
 		p.Audit = func(inv *inventory.Inventory) audit.Report { return audit.Run(inv, pol) }
 		return p, nil
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/nfstune/nfstune/internal/metrics"
 	"github.com/nfstune/nfstune/internal/policy"
+	"github.com/nfstune/nfstune/internal/readahead"
 )
 
 // Metrics are the agent's own series. Their label values are fixed sets, so they never
@@ -22,6 +23,8 @@ type Metrics struct {
 	// state (RecoveryWaiting, RecoveryKept, RecoveryEligible), at the last run.
 	RecoveryActions     *prometheus.CounterVec
 	RecoverySuperblocks *prometheus.GaugeVec
+	// AdaptiveChanges counts adaptive read-ahead changes by direction and reason.
+	AdaptiveChanges *prometheus.CounterVec
 }
 
 // NewMetrics creates the agent's metrics; register them with Register.
@@ -42,7 +45,7 @@ func NewMetrics() *Metrics {
 		}),
 		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "errors_total",
-			Help: "Errors, by stage: read (inventory), write (read-ahead), policy (reload), watch (mount table).",
+			Help: "Errors, by stage: read (inventory), write (read-ahead), journal (the value before an adaptive change), policy (reload), watch (mount table).",
 		}, []string{"stage"}),
 		LastResync: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: ns, Subsystem: sub, Name: "last_resync_timestamp_seconds",
@@ -65,6 +68,10 @@ func NewMetrics() *Metrics {
 			Namespace: ns, Subsystem: "recovery", Name: "superblocks",
 			Help: "Superblocks of stalled servers that the recovery policy selects, at its last run, by state: waiting (stalled for less than the window), kept (someone may still need it), eligible.",
 		}, []string{"state"}),
+		AdaptiveChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "readahead_adaptive_changes_total",
+			Help: "Adaptive read-ahead changes made, by direction (up, down) and reason: bounds (into the rule's bounds), over_read (halved: fetched much more than read), window_bound (doubled: the window bounds the reads), hurt (undone: the change before made the mount slower or more wasteful).",
+		}, []string{"direction", "reason"}),
 	}
 }
 
@@ -94,7 +101,7 @@ func (m *Metrics) Register(reg prometheus.Registerer) error {
 	for _, r := range []string{"new", "drift", "policy", "retry"} {
 		m.Repairs.WithLabelValues(r)
 	}
-	for _, s := range []string{"read", "write", "policy", "watch"} {
+	for _, s := range []string{"read", "write", "journal", "policy", "watch"} {
 		m.Errors.WithLabelValues(s)
 	}
 	for action, results := range recoveryResults {
@@ -103,7 +110,14 @@ func (m *Metrics) Register(reg prometheus.Registerer) error {
 		}
 	}
 	m.setRecoveryStates(nil)
-	for _, c := range []prometheus.Collector{m.Reconciles, m.Repairs, m.Drifts, m.Errors, m.LastResync, m.Mounts, m.Reaction, m.RecoveryActions, m.RecoverySuperblocks} {
+	for _, c := range [][2]string{
+		{readahead.Up, string(readahead.ReasonBounds)}, {readahead.Down, string(readahead.ReasonBounds)},
+		{readahead.Down, string(readahead.ReasonOverRead)}, {readahead.Up, string(readahead.ReasonWindowBound)},
+		{readahead.Up, string(readahead.ReasonHurt)}, {readahead.Down, string(readahead.ReasonHurt)},
+	} {
+		m.AdaptiveChanges.WithLabelValues(c[0], c[1])
+	}
+	for _, c := range []prometheus.Collector{m.Reconciles, m.Repairs, m.Drifts, m.Errors, m.LastResync, m.Mounts, m.Reaction, m.RecoveryActions, m.RecoverySuperblocks, m.AdaptiveChanges} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

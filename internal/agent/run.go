@@ -185,7 +185,8 @@ func LoadPolicy(path, name string, observe bool) (*Policy, error) {
 	return &Policy{
 		Resolve: func(m *inventory.Mount) Desired {
 			r := pol.Resolve(m)
-			d := Desired{ReadAheadKB: r.ReadAheadKB, Mode: r.Mode, ReadAheadRSizes: r.ReadAheadRSizes, ReadAheadExact: r.ReadAheadExact, ReadAheadBy: r.ReadAheadBy}
+			d := Desired{ReadAheadKB: r.ReadAheadKB, Mode: r.Mode, ReadAheadRSizes: r.ReadAheadRSizes, ReadAheadExact: r.ReadAheadExact, ReadAheadBy: r.ReadAheadBy,
+				Adaptive: r.Adaptive}
 			if observe {
 				d.Mode = policy.ModeObserve
 			}
@@ -197,9 +198,10 @@ func LoadPolicy(path, name string, observe bool) (*Policy, error) {
 		Limits: func(inv *inventory.Inventory) []metrics.ServiceLimit {
 			return ServiceLimits(inv, pol.Resolve)
 		},
-		Recovery: recovery,
-		Info:     info,
-		Mode:     mode,
+		Recovery:         recovery,
+		Info:             info,
+		Mode:             mode,
+		AdaptiveInterval: pol.AdaptiveInterval(),
 	}, nil
 }
 

@@ -69,6 +69,9 @@ type Snapshot struct {
 	// ReadAheadVerdicts are the last verdicts on the agent's read-ahead changes, by device
 	// (readahead.Judge).
 	ReadAheadVerdicts map[string]readahead.Verdict
+	// ReadAheadTargets are the adaptive read-ahead controllers' targets in KiB, by device
+	// (the value in force, or in observe mode the one it would set).
+	ReadAheadTargets map[string]int
 }
 
 // Source returns the state to export. It must read only /proc and /sys (never a mount
@@ -142,6 +145,7 @@ type Collector struct {
 	ops, retrans, majorTimeouts, opErrors                  *prometheus.Desc
 	sentBytes, recvBytes, rttSeconds, exeSeconds, queueSec *prometheus.Desc
 	findings, compliant, blocked, readAheadVerdict         *prometheus.Desc
+	readAheadTarget                                        *prometheus.Desc
 
 	groupSends, groupRecvs, groupBadXIDs, groupBacklog *prometheus.Desc
 	groupConnects, groupConnections, groupMounts       *prometheus.Desc
@@ -165,7 +169,8 @@ type Tier string
 const (
 	// TierDefault is a bounded set per mount (see DefaultOperations): at most 36 series,
 	// plus one per failing audit rule, one per pod using the superblock, the blocked
-	// processes while its server is not answering, and the last read-ahead verdict; and two per server address (its
+	// processes while its server is not answering, the last read-ahead verdict and the adaptive
+	// read-ahead target; and two per server address (its
 	// transports, and the stuck ones). It is what dashboards and alerts need on hosts with
 	// many mounts.
 	TierDefault Tier = "default"
@@ -254,6 +259,7 @@ func NewCollector(src Source, logger *slog.Logger, opts Options) *Collector {
 		findings:         m("findings", "Audit findings for the mount, per rule and severity.", findingLabels...),
 		compliant:        m("compliant", "1 when the audit found nothing for the mount, else 0."),
 		readAheadVerdict: m("readahead_verdict", "The last verdict on a read-ahead change the agent made (value 1): helped, no_change, hurt or too_little_traffic, from the mount's application read rate and over-read before and after the change (docs/policy.md, Read-ahead verdicts).", verdictLabel...),
+		readAheadTarget:  m("readahead_adaptive_target_bytes", "The read-ahead the adaptive controller wants for the mount (its rule's readAheadAdaptive), in bytes: the value in force, or in observe mode the one it would set. Exported only for mounts under an adaptive rule, once the agent has stepped on them."),
 		blocked:          m("blocked_processes", "Processes with an open file, working directory or root on the superblock, while its server is not answering (nfstune_server_stuck_transports > 0); exported only then. They block (hard mount) or get errors (soft)."),
 
 		groupSends:       g("sends_total", "RPC requests sent over all transports of the kernel NFS client."),
@@ -308,7 +314,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		c.info, c.podInfo, c.age, c.readAhead, c.connections, c.nconnect, c.readBytes, c.writeBytes, c.events,
 		c.ops, c.retrans, c.majorTimeouts, c.opErrors, c.sentBytes, c.recvBytes,
-		c.rttSeconds, c.exeSeconds, c.queueSec, c.findings, c.compliant, c.readAheadVerdict,
+		c.rttSeconds, c.exeSeconds, c.queueSec, c.findings, c.compliant, c.readAheadVerdict, c.readAheadTarget,
 		c.groupSends, c.groupRecvs, c.groupBadXIDs, c.groupBacklog, c.groupConnects,
 		c.groupConnections, c.groupMounts, c.blocked, c.serverTransports, c.serverStuck, c.uninspected, c.serverBlockedMounts,
 	} {
@@ -423,7 +429,7 @@ func (c *Collector) collectInventory(ch chan<- prometheus.Metric, snap Snapshot)
 		if n, ok := blocked[dev]; ok {
 			holders = &n
 		}
-		buf = c.mountMetrics(buf[:0], &inv.Mounts[i], byDevice[dev], holders, snap.ReadAheadVerdicts[dev])
+		buf = c.mountMetrics(buf[:0], &inv.Mounts[i], byDevice[dev], holders, snap.ReadAheadVerdicts[dev], snap.ReadAheadTargets[dev])
 		if len(buf) > budget {
 			droppedSeries += len(buf)
 			droppedMounts++
@@ -508,8 +514,8 @@ func labelPairs(names, values []string) []*dto.LabelPair {
 
 // mountMetrics appends the series of one mount; blocked is the number of processes using
 // it when its server is stalled, nil otherwise; verdict the last verdict on a read-ahead
-// change, empty when none.
-func (c *Collector) mountMetrics(out []prometheus.Metric, m *inventory.Mount, findings []Finding, blocked *int, verdict readahead.Verdict) []prometheus.Metric {
+// change, empty when none; targetKB the adaptive controller's target, 0 when none.
+func (c *Collector) mountMetrics(out []prometheus.Metric, m *inventory.Mount, findings []Finding, blocked *int, verdict readahead.Verdict, targetKB int) []prometheus.Metric {
 	first := ""
 	if len(m.MountPoints) > 0 {
 		first = m.MountPoints[0]
@@ -573,6 +579,9 @@ func (c *Collector) mountMetrics(out []prometheus.Metric, m *inventory.Mount, fi
 	}
 	if verdict != "" {
 		add(c.readAheadVerdict, prometheus.GaugeValue, 1, with(verdictLabel, string(verdict)))
+	}
+	if targetKB > 0 {
+		add(c.readAheadTarget, prometheus.GaugeValue, float64(targetKB)*1024, base)
 	}
 
 	st := m.Stats

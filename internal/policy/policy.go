@@ -60,6 +60,9 @@ type Rule struct {
 	Service *Service
 	// Overrides replace values of the built-in profile.
 	Overrides Overrides
+	// Adaptive, when set, lets the agent move the read-ahead of the matched mounts within
+	// bounds (readAheadAdaptive).
+	Adaptive *AdaptiveReadAhead
 }
 
 // Match selects mounts. Every field that is set must match; a rule with an empty match
@@ -86,6 +89,9 @@ type Resolved struct {
 	Rule string `json:"rule"`
 	// Service is the rule's provisioned service and its throughput limits, if it names one.
 	Service *Service `json:"service,omitempty"`
+	// Adaptive is the rule's adaptive read-ahead with the mount's bounds, if it has one;
+	// ReadAheadKB is then its MinKB, as a minimum.
+	Adaptive *AdaptiveReadAhead `json:"read_ahead_adaptive,omitempty"`
 }
 
 // Default returns the built-in policy: profiles by backend, workload "general", mode enforce.
@@ -214,6 +220,7 @@ func (d *decoder) rule(n *yaml.Node, index int) Rule {
 	}
 	handlers["mode"] = func(v *yaml.Node, key string) { r.Mode, _ = d.mode(v, key) }
 	handlers["service"] = func(v *yaml.Node, key string) { r.Service = d.service(v, key) }
+	handlers["readAheadAdaptive"] = func(v *yaml.Node, key string) { r.Adaptive = d.adaptive(v, key) }
 	d.fields(n, prefix, handlers)
 	return r
 }
@@ -374,11 +381,23 @@ func (p *Policy) ResolveAs(m *inventory.Mount, forceBackend, forceWorkload strin
 		prof.ReadAheadKB, prof.ReadAheadRSizes, prof.ReadAheadExact = m.Proxy.ReadAheadKB, 0, false
 		prof.ReadAheadBy = helperOf(m.Proxy.Kind)
 	}
+	var adaptive *AdaptiveReadAhead
+	if rule != nil && rule.Adaptive != nil {
+		// The agent moves the read-ahead from the floor up; what apply, the udev helper
+		// and the audit ask is that floor, as a minimum.
+		helperKB := 0
+		if prof.ReadAheadBy != "" {
+			helperKB = prof.ReadAheadKB
+		}
+		a := rule.Adaptive.ForMount(m.RSize, helperKB)
+		adaptive = &a
+		prof.ReadAheadKB, prof.ReadAheadRSizes, prof.ReadAheadExact = a.MinKB, 0, false
+	}
 	st := p.cat.workloads[prof.Workload].Static
 	if static != nil {
 		st = *static
 	}
-	return Resolved{Profile: prof, Mode: mode, Static: st, Rule: src, Service: service}
+	return Resolved{Profile: prof, Mode: mode, Static: st, Rule: src, Service: service, Adaptive: adaptive}
 }
 
 // RuleFor returns the config rule that applies to a mount: the first whose match fits it.

@@ -44,7 +44,12 @@ lab_nfsd_start() {
 
 	mount -t tmpfs -o size=1m,mode=755 labroot "$LAB_EXPORT_ROOT"
 	mkdir -p "$LAB_EXPORT_TMP" "$LAB_EXPORT_DISK"
-	mount -t tmpfs -o size=1g labexport "$LAB_EXPORT_TMP"
+	# At least 1 GiB, and more when the guest has it: 2.5 GiB in make readahead-table's 5 GiB.
+	local mem_kb size_mb
+	mem_kb=$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)
+	size_mb=$((mem_kb / 2048))
+	((size_mb < 1024)) && size_mb=1024
+	mount -t tmpfs -o "size=${size_mb}m" labexport "$LAB_EXPORT_TMP"
 	if [[ -n $img ]]; then
 		mkfs.ext4 -q -F -E lazy_itable_init=1,lazy_journal_init=1 "$img"
 		mount -o loop "$img" "$LAB_EXPORT_DISK"

@@ -1,0 +1,160 @@
+package agent
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/policy"
+	"github.com/nfstune/nfstune/internal/readahead"
+	"github.com/nfstune/nfstune/internal/tune"
+)
+
+// adaptiveMount is the adaptive read-ahead state of one superblock.
+type adaptiveMount struct {
+	rule   policy.AdaptiveReadAhead // the mount's bounds and interval when the controller was made
+	ctl    *readahead.Controller
+	last   *inventory.Stats // the statistics at the last step, nil before the first
+	lastAt time.Time
+}
+
+// Adapt takes one step of adaptive read-ahead (readahead.Controller) on every superblock
+// whose rule has readAheadAdaptive and whose interval has passed: it reads the
+// statistics, measures the interval since the superblock's last step, and makes the
+// controller's change, journaled first (tune.JournalReadAhead, so that `nfstune revert`
+// restores the value from before the first change) and written through setReadAhead. In
+// observe mode it logs the change it would make. now is when the step was due.
+func (a *Agent) Adapt(ctx context.Context, now time.Time) {
+	inv, err := a.cfg.Read(ctx)
+	if err != nil {
+		a.cfg.Metrics.Errors.WithLabelValues("read").Inc()
+		a.cfg.Logger.Error("reading NFS statistics for adaptive read-ahead", "err", err)
+		return
+	}
+	a.mu.Lock()
+	pol := a.policy
+	a.mu.Unlock()
+	a.stallsAt(inv, now)
+	var volumes map[string]bool
+	present := make(map[string]bool, len(inv.Mounts))
+	for i := range inv.Mounts {
+		m := &inv.Mounts[i]
+		if m.Stats == nil || m.ReadAheadKB == nil {
+			continue
+		}
+		want := pol.Resolve(m)
+		if want.Adaptive == nil {
+			continue
+		}
+		present[m.Device] = true
+		st := a.adaptive[m.Device]
+		if st == nil || st.rule != *want.Adaptive {
+			// New, or the policy changed its bounds: start again from what is there.
+			r := *want.Adaptive
+			st = &adaptiveMount{rule: r, ctl: readahead.NewController(r.MinKB, r.MaxKB, r.Interval)}
+			a.adaptive[m.Device] = st
+		}
+		if !st.lastAt.IsZero() && now.Sub(st.lastAt) < st.rule.Interval*3/4 {
+			continue // a shorter interval's tick
+		}
+		e := readahead.Evidence{ReadAheadKB: *m.ReadAheadKB, RSize: m.RSize}
+		if st.last != nil {
+			e = readahead.Measure(m, st.last, now.Sub(st.lastAt))
+			if e.SinceMount {
+				// The device number names another superblock now.
+				st.ctl = readahead.NewController(st.rule.MinKB, st.rule.MaxKB, st.rule.Interval)
+				e = readahead.Evidence{ReadAheadKB: *m.ReadAheadKB, RSize: m.RSize}
+			}
+		}
+		st.last, st.lastAt = m.Stats, now
+		stalled := slices.ContainsFunc(inv.Stalled, func(s inventory.StalledServer) bool { return s.Reaches(m) })
+		step := st.ctl.Decide(e, now, stalled)
+		log := a.cfg.Logger.With("device", m.Device, "mountpoint", first(m.MountPoints), "from_kb", step.FromKB, "to_kb", step.ToKB,
+			"reason", string(step.Reason), "figures", step.Why)
+		if step.Verdict != "" {
+			log.Info("adaptive read-ahead verdict", "verdict", string(step.Verdict), "verdict_figures", step.VerdictWhy)
+		}
+		a.setTarget(m.Device, step.ToKB)
+		if !step.Changed() {
+			log.Debug("adaptive read-ahead held")
+			continue
+		}
+		if want.Mode == policy.ModeObserve || want.Adaptive.Observe {
+			log.Info("adaptive read-ahead would change; observe mode, left alone")
+			continue
+		}
+		if volumes == nil {
+			if volumes, err = nfsVolumes(a.cfg.Root, a.cfg.PID); err != nil {
+				a.cfg.Metrics.Errors.WithLabelValues("read").Inc()
+				log.Error("cannot confirm NFS superblocks", "err", err)
+				volumes = map[string]bool{}
+			}
+		}
+		if err := inventory.CheckNFS(m.Device, m, volumes); err != nil {
+			a.cfg.Metrics.Errors.WithLabelValues("write").Inc()
+			log.Error("adaptive read-ahead not changed", "err", err)
+			a.setTarget(m.Device, step.FromKB)
+			continue
+		}
+		if err := tune.JournalReadAhead(a.cfg.Root, m.Device); err != nil {
+			a.cfg.Metrics.Errors.WithLabelValues("journal").Inc()
+			log.Error("adaptive read-ahead not changed: the value before it could not be journaled", "err", err)
+			a.setTarget(m.Device, step.FromKB)
+			continue
+		}
+		if err := setReadAhead(a.cfg.Root, m, volumes, step.ToKB); err != nil {
+			a.cfg.Metrics.Errors.WithLabelValues("write").Inc()
+			log.Error("setting adaptive read-ahead", "err", err)
+			a.setTarget(m.Device, step.FromKB)
+			continue
+		}
+		st.ctl.Applied(step, e, now)
+		a.cfg.Metrics.AdaptiveChanges.WithLabelValues(step.Direction(), string(step.Reason)).Inc()
+		log.Info("adaptive read-ahead changed")
+	}
+	for dev := range a.adaptive {
+		if !present[dev] {
+			delete(a.adaptive, dev)
+		}
+	}
+	a.mu.Lock()
+	maps.DeleteFunc(a.targets, func(dev string, _ int) bool { return !present[dev] })
+	a.mu.Unlock()
+}
+
+// forgetAdaptive drops every controller and target: the policy has no adaptive rule left.
+func (a *Agent) forgetAdaptive() {
+	clear(a.adaptive)
+	a.mu.Lock()
+	clear(a.targets)
+	a.mu.Unlock()
+}
+
+// setTarget records the read-ahead the controller wants for dev, for the metrics.
+func (a *Agent) setTarget(dev string, kb int) {
+	a.mu.Lock()
+	a.targets[dev] = kb
+	a.mu.Unlock()
+}
+
+// adaptiveTargets returns a copy of the controllers' targets by device.
+func (a *Agent) adaptiveTargets() map[string]int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.targets) == 0 {
+		return nil
+	}
+	return maps.Clone(a.targets)
+}
+
+// adaptiveInterval is how often Adapt must run under the current policy, 0 for never.
+func (a *Agent) adaptiveInterval() time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.policy == nil {
+		return 0
+	}
+	return a.policy.AdaptiveInterval
+}

@@ -1,0 +1,283 @@
+package agent
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/procfs"
+
+	"github.com/nfstune/nfstune/internal/hostfs"
+	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/tune"
+)
+
+// adaptivePolicy hands /mnt/scratch (0:53 in the fixture, 1 MiB rsize, 16384 KiB of
+// read-ahead) to the adaptive controller.
+const adaptivePolicy = `apiVersion: nfstune.io/v1alpha1
+kind: Policy
+defaults:
+  workload: sequential-read
+rules:
+  - match: {mountpoint: /mnt/scratch}
+    readAheadAdaptive: {interval: 5s%s}
+`
+
+// traffic is what the applications on /mnt/scratch have read so far, as mountstats counts it.
+type traffic struct {
+	mu                        sync.Mutex
+	age                       time.Duration
+	app, server, reads, rttMS uint64
+}
+
+// run adds seconds of reads at rateMiB MiB/s with the given over-read, in READs of 1 MiB,
+// with readers keeping windowBound of a raKB window's READs in flight.
+func (tr *traffic) run(seconds float64, raKB int, rateMiB, overRead, windowBound float64) {
+	app := uint64(rateMiB * seconds * (1 << 20))
+	server := uint64(float64(app) * overRead)
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.age += time.Duration(seconds * float64(time.Second))
+	tr.app += app
+	tr.server += server
+	tr.reads += server >> 20
+	inFlight := windowBound * float64(raKB) / 1024
+	tr.rttMS += uint64(inFlight * seconds * 1000)
+}
+
+// adaptiveAgent returns an agent on a copy of the fixture root whose reads show tr as the
+// traffic of 0:53, under adaptivePolicy with extra rule settings.
+func adaptiveAgent(t *testing.T, tr *traffic, extra string) (*Agent, hostfs.Root) {
+	t.Helper()
+	root := copyTree(t, "testdata/root")
+	cfg := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(cfg, []byte(strings.Replace(adaptivePolicy, "%s", extra, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	read := func(context.Context) (*inventory.Inventory, error) {
+		inv, err := inventory.Read(root, inventory.ReadOptions{PID: 1})
+		if err != nil {
+			return nil, err
+		}
+		for i := range inv.Mounts {
+			if m := &inv.Mounts[i]; m.Device == "0:53" {
+				st := *m.Stats
+				tr.mu.Lock()
+				st.Age = tr.age
+				st.Bytes = procfs.NFSBytesStats{Read: tr.app, ReadTotal: tr.server}
+				st.Operations = []procfs.NFSOperationStats{{Operation: "READ", Requests: tr.reads, CumulativeTotalResponseMilliseconds: tr.rttMS}}
+				tr.mu.Unlock()
+				m.Stats = &st
+			}
+		}
+		return inv, nil
+	}
+	a, err := New(Config{Root: root, PID: 1, Read: read, Load: func() (*Policy, error) { return LoadPolicy(cfg, "", false) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.loadPolicy(); err != nil {
+		t.Fatal(err)
+	}
+	return a, root
+}
+
+func readAheadKB(t *testing.T, root hostfs.Root, dev string) int {
+	t.Helper()
+	p := readReadAhead(root, dev)
+	if p == nil {
+		t.Fatalf("read_ahead_kb of %s unreadable", dev)
+	}
+	return *p
+}
+
+// TestAdaptWastefulThenRevert: a new superblock above the cap is moved into the bounds at
+// the start; readers that waste half of what the server sends have their window halved
+// once per interval down to one rsize, and no further; every change is counted; revert
+// restores the value from before the first change.
+func TestAdaptWastefulThenRevert(t *testing.T) {
+	t.Parallel()
+	tr := &traffic{age: time.Minute}
+	a, root := adaptiveAgent(t, tr, "")
+	now := time.Now() // the start's step is taken at the reconcile's end
+	a.Reconcile(context.Background(), TriggerStart, now)
+	if got := readAheadKB(t, root, "0:53"); got != 15360 {
+		t.Fatalf("after the start: %d KiB, want the cap 15360", got)
+	}
+	var path []int
+	for range 6 {
+		ra := readAheadKB(t, root, "0:53")
+		tr.run(5, ra, 40, 2.0, 0.5)
+		now = now.Add(5 * time.Second)
+		a.Adapt(context.Background(), now)
+		path = append(path, readAheadKB(t, root, "0:53"))
+	}
+	want := []int{7680, 3840, 1920, 1024, 1024, 1024}
+	for i := range want {
+		if path[i] != want[i] {
+			t.Fatalf("read-ahead after each interval %v, want %v", path, want)
+		}
+	}
+	m := a.cfg.Metrics.AdaptiveChanges
+	if got := testutil.ToFloat64(m.WithLabelValues("down", "bounds")); got != 1 {
+		t.Errorf("changes{down,bounds} = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(m.WithLabelValues("down", "over_read")); got != 4 {
+		t.Errorf("changes{down,over_read} = %v, want 4", got)
+	}
+	if got := a.adaptiveTargets()["0:53"]; got != 1024 {
+		t.Errorf("target %d, want 1024", got)
+	}
+	if _, ok := a.adaptiveTargets()["0:52"]; ok {
+		t.Error("a target for a mount no adaptive rule matches")
+	}
+	if _, err := tune.Revert(root); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAheadKB(t, root, "0:53"); got != 16384 {
+		t.Errorf("after revert: %d KiB, want the original 16384", got)
+	}
+}
+
+// TestAdaptGrowsWindowBound: a window-bound reader without waste gets its window doubled
+// once per interval; ticks closer than the interval change nothing.
+func TestAdaptGrowsWindowBound(t *testing.T) {
+	t.Parallel()
+	tr := &traffic{age: time.Minute}
+	a, root := adaptiveAgent(t, tr, ", minKB: 1024")
+	if _, err := hostfs.SetReadAhead(root, "0:53", 1024); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now() // the start's step is taken at the reconcile's end
+	a.Reconcile(context.Background(), TriggerStart, now)
+	var path []int
+	for range 4 {
+		ra := readAheadKB(t, root, "0:53")
+		tr.run(1, ra, 100, 1.0, 0.9)
+		now = now.Add(time.Second)
+		a.Adapt(context.Background(), now) // too soon: nothing
+		tr.run(4, ra, 100, 1.0, 0.9)
+		now = now.Add(4 * time.Second)
+		a.Adapt(context.Background(), now)
+		path = append(path, readAheadKB(t, root, "0:53"))
+	}
+	want := []int{2048, 4096, 8192, 15360}
+	for i := range want {
+		if path[i] != want[i] {
+			t.Fatalf("read-ahead after each interval %v, want %v", path, want)
+		}
+	}
+}
+
+// TestAdaptObserve: in observe mode nothing is written or journaled; the target says what
+// the controller would set (16384 KiB is above the cap).
+func TestAdaptObserve(t *testing.T) {
+	t.Parallel()
+	tr := &traffic{age: time.Minute}
+	a, root := adaptiveAgent(t, tr, ", observe: true")
+	now := time.Now() // the start's step is taken at the reconcile's end
+	a.Reconcile(context.Background(), TriggerStart, now)
+	tr.run(5, 16384, 40, 2.0, 0.5)
+	a.Adapt(context.Background(), now.Add(5*time.Second))
+	if got := readAheadKB(t, root, "0:53"); got != 16384 {
+		t.Errorf("observe mode wrote %d KiB", got)
+	}
+	if got := a.adaptiveTargets()["0:53"]; got != 15360 {
+		t.Errorf("target %d, want the cap 15360", got)
+	}
+	if pending, err := tune.Pending(root); err != nil || pending {
+		t.Errorf("journal in observe mode: %v, %v", pending, err)
+	}
+}
+
+// TestAdaptNoJournalNoWrite: when the value before the change cannot be journaled, the
+// change is not made.
+func TestAdaptNoJournalNoWrite(t *testing.T) {
+	t.Parallel()
+	tr := &traffic{age: time.Minute}
+	a, root := adaptiveAgent(t, tr, "")
+	// The journal's directory cannot be made: a file stands where it goes.
+	if err := os.MkdirAll(root.Path("var/lib"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(root.Path("var/lib/nfstune"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a.Reconcile(context.Background(), TriggerStart, time.Unix(1_700_000_000, 0))
+	if got := readAheadKB(t, root, "0:53"); got != 16384 {
+		t.Errorf("changed to %d KiB without a journal", got)
+	}
+	if got := testutil.ToFloat64(a.cfg.Metrics.Errors.WithLabelValues("journal")); got != 1 {
+		t.Errorf("errors{journal} = %v, want 1", got)
+	}
+}
+
+// TestRunAdaptsAndForgets: Run steps adaptive read-ahead on its own ticker, and a reload to
+// a policy without an adaptive rule stops it and drops its targets from the metrics.
+func TestRunAdaptsAndForgets(t *testing.T) {
+	t.Parallel()
+	tr := &traffic{age: time.Minute}
+	a, root := adaptiveAgent(t, tr, "")
+	cfg := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(cfg, []byte(strings.Replace(strings.Replace(adaptivePolicy, "interval: 5s", "interval: 1s", 1), "%s", "", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	adaptive, err := LoadPolicy(cfg, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	builtin, err := LoadPolicy("", "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loads := 0
+	a.cfg.Load = func() (*Policy, error) {
+		loads++
+		if loads == 1 {
+			return adaptive, nil
+		}
+		return builtin, nil
+	}
+	// Traffic that wastes: the first step moves 16384 into the bounds (15360), the next
+	// ones halve it.
+	stopTraffic := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stopTraffic:
+				return
+			case <-time.After(100 * time.Millisecond):
+				tr.run(0.1, 8192, 400, 2.0, 0.5)
+			}
+		}
+	}()
+	defer close(stopTraffic)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hangup := make(chan struct{}, 1)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, hangup) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for readAheadKB(t, root, "0:53") > 7680 {
+		if time.Now().After(deadline) {
+			t.Fatalf("read-ahead %d KiB after 20 s, want halved by the ticker", readAheadKB(t, root, "0:53"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	hangup <- struct{}{}
+	for len(a.adaptiveTargets()) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("targets kept after a reload without adaptive rules")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run = %v", err)
+	}
+}

@@ -1,0 +1,137 @@
+package policy
+
+import (
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Bounds of a rule's adaptive read-ahead (readAheadAdaptive).
+const (
+	// MinAdaptiveKB is one page: the kernel keeps read_ahead_kb in whole pages
+	// (mm/backing-dev.c read_ahead_kb_store), so a bound below it would be written as 0,
+	// read-ahead off.
+	MinAdaptiveKB = 4
+	// DefaultAdaptiveRSizes is the default cap in rsizes: 15, the generic target.
+	DefaultAdaptiveRSizes = 15
+	// DefaultAdaptiveInterval is how often the agent steps by default: five doublings from
+	// one rsize reach 15 rsizes in 25 s, well within a minute of a change of workload, and
+	// five seconds hold 100 MiB of reads at the slowest reader measured in the field.
+	DefaultAdaptiveInterval = 5 * time.Second
+	// MinAdaptiveInterval and MaxAdaptiveInterval bound the interval: each step reads
+	// every mount's statistics, and a step per ten minutes would follow nothing.
+	MinAdaptiveInterval = time.Second
+	MaxAdaptiveInterval = 10 * time.Minute
+)
+
+// AdaptiveReadAhead is a rule's adaptive read-ahead: the agent moves the read-ahead of the
+// rule's mounts within [MinKB, MaxKB] from their own traffic (readahead.Controller;
+// docs/agent.md, Adaptive read-ahead). In a Rule, MinKB and MaxKB are what the config
+// says (0: the default); in Resolved, the bounds for that mount.
+type AdaptiveReadAhead struct {
+	// MinKB is the lowest read-ahead: never below one rsize (nor a mount helper's own
+	// value); a larger value raises that floor.
+	MinKB int `json:"min_kb"`
+	// MaxKB is the highest read-ahead; by default DefaultAdaptiveRSizes rsizes.
+	MaxKB int `json:"max_kb"`
+	// Interval is the time between two steps: at most one change per interval.
+	Interval time.Duration `json:"interval_ns"`
+	// Observe reports the steps without making them, as the observe mode does.
+	Observe bool `json:"observe,omitempty"`
+}
+
+// ForMount returns the adaptive read-ahead of a mount with an effective rsize of rsize
+// bytes (0: unknown, taken as MaxIOSize) and a mount helper that writes helperKB itself
+// (0: none): MinKB at least one rsize and helperKB, MaxKB the rule's or
+// DefaultAdaptiveRSizes rsizes, never below MinKB.
+func (a AdaptiveReadAhead) ForMount(rsize, helperKB int) AdaptiveReadAhead {
+	if rsize <= 0 {
+		rsize = MaxIOSize
+	}
+	rsizeKB := rsize / 1024
+	out := a
+	out.MinKB = max(a.MinKB, rsizeKB, helperKB)
+	if out.MaxKB == 0 {
+		out.MaxKB = DefaultAdaptiveRSizes * rsizeKB
+	}
+	out.MaxKB = max(out.MaxKB, out.MinKB)
+	if out.Interval == 0 {
+		out.Interval = DefaultAdaptiveInterval
+	}
+	return out
+}
+
+// adaptive decodes a rule's readAheadAdaptive: minKB and maxKB multiples of one page
+// (4 KiB) up to MaxReadAheadKB, minKB not above maxKB, an interval from 1 s to 10 min.
+func (d *decoder) adaptive(n *yaml.Node, prefix string) *AdaptiveReadAhead {
+	a := &AdaptiveReadAhead{}
+	good := true
+	kb := func(dst *int) func(*yaml.Node, string) {
+		return func(v *yaml.Node, key string) {
+			k, ok := d.size(v, key)
+			switch {
+			case !ok:
+				good = false
+			case k < MinAdaptiveKB || k > MaxReadAheadKB:
+				d.errorf(v, key, "%d is out of range %d..%d (one page to 1 GiB)", k, MinAdaptiveKB, MaxReadAheadKB)
+				good = false
+			case k%MinAdaptiveKB != 0:
+				d.errorf(v, key, "%d is not a multiple of %d (the kernel keeps whole pages)", k, MinAdaptiveKB)
+				good = false
+			default:
+				*dst = k
+			}
+		}
+	}
+	if !d.fields(n, prefix, map[string]func(*yaml.Node, string){
+		"minKB": kb(&a.MinKB),
+		"maxKB": kb(&a.MaxKB),
+		"interval": func(v *yaml.Node, key string) {
+			s, ok := d.str(v, key)
+			if !ok {
+				good = false
+				return
+			}
+			iv, err := time.ParseDuration(s)
+			if err != nil || iv < MinAdaptiveInterval || iv > MaxAdaptiveInterval {
+				d.errorf(v, key, "%q is not a duration from %s to %s", s, MinAdaptiveInterval, MaxAdaptiveInterval)
+				good = false
+				return
+			}
+			a.Interval = iv
+		},
+		"observe": func(v *yaml.Node, key string) {
+			if b, ok := d.boolean(v, key); ok {
+				a.Observe = b
+			} else {
+				good = false
+			}
+		},
+	}) {
+		return nil
+	}
+	if a.MinKB > 0 && a.MaxKB > 0 && a.MinKB > a.MaxKB {
+		d.errorf(n, join(prefix, "minKB"), "%d is above maxKB %d", a.MinKB, a.MaxKB)
+		good = false
+	}
+	if !good {
+		return nil
+	}
+	return a
+}
+
+// AdaptiveInterval returns the shortest interval of the rules with an adaptive
+// read-ahead, 0 when none has one: how often the agent must look.
+func (p *Policy) AdaptiveInterval() time.Duration {
+	var out time.Duration
+	for _, r := range p.Rules {
+		if r.Adaptive == nil {
+			continue
+		}
+		iv := r.Adaptive.ForMount(0, 0).Interval
+		if out == 0 || iv < out {
+			out = iv
+		}
+	}
+	return out
+}

@@ -1,0 +1,101 @@
+package policy
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nfstune/nfstune/internal/inventory"
+)
+
+// TestParseAdaptiveRefused: bounds inverted, below one page, above the 1 GiB cap, not whole
+// pages, a bad interval or an unknown key refuse the whole policy, naming the line and key.
+func TestParseAdaptiveRefused(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name, body, wantErr string
+	}{
+		{"inverted", `readAheadAdaptive: {minKB: 8192, maxKB: 1024}`, `c.yaml:5: rules[1].readAheadAdaptive.minKB: 8192 is above maxKB 1024`},
+		{"below one page", `readAheadAdaptive: {minKB: 2}`, `rules[1].readAheadAdaptive.minKB: 2 is out of range 4..1048576`},
+		{"zero", `readAheadAdaptive: {maxKB: 0}`, `rules[1].readAheadAdaptive.maxKB: 0 is out of range 4..1048576`},
+		{"above the cap", `readAheadAdaptive: {maxKB: 2097152}`, `rules[1].readAheadAdaptive.maxKB: 2097152 is out of range 4..1048576`},
+		{"negative", `readAheadAdaptive: {minKB: -4}`, `rules[1].readAheadAdaptive.minKB: must not be negative`},
+		{"not whole pages", `readAheadAdaptive: {minKB: 1026}`, `rules[1].readAheadAdaptive.minKB: 1026 is not a multiple of 4`},
+		{"interval too short", `readAheadAdaptive: {interval: 100ms}`, `rules[1].readAheadAdaptive.interval: "100ms" is not a duration from 1s to 10m0s`},
+		{"interval not a duration", `readAheadAdaptive: {interval: 5}`, `rules[1].readAheadAdaptive.interval: "5" is not a duration`},
+		{"unknown key", `readAheadAdaptive: {min_kb: 1024}`, `rules[1].readAheadAdaptive.min_kb: unknown key (want one of interval, maxKB, minKB, observe)`},
+		{"not a mapping", `readAheadAdaptive: true`, `rules[1].readAheadAdaptive: want a mapping`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := ruleConfig("match: {mountpoint: /data/*}\n" + tt.body)
+			p, err := Parse("c.yaml", []byte(cfg))
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("Parse:\n%s\nerror %v, want %q", cfg, err, tt.wantErr)
+			}
+			if p != nil {
+				t.Errorf("a policy was returned with the error: %+v", p)
+			}
+		})
+	}
+}
+
+// TestResolveAdaptive: the bounds of each mount, from the rule and the mount's rsize.
+func TestResolveAdaptive(t *testing.T) {
+	t.Parallel()
+	pol, err := Parse("c.yaml", []byte(`apiVersion: nfstune.io/v1alpha1
+kind: Policy
+rules:
+  - match: {mountpoint: /default/*}
+    readAheadAdaptive: {}
+  - match: {mountpoint: /set/*}
+    readAheadAdaptive: {minKB: 2048, maxKB: 8192, interval: 10s, observe: true}
+  - match: {mountpoint: /narrow/*}
+    readAheadAdaptive: {minKB: 128, maxKB: 512}
+  - match: {mountpoint: /efs/*}
+    readAheadAdaptive: {}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	efs := &inventory.Proxy{Kind: inventory.ProxyEFS, ReadAheadKB: 3840}
+	for _, tt := range []struct {
+		name  string
+		mount inventory.Mount
+		want  AdaptiveReadAhead
+	}{
+		{"defaults, 1 MiB rsize", inventory.Mount{MountPoints: []string{"/default/a"}, RSize: 1 << 20},
+			AdaptiveReadAhead{MinKB: 1024, MaxKB: 15360, Interval: DefaultAdaptiveInterval}},
+		{"defaults, 256 KiB rsize", inventory.Mount{MountPoints: []string{"/default/a"}, RSize: 256 << 10},
+			AdaptiveReadAhead{MinKB: 256, MaxKB: 3840, Interval: DefaultAdaptiveInterval}},
+		{"set", inventory.Mount{MountPoints: []string{"/set/a"}, RSize: 1 << 20},
+			AdaptiveReadAhead{MinKB: 2048, MaxKB: 8192, Interval: 10 * time.Second, Observe: true}},
+		// Never below one rsize: a cap under it is raised to it.
+		{"bounds under one rsize", inventory.Mount{MountPoints: []string{"/narrow/a"}, RSize: 1 << 20},
+			AdaptiveReadAhead{MinKB: 1024, MaxKB: 1024, Interval: DefaultAdaptiveInterval}},
+		{"bounds over one rsize", inventory.Mount{MountPoints: []string{"/narrow/a"}, RSize: 64 << 10},
+			AdaptiveReadAhead{MinKB: 128, MaxKB: 512, Interval: DefaultAdaptiveInterval}},
+		// efs-utils writes 15 x rsize itself: never below it.
+		{"efs-utils' value is the floor", inventory.Mount{MountPoints: []string{"/efs/a"}, RSize: 256 << 10, Proxy: efs},
+			AdaptiveReadAhead{MinKB: 3840, MaxKB: 3840, Interval: DefaultAdaptiveInterval}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := pol.Resolve(&tt.mount)
+			if r.Adaptive == nil || *r.Adaptive != tt.want {
+				t.Fatalf("Adaptive = %+v, want %+v", r.Adaptive, tt.want)
+			}
+			// apply, the udev helper and the audit ask the floor, as a minimum.
+			if r.ReadAheadKB != tt.want.MinKB || r.ReadAheadRSizes != 0 || r.ReadAheadExact {
+				t.Errorf("profile read-ahead %d (rsizes %d, exact %v), want %d as a minimum", r.ReadAheadKB, r.ReadAheadRSizes, r.ReadAheadExact, tt.want.MinKB)
+			}
+		})
+	}
+	if r := pol.Resolve(&inventory.Mount{MountPoints: []string{"/other"}}); r.Adaptive != nil {
+		t.Errorf("a mount no adaptive rule matches: %+v", r.Adaptive)
+	}
+	if got := pol.AdaptiveInterval(); got != DefaultAdaptiveInterval {
+		t.Errorf("AdaptiveInterval = %s, want %s", got, DefaultAdaptiveInterval)
+	}
+	if got := Default().AdaptiveInterval(); got != 0 {
+		t.Errorf("built-in AdaptiveInterval = %s, want 0", got)
+	}
+}

@@ -1,0 +1,585 @@
+//go:build lab
+
+// Package ratable measures adaptive read-ahead against fixed values on the lab's real
+// kernel, in one boot: four workloads behind an emulated link, each read with every fixed
+// value of a sweep and then under `nfstune agent` with a readAheadAdaptive rule. It writes
+// the table docs/benchmarks.md shows (make readahead-table). Throughput and over-read come
+// from the kernel's own counters (mountstats bytes: of the mount), not from nfstune.
+package ratable
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nfstune/nfstune/lab/labtest"
+)
+
+// The link and the workloads. Sizes fit the emulated guest: the files live on the server's
+// tmpfs export (1 GiB), and each measured run is half a minute.
+const (
+	linkDelay  = 2 * time.Millisecond // 4 ms round trip
+	linkRate   = "1gbit"
+	seqFiles   = 16
+	seqFileMiB = 40  // 16 x 40 MiB for the sequential readers
+	randMiB    = 320 // the random readers' file: five times the cgroup's memory
+	cgroupMax  = "64M"
+	warmup     = 5 * time.Second
+	window     = 30 * time.Second
+	// adaptiveRun is how long the agent runs before the measured window: time to settle.
+	adaptiveRun = 30 * time.Second
+	// switchPhase is each half of the switching workload, measured whole.
+	switchPhase = 60 * time.Second
+	agentListen = "127.0.0.1:9479"
+)
+
+// result is one workload read with one read-ahead setting.
+type result struct {
+	scenario, setting string
+	mibps, overRead   float64
+	// Adaptive runs only: the read-ahead at the end, the changes the agent made (from its
+	// log), and how long after the start (or the switch) the last one came.
+	finalKB  int
+	changes  []change
+	settled  time.Duration
+	switchAt time.Duration
+}
+
+// change is one adaptive change, as the agent logged it.
+type change struct {
+	at           time.Duration
+	fromKB, toKB int
+	reason       string
+}
+
+type scenario struct {
+	name, description string
+	// run starts the workload and returns a function that stops it; switching workloads
+	// run the whole measured time themselves (phases).
+	start func(t *testing.T) (stop func())
+	// phases, when set, replaces start: the workload runs phase 1 then phase 2, each
+	// switchPhase long, and the whole run is measured.
+	phases []func(t *testing.T) (stop func())
+}
+
+func TestReadAheadTable(t *testing.T) {
+	labtest.RequireGuest(t)
+	m := labtest.Mount(t, labtest.MountSpec{Version: "4.2", Options: "rsize=1048576"})
+	rsizeKB := rsizeOf(t, m.Dir) / 1024
+	before := readAhead(t, m.Device)
+	t.Cleanup(func() { setReadAhead(t, m.Device, before) })
+
+	logExportSpace(t)
+	t.Logf("layout: %d files of %d MiB and one of %d MiB on %s", seqFiles, seqFileMiB, randMiB, m.Dir)
+	var files []string
+	for i := range seqFiles {
+		files = append(files, write(t, filepath.Join(m.Dir, fmt.Sprintf("seq%02d", i)), seqFileMiB))
+	}
+	randFile := write(t, filepath.Join(m.Dir, "random"), randMiB)
+	labtest.Link(t, linkDelay, linkRate, 0)
+	cg := memoryCgroup(t, cgroupMax)
+
+	seqOne := func(t *testing.T) func() { return startShell(t, "", seqLoop(files)) }
+	seq16 := func(t *testing.T) func() {
+		var readers []string
+		for _, f := range files {
+			readers = append(readers, "("+seqLoop([]string{f})+") &")
+		}
+		return startShell(t, cg, strings.Join(readers, " ")+" wait")
+	}
+	random := func(t *testing.T) func() {
+		return startShell(t, cg, "exec fio --name=rand --rw=randread --bs=16k --ioengine=psync --numjobs=4 --fadvise_hint=0 --invalidate=1 --time_based --runtime=86400 --filename="+randFile+" --output=/dev/null")
+	}
+	scenarios := []scenario{
+		{name: "a", description: "one sequential reader, 64 KiB reads", start: seqOne},
+		{name: "b", description: fmt.Sprintf("16 sequential readers in a %s memory cgroup", cgroupMax), start: seq16},
+		{name: "c", description: fmt.Sprintf("random 16 KiB reads (4 jobs) over %d MiB in the %s cgroup", randMiB, cgroupMax), start: random},
+		{name: "d", description: fmt.Sprintf("c for %s, then a for %s", switchPhase, switchPhase), phases: []func(*testing.T) func(){random, seqOne}},
+	}
+	fixed := slices.Compact(slices.Sorted(slices.Values([]int{128, 1024, 4096, 15 * rsizeKB})))
+
+	var results []result
+	for _, sc := range scenarios {
+		for _, kb := range fixed {
+			r := measure(t, m, sc, strconv.Itoa(kb), func() {}, func() { setReadAhead(t, m.Device, kb) })
+			results = append(results, r)
+		}
+		var agentLog string
+		r := measure(t, m, sc, "adaptive", func() {
+			// A fresh mount's read-ahead, then the agent takes it from there.
+			setReadAhead(t, m.Device, 128)
+			agentLog = startAgent(t, m.Dir)
+		}, nil)
+		r.changes = agentChanges(t, agentLog, r)
+		if n := len(r.changes); n > 0 {
+			r.settled = r.changes[n-1].at - r.switchAt
+		}
+		results = append(results, r)
+		stopAgentAndRevert(t, m.Device)
+	}
+	table := render(scenarios, fixed, results, kernelRelease(t), rsizeKB)
+	t.Logf("\n%s", table)
+	out := filepath.Join("/lab/lab/.cache", "readahead-table-"+kernelRelease(t)+".md")
+	if err := os.WriteFile(out, []byte(table), 0o644); err != nil {
+		t.Errorf("writing %s: %v", out, err)
+	} else {
+		t.Logf("table written to %s (lab/.cache on the host)", out)
+	}
+}
+
+// measure runs one workload with one setting: setup, then the workload, then the measured
+// window (after a warm-up for fixed values; after adaptiveRun for the agent; the whole run
+// for switching workloads), from the mount's own counters.
+func measure(t *testing.T, m labtest.Mounted, sc scenario, setting string, startAdaptive, setFixed func()) result {
+	t.Helper()
+	// No drop_caches: it would drop the server's too. The sequential readers drop each
+	// file's pages before reading it, and the random readers' cgroup holds little.
+	r := result{scenario: sc.name, setting: setting}
+	var samples *raSamples
+	if setFixed != nil {
+		setFixed()
+	} else {
+		startAdaptive()
+	}
+	begin := time.Now()
+	samples = sampleReadAhead(m.Device, begin)
+	defer samples.stop()
+	var a, b counters
+	if sc.phases != nil {
+		a = readCounters(t, m.Dir)
+		stop := sc.phases[0](t)
+		time.Sleep(switchPhase)
+		stop()
+		r.switchAt = time.Since(begin)
+		stop = sc.phases[1](t)
+		time.Sleep(switchPhase)
+		b = readCounters(t, m.Dir)
+		stop()
+	} else {
+		stop := sc.start(t)
+		if setFixed != nil {
+			time.Sleep(warmup)
+		} else {
+			time.Sleep(adaptiveRun)
+		}
+		a = readCounters(t, m.Dir)
+		time.Sleep(window)
+		b = readCounters(t, m.Dir)
+		stop()
+	}
+	secs := b.at.Sub(a.at).Seconds()
+	app := float64(b.app - a.app)
+	r.mibps = app / secs / (1 << 20)
+	if app > 0 {
+		r.overRead = float64(b.server-a.server) / app
+	}
+	r.finalKB = readAhead(t, m.Device)
+	t.Logf("%s %-8s %7.1f MiB/s over-read %.2f (read-ahead now %d KiB; seen %s)", sc.name, setting, r.mibps, r.overRead, r.finalKB, samples.String())
+	return r
+}
+
+// counters are the mount's application and server read bytes at a time.
+type counters struct {
+	at          time.Time
+	app, server uint64
+}
+
+// readCounters reads the bytes: line of the mount at dir in /proc/self/mountstats: normal
+// and direct read bytes (fields 1 and 3) are what applications read, field 5 what the
+// server sent (fs/nfs/iostat.h).
+func readCounters(t *testing.T, dir string) counters {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountstats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := counters{at: time.Now()}
+	in := false
+	for line := range strings.Lines(string(b)) {
+		if strings.HasPrefix(line, "device ") {
+			in = strings.Contains(line, " mounted on "+dir+" with fstype nfs")
+			continue
+		}
+		f := strings.Fields(line)
+		if in && len(f) >= 6 && f[0] == "bytes:" {
+			n := func(i int) uint64 {
+				v, err := strconv.ParseUint(f[i], 10, 64)
+				if err != nil {
+					t.Fatalf("mountstats bytes: %q: %v", line, err)
+				}
+				return v
+			}
+			c.app, c.server = n(1)+n(3), n(5)
+			return c
+		}
+	}
+	t.Fatalf("no bytes: line for %s in mountstats", dir)
+	return c
+}
+
+// raSamples records read_ahead_kb once a second, for the log.
+type raSamples struct {
+	mu     sync.Mutex
+	values []int
+	done   chan struct{}
+	wg     sync.WaitGroup
+}
+
+func sampleReadAhead(dev string, begin time.Time) *raSamples {
+	s := &raSamples{done: make(chan struct{})}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			if b, err := os.ReadFile("/sys/class/bdi/" + dev + "/read_ahead_kb"); err == nil {
+				if v, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+					s.mu.Lock()
+					if len(s.values) == 0 || s.values[len(s.values)-1] != v {
+						s.values = append(s.values, v)
+					}
+					s.mu.Unlock()
+				}
+			}
+			select {
+			case <-s.done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return s
+}
+
+func (s *raSamples) stop() {
+	select {
+	case <-s.done:
+	default:
+		close(s.done)
+	}
+	s.wg.Wait()
+}
+
+func (s *raSamples) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	parts := make([]string, len(s.values))
+	for i, v := range s.values {
+		parts[i] = strconv.Itoa(v)
+	}
+	return strings.Join(parts, " -> ")
+}
+
+// seqLoop reads files in turn, forever, 64 KiB at a time, each after dropping its pages
+// (dd iflag=nocache count=0: POSIX_FADV_DONTNEED): every pass opens the file again and
+// reads it from the server with the read-ahead in force then.
+func seqLoop(files []string) string {
+	var b strings.Builder
+	b.WriteString("while :; do for f in")
+	for _, f := range files {
+		b.WriteString(" " + shellQuote(f))
+	}
+	b.WriteString(`; do dd if="$f" iflag=nocache count=0 status=none; dd if="$f" of=/dev/null bs=64k status=none; done; done`)
+	return b.String()
+}
+
+// startShell runs script in a process group of its own, in the cgroup at cgroupDir when
+// not empty; the returned function kills the group and waits.
+func startShell(t *testing.T, cgroupDir, script string) func() {
+	t.Helper()
+	if cgroupDir != "" {
+		script = "echo $$ > " + shellQuote(cgroupDir+"/cgroup.procs") + " && " + script
+	}
+	cmd := exec.Command("sh", "-c", script)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %q: %v", script, err)
+	}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = cmd.Wait()
+			waitEmpty(cgroupDir)
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// waitEmpty waits up to 10 s for the killed readers to leave the cgroup.
+func waitEmpty(dir string) {
+	if dir == "" {
+		return
+	}
+	for range 100 {
+		b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		if err != nil || len(bytes.TrimSpace(b)) == 0 {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// memoryCgroup makes a cgroup with memory.max limit in a cgroup2 hierarchy mounted for the
+// test, as a pod's memory limit does, and removes both at the end.
+func memoryCgroup(t *testing.T, limit string) string {
+	t.Helper()
+	root := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "cgroup2", "cgroup2", root).CombinedOutput(); err != nil {
+		t.Fatalf("mounting cgroup2: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", root).Run() })
+	if err := os.WriteFile(filepath.Join(root, "cgroup.subtree_control"), []byte("+memory"), 0o644); err != nil {
+		t.Fatalf("enabling the memory controller: %v", err)
+	}
+	dir := filepath.Join(root, "nfstune-readahead-table")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(dir) })
+	if err := os.WriteFile(filepath.Join(dir, "memory.max"), []byte(limit), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// startAgent runs `nfstune agent` with a policy that makes dir's mount adaptive and
+// leaves every other mount alone (observe), logging JSON to a file whose path it returns.
+func startAgent(t *testing.T, dir string) string {
+	t.Helper()
+	tmp := t.TempDir()
+	cfg := filepath.Join(tmp, "policy.yaml")
+	policy := fmt.Sprintf(`apiVersion: nfstune.io/v1alpha1
+kind: Policy
+defaults:
+  mode: observe
+rules:
+  - match: {mountpoint: %q}
+    mode: enforce
+    readAheadAdaptive: {}
+`, dir)
+	if err := os.WriteFile(cfg, []byte(policy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(tmp, "agent.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(labtest.Bin(t), "agent", "--pid", "0", "--config", cfg, "--listen", agentListen, "--log-format", "json")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	running = append(running, cmd)
+	t.Cleanup(func() { stopAgents(); logFile.Close() })
+	return logPath
+}
+
+var running []*exec.Cmd
+
+func stopAgents() {
+	for _, c := range running {
+		_ = c.Process.Signal(syscall.SIGTERM)
+		_ = c.Wait()
+	}
+	running = nil
+}
+
+// stopAgentAndRevert stops the agent and runs `nfstune revert`, which puts back the value
+// from before its first change.
+func stopAgentAndRevert(t *testing.T, dev string) {
+	t.Helper()
+	stopAgents()
+	r := labtest.RunNfstune(t, "revert")
+	if r.Code != 0 {
+		t.Fatalf("nfstune revert: exit %d: %s", r.Code, r.Stderr)
+	}
+	if got := readAhead(t, dev); got != 128 {
+		t.Errorf("after revert: read_ahead_kb %d, want the 128 it had before the agent", got)
+	}
+}
+
+// agentChanges reads the agent's "adaptive read-ahead changed" lines.
+func agentChanges(t *testing.T, logPath string, r result) []change {
+	t.Helper()
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []change
+	var first time.Time
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var l struct {
+			Time   time.Time `json:"time"`
+			Msg    string    `json:"msg"`
+			From   int       `json:"from_kb"`
+			To     int       `json:"to_kb"`
+			Reason string    `json:"reason"`
+		}
+		if json.Unmarshal(sc.Bytes(), &l) != nil {
+			continue
+		}
+		if first.IsZero() {
+			first = l.Time // "agent started"
+		}
+		if strings.HasPrefix(l.Msg, "adaptive read-ahead") {
+			t.Logf("agent: %s", sc.Text())
+		}
+		if l.Msg == "adaptive read-ahead changed" {
+			out = append(out, change{at: l.Time.Sub(first), fromKB: l.From, toKB: l.To, reason: l.Reason})
+		}
+	}
+	return out
+}
+
+// render writes the table of docs/benchmarks.md.
+func render(scenarios []scenario, fixed []int, results []result, kernel string, rsizeKB int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Kernel %s, rsize %d KiB, link %s each way (%s round trip), %s; MiB/s of application reads (mountstats), over-read = server READ bytes / application bytes.\n\n",
+		kernel, rsizeKB, linkDelay, 2*linkDelay, linkRate)
+	b.WriteString("| workload |")
+	for _, kb := range fixed {
+		fmt.Fprintf(&b, " %d KiB |", kb)
+	}
+	b.WriteString(" adaptive | adaptive / best fixed | changes (reasons) | settled |\n|---|")
+	for range fixed {
+		b.WriteString("---|")
+	}
+	b.WriteString("---|---|---|---|\n")
+	for _, sc := range scenarios {
+		fmt.Fprintf(&b, "| %s: %s |", sc.name, sc.description)
+		best := 0.0
+		var ad result
+		for _, r := range results {
+			if r.scenario != sc.name {
+				continue
+			}
+			if r.setting == "adaptive" {
+				ad = r
+				continue
+			}
+			best = max(best, r.mibps)
+			fmt.Fprintf(&b, " %.1f (%.2f) |", r.mibps, r.overRead)
+		}
+		reasons := map[string]int{}
+		var order []string
+		for _, c := range ad.changes {
+			k := c.reason
+			if c.toKB > c.fromKB {
+				k += " up"
+			} else {
+				k += " down"
+			}
+			if reasons[k] == 0 {
+				order = append(order, k)
+			}
+			reasons[k]++
+		}
+		var parts []string
+		for _, k := range order {
+			parts = append(parts, fmt.Sprintf("%s %d", k, reasons[k]))
+		}
+		path := []string{}
+		for i, c := range ad.changes {
+			if i == 0 {
+				path = append(path, strconv.Itoa(c.fromKB))
+			}
+			path = append(path, strconv.Itoa(c.toKB))
+		}
+		settled := "-"
+		if len(ad.changes) > 0 {
+			settled = fmt.Sprintf("%.0f s", ad.settled.Seconds())
+			if sc.phases != nil {
+				settled += " after the switch"
+			}
+		}
+		ratio := 0.0
+		if best > 0 {
+			ratio = ad.mibps / best
+		}
+		fmt.Fprintf(&b, " %.1f (%.2f), ends at %d KiB | %.0f %% | %d: %s (%s) | %s |\n",
+			ad.mibps, ad.overRead, ad.finalKB, 100*ratio, len(ad.changes), strings.Join(path, " -> "), strings.Join(parts, ", "), settled)
+	}
+	return b.String()
+}
+
+// write makes a file of mib MiB at path, removed at the end of the test.
+func write(t *testing.T, path string, mib int) string {
+	t.Helper()
+	t.Cleanup(func() { os.Remove(path) })
+	out, err := exec.Command("dd", "if=/dev/zero", "of="+path, "bs=1M", "count="+strconv.Itoa(mib), "status=none").CombinedOutput()
+	if err != nil {
+		t.Fatalf("dd to %s: %v: %s", path, err, out)
+	}
+	return path
+}
+
+func readAhead(t *testing.T, dev string) int { t.Helper(); return labtest.ReadAheadKB(t, dev) }
+
+func setReadAhead(t *testing.T, dev string, kb int) {
+	t.Helper()
+	if err := os.WriteFile("/sys/class/bdi/"+dev+"/read_ahead_kb", []byte(strconv.Itoa(kb)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rsizeOf returns the effective rsize of the mount at dir, from mountinfo.
+func rsizeOf(t *testing.T, dir string) int {
+	t.Helper()
+	for _, e := range labtest.NFSMounts(t) {
+		if e.MountPoint != dir {
+			continue
+		}
+		if v, ok := e.Options["rsize"]; ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no rsize for %s in mountinfo", dir)
+	return 0
+}
+
+func kernelRelease(t *testing.T) string {
+	t.Helper()
+	var u syscall.Utsname
+	if err := syscall.Uname(&u); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, c := range u.Release {
+		if c == 0 {
+			break
+		}
+		b.WriteByte(byte(c))
+	}
+	return b.String()
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// logExportSpace logs what the server's tmpfs export holds: earlier tests' files that a
+// process still held when they were removed stay there (as .nfs* files) until it closes them.
+func logExportSpace(t *testing.T) {
+	t.Helper()
+	out, _ := exec.Command("sh", "-c", "df -m "+labtest.ExportTmp+" && ls -la "+labtest.ExportTmp).CombinedOutput()
+	t.Logf("server export:\n%s", out)
+}
