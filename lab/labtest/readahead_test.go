@@ -90,7 +90,7 @@ func layout(t *testing.T, dir string, n, mib int) []string {
 func startReader(t *testing.T, cgroupDir, script string) {
 	t.Helper()
 	if cgroupDir != "" {
-		script = "echo $$ > " + shellQuote(cgroupDir+"/cgroup.procs") + " && " + script
+		script = "echo $$ > " + ShellQuote(cgroupDir+"/cgroup.procs") + " && " + script
 	}
 	cmd := exec.Command("sh", "-c", script)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -218,11 +218,11 @@ func TestReadAheadWasteSmallCgroup(t *testing.T) {
 	files := layout(t, m.Dir, 16, 16)
 	setReadAheadKB(t, m.Device, 15360)
 	Link(t, time.Millisecond, "", 0)
-	cg := cgroup2(t)
+	cg := Cgroup2(t)
 	if err := os.WriteFile(filepath.Join(cg, "cgroup.subtree_control"), []byte("+memory"), 0o644); err != nil {
 		t.Fatalf("enabling the memory controller: %v", err)
 	}
-	small := podCgroup(t, cg, "nfstune-readahead-small")
+	small := PodCgroup(t, cg, "nfstune-readahead-small")
 	if err := os.WriteFile(filepath.Join(small, "memory.max"), []byte("64M"), 0o644); err != nil {
 		t.Fatal(err)
 	}
