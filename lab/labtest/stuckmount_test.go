@@ -55,6 +55,7 @@ func TestStuckMountListed(t *testing.T) {
 	if err := mount.Start(); err != nil {
 		t.Fatal(err)
 	}
+	mountStart := time.Now()
 	mountDone := make(chan error, 1)
 	go func() { mountDone <- mount.Wait() }()
 	t.Cleanup(func() {
@@ -82,7 +83,8 @@ func TestStuckMountListed(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ServerBack(t); _ = reader.Process.Kill(); _ = reader.Wait() })
-	time.Sleep(2 * time.Second)
+	// Past inventory.SlowMount, so that the mount counts as stuck in whatever state.
+	time.Sleep(max(2*time.Second, time.Until(mountStart.Add(inventory.SlowMount+time.Second))))
 
 	rep, r := mountingAudit(t)
 	var got []inventory.MountProgram
