@@ -113,7 +113,7 @@ func TestRecoveryTerminatingPod(t *testing.T) {
 	logf("recovery: %s unreachable", deadServer)
 
 	// 1. Observe mode: the deleted pod stays Terminating.
-	if err := cluster.remove("/api/v1/namespaces/" + testNS + "/pods/" + stuck.pod.Name); err != nil {
+	if err := deletePod(stuck); err != nil {
 		t.Fatal(err)
 	}
 	deleted := time.Now()
@@ -149,7 +149,7 @@ func TestRecoveryTerminatingPod(t *testing.T) {
 	if wait := time.Until(ready.Add(recoveryWindow)); wait > 0 {
 		time.Sleep(wait)
 	}
-	if err := cluster.remove("/api/v1/namespaces/" + testNS + "/pods/" + freed.pod.Name); err != nil {
+	if err := deletePod(freed); err != nil {
 		t.Fatal(err)
 	}
 	deleted = time.Now()
@@ -313,6 +313,21 @@ func installRecoveryAgent(t *testing.T, verb, mode, previous string) *corev1.Pod
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// deletePod deletes a pod as kubectl delete does, gracefully: the API server keeps it,
+// Terminating, until kubelet has stopped its containers and unmounted its volumes.
+// (cluster.remove forces the deletion: the object goes at once, whatever kubelet does.)
+func deletePod(p recoveryPod) error {
+	path := "/api/v1/namespaces/" + testNS + "/pods/" + p.pod.Name
+	code, b, err := cluster.do(http.MethodDelete, path+"?gracePeriodSeconds=1", nil)
+	if err != nil {
+		return err
+	}
+	if code != http.StatusOK && code != http.StatusAccepted {
+		return fmt.Errorf("DELETE %s: %d %s", path, code, clip(b))
+	}
+	return nil
 }
 
 // podGoneWithin polls the API server until the pod is gone (404), for at most limit.
