@@ -3,14 +3,15 @@
 #   lab/matrix.sh [LINE...]       default: every line but 6.1, which make lab-test covers
 # The suite: the audit of the scenario, apply and its exact revert, the kernel-version gates,
 # the agent tuning new mounts, the audit with the server gone and the processes blocked on
-# it, and nfstune shutdown (refused before Linux 6.6). Every kernel runs even when one fails;
+# it, nfstune shutdown (refused before Linux 6.6), a stuck mount.nfs listed, and the agent's
+# recovery policy on a torn-down pod's volume. Every kernel runs even when one fails;
 # the exit status is the first failure's, and a summary names each kernel's result and wall
 # time.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
-smoke='^(TestAuditListsEveryMount|TestApplyReadAheadUdevRevert|TestKernelGates|TestAuditWithServerGone|TestStuckServerView|TestShutdown|TestNewMountsTuned)$'
+smoke='^(TestAuditListsEveryMount|TestApplyReadAheadUdevRevert|TestKernelGates|TestAuditWithServerGone|TestStuckServerView|TestShutdown|TestStuckMountListed|TestNewMountsTuned|TestRecovery)$'
 lines=("$@")
 if ((${#lines[@]} == 0)); then
 	for line in $LAB_KERNEL_LINES; do

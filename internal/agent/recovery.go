@@ -208,11 +208,21 @@ func pastWindow(r policy.Recovery, f recoveryFacts) bool {
 }
 
 // recoveryTried is what the agent remembers of an action on a superblock, so that it acts
-// once and retries a failure only after a window.
+// once and retries a failure only after a window. It is kept with the action and mode it
+// was taken in: what observe mode logged, or a report, is no shutdown, and a policy that
+// turns to enforce or to shutdown acts on the superblock at its next run.
 type recoveryTried struct {
 	source string
+	action string
+	mode   policy.Mode
 	at     time.Time
 	final  bool
+}
+
+// settles reports whether the action t remembers stands for d under r: the same superblock,
+// action and mode, and either final or too recent to retry.
+func (t recoveryTried) settles(r policy.Recovery, d recoveryDecision, now time.Time) bool {
+	return t.source == d.Source && t.action == d.Action && t.mode == r.Mode && (t.final || now.Sub(t.at) < r.Window)
 }
 
 // Recover runs the recovery rules once: it reads the inventory, compares the transports
@@ -264,12 +274,12 @@ func (a *Agent) Recover(ctx context.Context, now time.Time) {
 			log.Debug("recovery: left alone", "state", d.State, "why", d.Why)
 			continue
 		}
-		if t, ok := a.tried[d.Device]; ok && t.source == d.Source && (t.final || now.Sub(t.at) < r.Window) {
+		if t, ok := a.tried[d.Device]; ok && t.settles(r, d, now) {
 			continue
 		}
 		result := a.recoverOne(ctx, r, d, log, now)
 		a.cfg.Metrics.RecoveryActions.WithLabelValues(d.Action, result).Inc()
-		a.tried[d.Device] = recoveryTried{source: d.Source, at: now, final: result == ResultDone || result == ResultObserved}
+		a.tried[d.Device] = recoveryTried{source: d.Source, action: d.Action, mode: r.Mode, at: now, final: result == ResultDone || result == ResultObserved}
 	}
 }
 

@@ -329,3 +329,25 @@ func readFile(t *testing.T, p string) string {
 	}
 	return string(b)
 }
+
+// A superblock observed in observe mode is acted on once the policy turns to enforce: what
+// observe mode saw is no action taken.
+func TestRecoverActsAfterObserve(t *testing.T) {
+	root := recoveryRoot(t)
+	a := runRecovery(t, root, policy.ModeObserve)
+	if got := testutil.ToFloat64(a.cfg.Metrics.RecoveryActions.WithLabelValues(policy.RecoveryShutdown, ResultObserved)); got != 1 {
+		t.Fatalf("{shutdown,observed} = %v, want 1", got)
+	}
+	a.mu.Lock()
+	enforce := *a.policy
+	enforce.Recovery.Mode = policy.ModeEnforce
+	a.policy = &enforce
+	a.mu.Unlock()
+	a.Recover(context.Background(), time.Now().Add(6*time.Minute+10*time.Second))
+	if got := readFile(t, root.Sys("fs", "nfs", "0:54", "shutdown")); got != "1\n" {
+		t.Errorf("shutdown attribute = %q after the switch to enforce, want 1", got)
+	}
+	if got := testutil.ToFloat64(a.cfg.Metrics.RecoveryActions.WithLabelValues(policy.RecoveryShutdown, ResultDone)); got != 1 {
+		t.Errorf("{shutdown,done} = %v after the switch to enforce, want 1", got)
+	}
+}

@@ -45,6 +45,7 @@ const (
 // fakeProc is one process of a fixture /proc.
 type fakeProc struct {
 	pid           int
+	ppid          int // 1 when 0
 	comm, state   string
 	ns, mountinfo string
 	cwd, root     string
@@ -77,8 +78,12 @@ func writeProc(t *testing.T, root string, p fakeProc) {
 			t.Fatal(err)
 		}
 	}
+	ppid := p.ppid
+	if ppid == 0 {
+		ppid = 1
+	}
 	stat := func(pid int, state string) string {
-		return fmt.Sprintf("%d (%s) %s 1 %d %d 0 -1 4194560 96 0 0 0 0 0 0 0 20 0 1 0 4000 5619712 229 18446744073709551615\n", pid, p.comm, state, pid, pid)
+		return fmt.Sprintf("%d (%s) %s %d %d %d 0 -1 4194560 96 0 0 0 0 0 0 0 20 0 1 0 4000 5619712 229 18446744073709551615\n", pid, p.comm, state, ppid, pid, pid)
 	}
 	file("stat", stat(p.pid, p.state))
 	file(fmt.Sprintf("task/%d/stat", p.pid), stat(p.pid, p.state))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -117,6 +118,7 @@ func ScanProcesses(ctx context.Context, root hostfs.Root, opts ScanOptions) Proc
 	sort.Ints(pids)
 	uptime := readUptime(root)
 	reads := 0
+	parents := map[int]int{} // a program's parent, by the program's PID
 	for i, pid := range pids {
 		if i >= l.MaxProcesses || reads >= l.MaxReads || ctx.Err() != nil {
 			out.Complete = false
@@ -159,9 +161,23 @@ func ScanProcesses(ctx context.Context, root hostfs.Root, opts ScanOptions) Proc
 		if uid, ok := kubelet.VolumePod(p.Target); ok {
 			p.VolumePod = uid
 		}
+		parents[pid] = st.ppid
 		out.Programs = append(out.Programs, p)
 	}
+	out.Programs = withoutHelperParents(out.Programs, parents)
 	return out
+}
+
+// withoutHelperParents drops each program whose child is a program of the same kind on
+// the same target: mount -t nfs4 runs mount.nfs4 and waits for it, umount runs
+// umount.nfs4, and the two processes are one mount (or unmount) in progress, listed once,
+// by the helper that does the work.
+func withoutHelperParents(ps []MountProgram, parents map[int]int) []MountProgram {
+	return slices.DeleteFunc(ps, func(p MountProgram) bool {
+		return slices.ContainsFunc(ps, func(c MountProgram) bool {
+			return parents[c.PID] == p.PID && c.Program == p.Program && c.Target == p.Target
+		})
+	})
 }
 
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat's times: 100 on every Linux
@@ -171,11 +187,12 @@ const clockTicks = 100
 // procStat is what ScanProcesses needs of /proc/<pid>/stat.
 type procStat struct {
 	comm, state string
+	ppid        int
 	startTicks  int64
 }
 
-// readProcStat reads the command name, state and start time (field 22, in clock ticks
-// since boot) of a /proc/<pid>/stat file.
+// readProcStat reads the command name, state, parent (field 4) and start time (field 22, in
+// clock ticks since boot) of a /proc/<pid>/stat file.
 func readProcStat(path string) (procStat, bool) {
 	b, err := hostfs.ReadSmall(path)
 	if err != nil {
@@ -187,8 +204,12 @@ func readProcStat(path string) (procStat, bool) {
 		return procStat{}, false
 	}
 	st := procStat{comm: s[open+1 : end], state: s[end+2 : end+3]}
-	// After the name: state is field 3, starttime field 22.
-	if f := strings.Fields(s[end+2:]); len(f) > 19 {
+	// After the name: state is field 3, ppid field 4, starttime field 22.
+	f := strings.Fields(s[end+2:])
+	if len(f) > 1 {
+		st.ppid, _ = strconv.Atoi(f[1])
+	}
+	if len(f) > 19 {
 		st.startTicks, _ = strconv.ParseInt(f[19], 10, 64)
 	}
 	return st, true

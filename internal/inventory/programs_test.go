@@ -44,6 +44,16 @@ func programsRoot(t *testing.T) hostfs.Root {
 		// kubelet's unmount of the pod's volume.
 		{fakeProc{pid: 14, comm: "umount", state: "D", cgroup: "0::/system.slice/kubelet.service\n"},
 			[]string{"umount", podVolume}},
+		// mount(8) waiting for the mount.nfs4 it runs, and umount(8) for its umount.nfs4:
+		// one mount and one unmount in progress, each listed by its helper alone.
+		{fakeProc{pid: 15, comm: "mount", state: "S", cgroup: "0::/user.slice\n"},
+			[]string{"mount", "-t", "nfs4", "10.0.0.9:/d", "/mnt/d"}},
+		{fakeProc{pid: 16, ppid: 15, comm: "mount.nfs4", state: "D", cgroup: "0::/user.slice\n"},
+			[]string{"/sbin/mount.nfs4", "10.0.0.9:/d", "/mnt/d", "-o", "rw"}},
+		{fakeProc{pid: 17, comm: "umount", state: "S", cgroup: "0::/user.slice\n"},
+			[]string{"umount", "/mnt/e"}},
+		{fakeProc{pid: 18, ppid: 17, comm: "umount.nfs4", state: "D", cgroup: "0::/user.slice\n"},
+			[]string{"/sbin/umount.nfs4", "/mnt/e"}},
 		// The sandbox of a running pod, and a process that is neither.
 		{fakeProc{pid: 20, comm: "pause", state: "S", cgroup: csiPodCG}, []string{"/pause"}},
 		{fakeProc{pid: 21, comm: "bash", state: "S", cgroup: "0::/user.slice\n"}, []string{"bash"}},
@@ -71,6 +81,8 @@ func TestScanProcesses(t *testing.T) {
 			{PID: 11, Comm: "mount.nfs", State: "S", Program: ProgramMount, Server: "fd00::9", Export: "/b", Target: "/var/lib/kubelet/pods/x/volumes/kubernetes.io~csi/pv/mount", Running: 60 * time.Second, PodUID: podUID, ContainerID: containerID},
 			{PID: 12, Comm: "mount", State: "D", Program: ProgramMount, Server: "nfs.example.com", Export: "/c", Target: "/mnt/c", Running: 60 * time.Second},
 			{PID: 14, Comm: "umount", State: "D", Program: ProgramUnmount, Target: podVolume, Running: 60 * time.Second, VolumePod: deletedPod},
+			{PID: 16, Comm: "mount.nfs4", State: "D", Program: ProgramMount, Server: "10.0.0.9", Export: "/d", Target: "/mnt/d", Running: 60 * time.Second},
+			{PID: 18, Comm: "umount.nfs4", State: "D", Program: ProgramUnmount, Target: "/mnt/e", Running: 60 * time.Second},
 		},
 		PodProcesses: map[string]int{podUID: 2},
 	}
@@ -101,7 +113,7 @@ func TestReadMountPrograms(t *testing.T) {
 	}
 	// Every stuck mount (the one sleeping in userspace has run past SlowMount), and the
 	// unmount of a mount point of the inventory.
-	if diff := cmp.Diff([]int{10, 11, 12, 14}, pids); diff != "" {
+	if diff := cmp.Diff([]int{10, 11, 12, 14, 16}, pids); diff != "" {
 		t.Errorf("mounting (-want +got):\n%s", diff)
 	}
 }

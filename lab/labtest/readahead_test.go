@@ -138,7 +138,7 @@ func readBytes(t *testing.T, dir string) (app, server uint64) {
 func startReader(t *testing.T, cgroupDir, script string) {
 	t.Helper()
 	if cgroupDir != "" {
-		script = "echo $$ > " + shellQuote(cgroupDir+"/cgroup.procs") + " && " + script
+		script = "echo $$ > " + ShellQuote(cgroupDir+"/cgroup.procs") + " && " + script
 	}
 	cmd := exec.Command("sh", "-c", script)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -181,11 +181,11 @@ func randReaderLoop(file string) string {
 // hierarchy mounted for the test.
 func smallCgroup(t *testing.T, limit string) string {
 	t.Helper()
-	cg := cgroup2(t)
+	cg := Cgroup2(t)
 	if err := os.WriteFile(filepath.Join(cg, "cgroup.subtree_control"), []byte("+memory"), 0o644); err != nil {
 		t.Fatalf("enabling the memory controller: %v", err)
 	}
-	small := podCgroup(t, cg, "nfstune-readahead-small")
+	small := PodCgroup(t, cg, "nfstune-readahead-small")
 	if err := os.WriteFile(filepath.Join(small, "memory.max"), []byte(limit), 0o644); err != nil {
 		t.Fatal(err)
 	}

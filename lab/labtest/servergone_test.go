@@ -3,7 +3,6 @@
 package labtest
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"slices"
@@ -66,7 +65,7 @@ func testAuditWithServerGone(t *testing.T, how string) {
 	// Let the reader block on the server, and check that it did: a reader served from the
 	// cache would make this test prove nothing.
 	time.Sleep(3 * time.Second)
-	if st := procState(reader.Process.Pid); st == "" || st == "Z" {
+	if st := ProcState(reader.Process.Pid); st == "" || st == "Z" {
 		t.Fatalf("the reader of %s finished with the server gone (state %q): nothing was blocked", m.Dir, st)
 	}
 
@@ -117,18 +116,4 @@ func median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[len(s)/2]
-}
-
-// procState is the state letter of /proc/<pid>/stat ("D", "S", "Z"...), "" if it is gone.
-func procState(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return ""
-	}
-	// pid (comm) state ...: comm may hold spaces, so split after the last ')'.
-	i := strings.LastIndex(string(b), ") ")
-	if i < 0 || i+3 > len(b) {
-		return ""
-	}
-	return string(b[i+2 : i+3])
 }

@@ -88,7 +88,7 @@ func TestShutdown(t *testing.T) {
 	// A shell whose working directory is on the mount, entered while the server answers:
 	// the plan must name it among the processes that get errors (inventory.ReadHolders).
 	// It leaves before the unmount, which it would keep busy.
-	holder := exec.Command("sh", "-c", "cd "+shellQuote(gone.Dir)+" && exec sleep 600")
+	holder := exec.Command("sh", "-c", "cd "+ShellQuote(gone.Dir)+" && exec sleep 600")
 	if err := holder.Start(); err != nil {
 		t.Fatalf("starting a shell in %s: %v", gone.Dir, err)
 	}
@@ -113,7 +113,7 @@ func TestShutdown(t *testing.T) {
 		}
 	})
 	time.Sleep(3 * time.Second)
-	if st := procState(reader.Process.Pid); st == "" || st == "Z" {
+	if st := ProcState(reader.Process.Pid); st == "" || st == "Z" {
 		t.Fatalf("the reader of %s finished with 127.0.0.2 gone (state %q): nothing was blocked", gone.Dir, st)
 	}
 
@@ -165,7 +165,7 @@ func TestShutdown(t *testing.T) {
 			t.Errorf("the reader ended with %v, stderr %q; want a failure with EIO (Input/output error)", err, readerErr.String())
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatalf("the reader of %s is still blocked 30 s after the shutdown (state %q)", gone.Dir, procState(reader.Process.Pid))
+		t.Fatalf("the reader of %s is still blocked 30 s after the shutdown (state %q)", gone.Dir, ProcState(reader.Process.Pid))
 	}
 	if v := readAttr(t, attr); v != "1" {
 		t.Errorf("%s = %q after the shutdown, want 1", attr, v)

@@ -51,9 +51,9 @@ func TestStuckServerView(t *testing.T) {
 	if out, err := exec.Command("dd", "if="+m.Dir+"/data", "iflag=nocache", "count=0", "status=none").CombinedOutput(); err != nil {
 		t.Fatalf("dropping cached pages: %v: %s", err, out)
 	}
-	cg := cgroup2(t)
-	systemdCG := podCgroup(t, cg, "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod"+strings.ReplaceAll(stuckPodSystemd, "-", "_")+".slice/cri-containerd-"+stuckCtrSystemd+".scope")
-	cgroupfsCG := podCgroup(t, cg, "kubepods/burstable/pod"+stuckPodCgroupfs+"/"+stuckCtrCgroupfs)
+	cg := Cgroup2(t)
+	systemdCG := PodCgroup(t, cg, "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod"+strings.ReplaceAll(stuckPodSystemd, "-", "_")+".slice/cri-containerd-"+stuckCtrSystemd+".scope")
+	cgroupfsCG := PodCgroup(t, cg, "kubepods/burstable/pod"+stuckPodCgroupfs+"/"+stuckCtrCgroupfs)
 
 	var up []time.Duration
 	for range stuckAuditRuns {
@@ -67,20 +67,20 @@ func TestStuckServerView(t *testing.T) {
 	// open, and reads it once the server is gone: a process that blocks in open() has no
 	// file descriptor on the mount yet (NFSv4 OPEN goes to the server unless the client
 	// holds a delegation), so only its working directory or root can name it.
-	shell := startIn(t, cgroupfsCG, "cd "+shellQuote(m.Dir)+" && exec sleep 600")
+	shell := StartIn(t, cgroupfsCG, "cd "+ShellQuote(m.Dir)+" && exec sleep 600")
 	goRead := filepath.Join(t.TempDir(), "go")
-	reader := startIn(t, systemdCG, "exec 3<"+shellQuote(m.Dir+"/data")+
-		" && while [ ! -e "+shellQuote(goRead)+" ]; do sleep 0.1; done && exec cat <&3 >/dev/null")
+	reader := StartIn(t, systemdCG, "exec 3<"+ShellQuote(m.Dir+"/data")+
+		" && while [ ! -e "+ShellQuote(goRead)+" ]; do sleep 0.1; done && exec cat <&3 >/dev/null")
 	time.Sleep(time.Second)
 	ServerGone(t, GoneLoss)
 	if err := os.WriteFile(goRead, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(stuckReaderSettle)
-	if st := procState(reader.Process.Pid); st == "" || st == "Z" {
+	if st := ProcState(reader.Process.Pid); st == "" || st == "Z" {
 		t.Fatalf("the reader of %s finished with the server gone (state %q): nothing was blocked", m.Dir, st)
 	}
-	t.Logf("reader %d state %s, shell %d state %s", reader.Process.Pid, procState(reader.Process.Pid), shell.Process.Pid, procState(shell.Process.Pid))
+	t.Logf("reader %d state %s, shell %d state %s", reader.Process.Pid, ProcState(reader.Process.Pid), shell.Process.Pid, ProcState(shell.Process.Pid))
 
 	limit := max(inventory.DefaultStallWindow, base) + time.Second
 	var gone []time.Duration
@@ -195,69 +195,6 @@ func stuckAudit(t *testing.T, args ...string) (stuckReport, Result) {
 		t.Fatalf("decoding audit JSON: %v\n%s", err, r.Stdout)
 	}
 	return rep, r
-}
-
-// cgroup2 mounts a cgroup v2 hierarchy of its own for the test and returns its path. The
-// paths in /proc/<pid>/cgroup are relative to the hierarchy's root, wherever it is mounted.
-func cgroup2(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "cgroup2", "cgroup2", dir).CombinedOutput(); err != nil {
-		t.Fatalf("mounting cgroup2: %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Logf("umount %s: %v: %s", dir, err, out)
-		}
-	})
-	return dir
-}
-
-// podCgroup creates the cgroup rel (and its parents) under the hierarchy at root, and
-// removes them, deepest first, at the end of the test.
-func podCgroup(t *testing.T, root, rel string) string {
-	t.Helper()
-	dir := filepath.Join(root, rel)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatalf("creating cgroup %s: %v", rel, err)
-	}
-	t.Cleanup(func() {
-		for d := dir; d != root; d = filepath.Dir(d) {
-			if err := os.Remove(d); err != nil {
-				t.Logf("removing cgroup %s: %v", d, err)
-				return
-			}
-		}
-	})
-	return dir
-}
-
-// startIn starts sh -c script in the cgroup at dir: the shell moves itself there before
-// running the script. It is killed and waited for at the end of the test, after the
-// server is back.
-func startIn(t *testing.T, dir, script string) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command("sh", "-c", "echo $$ > "+shellQuote(dir+"/cgroup.procs")+" && "+script)
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %q: %v", script, err)
-	}
-	t.Cleanup(func() {
-		ServerBack(t)
-		_ = cmd.Process.Kill()
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case <-done: //nolint:errcheck // killed above: the exit status says so
-		case <-time.After(60 * time.Second):
-			t.Errorf("process %d (%q) did not end within 60 s of the server's return", cmd.Process.Pid, script)
-		}
-	})
-	return cmd
-}
-
-// shellQuote quotes s for sh.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // jsonOf is v as indented JSON, for logs.
