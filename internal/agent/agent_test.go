@@ -348,7 +348,7 @@ func TestHandler(t *testing.T) {
 	h := newFakeHost(t)
 	h.mount("0:52", true)
 	a := newTestAgent(t, h, fixedPolicy(16384, policy.ModeObserve), false)
-	hd, err := a.Handler(HandlerOptions{})
+	hd, err := a.Handler(HandlerOptions{ScrapeTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,7 +406,7 @@ func TestScrapeDeadServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hd, err := a.Handler(HandlerOptions{})
+	hd, err := a.Handler(HandlerOptions{ScrapeTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -125,7 +125,7 @@ func testMetricsGolden(t *testing.T, tier metrics.Tier, goldenPath string) {
 		t.Fatal(err)
 	}
 	a.Reconcile(context.Background(), TriggerStart, time.Now())
-	h, err := a.Handler(HandlerOptions{Tier: tier})
+	h, err := a.Handler(HandlerOptions{Tier: tier, ScrapeTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestMetricsLabStacked(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Reconcile(context.Background(), TriggerStart, time.Now())
-	h, err := a.Handler(HandlerOptions{Tier: metrics.TierFull})
+	h, err := a.Handler(HandlerOptions{Tier: metrics.TierFull, ScrapeTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func TestMetricsInvalidUTF8(t *testing.T) {
 	if err := a.loadPolicy(); err != nil {
 		t.Fatal(err)
 	}
-	h, err := a.Handler(HandlerOptions{Tier: metrics.TierDefault})
+	h, err := a.Handler(HandlerOptions{Tier: metrics.TierDefault, ScrapeTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

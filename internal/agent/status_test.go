@@ -64,7 +64,7 @@ func TestStatusAndAudit(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Reconcile(context.Background(), TriggerStart, time.Now())
-	hd, err := a.Handler(HandlerOptions{MinScrapeInterval: time.Hour})
+	hd, err := a.Handler(HandlerOptions{MinScrapeInterval: time.Hour, ScrapeTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestStatusSharesScrapeReads(t *testing.T) {
 	if err := a.loadPolicy(); err != nil {
 		t.Fatal(err)
 	}
-	hd, err := a.Handler(HandlerOptions{MinScrapeInterval: time.Hour})
+	hd, err := a.Handler(HandlerOptions{MinScrapeInterval: time.Hour, ScrapeTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestStatusReadError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hd, err := a.Handler(HandlerOptions{})
+	hd, err := a.Handler(HandlerOptions{ScrapeTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
