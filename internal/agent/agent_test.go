@@ -406,7 +406,7 @@ func TestScrapeDeadServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hd, err := a.Handler(HandlerOptions{ScrapeTimeout: time.Minute})
+	hd, err := a.Handler(HandlerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
