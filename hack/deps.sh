@@ -6,7 +6,7 @@
 #   hack/deps.sh check GROUP...    only check; exit 1 naming each missing command and its package
 #   hack/deps.sh list [GROUP...]   print the table
 #
-# Groups: ci (what .ci/run needs to start), verify (make verify and the unit tests), lab (lab-setup,
+# Groups: ci (what .ci/run needs to start), verify (make verify, the unit tests and make release), lab (lab-setup,
 # the lab's boots through virtme-ng, make demo, make k8s-e2e). A command missing after the install
 # is named on one line with its package, so a bare machine fails with the fix, not with a traceback
 # from inside a tool. NFSTUNE_DEPS_NO_INSTALL=1 makes ensure behave as check.
@@ -29,6 +29,10 @@ table() {
 	verify  gofmt                probe:go         make verify (comes with Go, not from Debian)
 	verify  shellcheck           shellcheck       make verify
 	verify  promtool             prometheus       make rules-test; Go tests of deploy, metrics, agent and render
+	verify  sha256sum            coreutils        make release: SHA256SUMS, and its test (sha256sum --check)
+	verify  sort                 coreutils        make release: SHA256SUMS in a fixed order
+	verify  find                 findutils        make release: the files SHA256SUMS lists
+	verify  xargs                findutils        make release: SHA256SUMS
 	lab     python3              python3          lab-setup (virtme-ng's venv), lab/k8s-e2e.sh
 	lab     probe:venv           python3-venv     lab-setup: python3 -m venv
 	lab     debootstrap          debootstrap      lab-setup: the guest root
