@@ -24,7 +24,7 @@ TAGS     := lab,helm,apiserver,release
 
 PROMTOOL ?= promtool
 
-.PHONY: all host-packages build release release-binaries image-index release-test verify test vet scrape-test rules-test check lab-setup lab-test lab-matrix lab-record lab-shell demo minimal-root-check clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e
+.PHONY: all host-packages build release release-binaries image-index chart release-test verify test vet scrape-test rules-test check lab-setup lab-test lab-matrix lab-record lab-shell demo minimal-root-check clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e
 
 all: build
 
@@ -102,8 +102,7 @@ RELEASE_ARCHES := amd64 arm64
 RELEASE_CMDS    = $(notdir $(wildcard cmd/*))
 CHART_VERSION   = $(patsubst v%,%,$(VERSION))
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
-release: image-index $(HELM) $(CYCLONEDX_GOMOD)
-	$(HELM) package deploy/helm/nfstune --version $(CHART_VERSION) --app-version $(VERSION) -d $(RELEASE_DIR)
+release: image-index chart $(CYCLONEDX_GOMOD)
 	set -e; for cmd in $(RELEASE_CMDS); do for arch in $(RELEASE_ARCHES); do \
 		$(CYCLONEDX_GOMOD) bin -json -version $(VERSION) -output $(RELEASE_DIR)/$$cmd-linux-$$arch.cdx.json $(RELEASE_DIR)/$$cmd-linux-$$arch; \
 	done; done
@@ -123,6 +122,10 @@ release-binaries:
 image-index: release-binaries
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run ./internal/image/mkimage \
 		$(foreach a,$(RELEASE_ARCHES),-index $(a)=$(RELEASE_DIR)/nfstune-linux-$(a)) -version $(VERSION) -out $(RELEASE_DIR)
+
+# chart packages the Helm chart into bin/release with version and appVersion from VERSION.
+chart: release-binaries $(HELM)
+	$(HELM) package deploy/helm/nfstune --version $(CHART_VERSION) --app-version $(VERSION) -d $(RELEASE_DIR)
 
 # release-test checks bin/release as make release left it (internal/release, build tag
 # release): the checksums verify with sha256sum -c, each SBOM lists the modules of its
@@ -213,13 +216,19 @@ apiserver-test: $(KUBE_APISERVER) $(ETCD)
 		$(GO) test -count=1 -tags apiserver -run APIServer ./internal/render/
 
 # k8s-e2e runs nfstune on a real one-node cluster in the lab guest (lab/k8s-e2e.sh,
-# docs/kubernetes.md): containerd and runc with AppArmor on, the agent installed with helm,
-# kubelet mounting the pods' NFS volumes. It writes bin/k8s-e2e/summary.json.
-k8s-tools: $(KUBE_APISERVER) $(ETCD) $(KUBELET) $(KUBE_CM) $(KUBE_SCHEDULER) $(HELM)
-k8s-e2e: image k8s-tools
+# docs/kubernetes.md): containerd and runc with AppArmor on, a registry on the node holding
+# the release's image index and chart, the agent installed with helm from there, kubelet
+# mounting the pods' NFS volumes. It writes bin/k8s-e2e/summary.json.
+# The registry is distribution's, built from its Go module like the Kubernetes binaries.
+REGISTRY_VERSION ?= v3.0.0
+REGISTRY := bin/tools/registry-$(REGISTRY_VERSION)/registry
+$(REGISTRY):
+	GOBIN=$(CURDIR)/$(dir $(REGISTRY)) $(GO) install github.com/distribution/distribution/v3/cmd/registry@$(REGISTRY_VERSION)
+k8s-tools: $(KUBE_APISERVER) $(ETCD) $(KUBELET) $(KUBE_CM) $(KUBE_SCHEDULER) $(HELM) $(REGISTRY)
+k8s-e2e: image-index chart k8s-tools
 	NFSTUNE_LAB_GUEST=k8s bash lab/setup.sh
-	GO=$(GO) K8S_IMAGE_TAR=bin/image/nfstune-$(VERSION).tar K8S_IMAGE_REF=ghcr.io/nfstune/nfstune:$(VERSION) \
-		K8S_BINARIES="kubelet=$(KUBELET) kube-apiserver=$(KUBE_APISERVER) kube-controller-manager=$(KUBE_CM) kube-scheduler=$(KUBE_SCHEDULER) etcd=$(ETCD) helm=$(HELM)" \
+	GO=$(GO) K8S_RELEASE=$(RELEASE_DIR) K8S_VERSION=$(VERSION) \
+		K8S_BINARIES="kubelet=$(KUBELET) kube-apiserver=$(KUBE_APISERVER) kube-controller-manager=$(KUBE_CM) kube-scheduler=$(KUBE_SCHEDULER) etcd=$(ETCD) helm=$(HELM) registry=$(REGISTRY)" \
 		bash lab/k8s-e2e.sh
 
 clean:
