@@ -24,7 +24,7 @@ TAGS     := lab,helm,apiserver,release
 
 PROMTOOL ?= promtool
 
-.PHONY: all host-packages build release release-binaries image-index chart release-test verify test vet scrape-test rules-test check lab-setup lab-test lab-matrix lab-record lab-shell demo minimal-root-check clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e
+.PHONY: all host-packages build release release-binaries image-index chart release-test verify test vet scrape-test rules-test check lab-setup lab-test lab-matrix lab-arm64 lab-record lab-shell demo minimal-root-check clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e
 
 all: build
 
@@ -167,6 +167,12 @@ lab-test: lab-setup
 LAB_KERNELS ?=
 lab-matrix: lab-setup
 	GO=$(GO) bash lab/matrix.sh $(LAB_KERNELS)
+
+# lab-arm64 runs the lab's arm64 suite: Debian's arm64 kernel on an arm64 root under
+# qemu-system-aarch64, nfstune and the tests built with GOARCH=arm64 (lab/arm64.sh). The
+# first run builds the arm64 root through qemu-user (lab-setup with NFSTUNE_LAB_GUEST=arm64).
+lab-arm64:
+	GO=$(GO) bash lab/arm64.sh
 
 # lab-record writes the guest's /proc, /sys and /etc files that nfstune reads into
 # internal/inventory/testdata/lab-<kernel>/ (and -server-gone/); NFSTUNE_LAB_KERNEL=5.10 (6.12,
