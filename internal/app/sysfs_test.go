@@ -27,6 +27,8 @@ var fileWriters = map[string]string{
 	"internal/bench.WriteReport":        "the charts and report.md in the directory the user names",
 	"internal/cli.writeJSONFile":        "a bench result file the user names",
 	"internal/image.Write":              "the image's digest file in the build's output directory",
+	"internal/image.WriteIndex":         "the image index's digest file in the build's output directory",
+	"internal/image.tarDir":             "the image index's OCI archive in the build's output directory",
 	"internal/inventory.genFile.write":  "a synthetic fixture tree in a directory the caller names",
 	"internal/inventory.tempProc.parse": "mountstats copied into a private temporary directory for procfs to parse",
 }
