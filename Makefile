@@ -2,11 +2,18 @@
 # `make check` runs it and then every test; `make demo` runs the lab demo.
 GO       ?= go
 BIN      := bin/nfstune
-VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# VERSION is the release in internal/version/VERSION on its tag, else a pre-release of it,
+# v0.1.0-dev.g<commit>[.dirty] (hack/version.sh); the binaries, image tags and chart carry it.
+ifeq ($(origin VERSION),undefined)
+VERSION  := $(shell bash hack/version.sh)
+endif
 LDFLAGS  := -s -w -X github.com/nfstune/nfstune/internal/version.Version=$(VERSION)
 # helm is built once from the Go module proxy (a few minutes) for helm-lint and helm-test.
 HELM_VERSION ?= v3.22.0
 HELM     := bin/tools/helm-$(HELM_VERSION)/helm
+# cyclonedx-gomod writes the release's SBOMs (CycloneDX, from each binary's build info).
+CYCLONEDX_GOMOD_VERSION ?= v1.10.0
+CYCLONEDX_GOMOD := bin/tools/cyclonedx-gomod-$(CYCLONEDX_GOMOD_VERSION)/cyclonedx-gomod
 # golangci-lint is built the same way for verify (12 minutes the first time on a busy 2-core
 # machine); shellcheck comes from Debian (.ci/run installs it).
 GOLANGCI_LINT_VERSION ?= v2.15.0
@@ -14,12 +21,12 @@ GOLANGCI_LINT := bin/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint
 # The Python of hack/ (the dashboard drawer, the nfsiostat comparison): pyflakes, from Debian.
 PYTHON_SCRIPTS := $(wildcard hack/*.py hack/*/*.py)
 SHELL_SCRIPTS := $(wildcard lab/*.sh lab/guest/*.sh perf/*/*.sh hack/*.sh hack/*/*.sh) lab/guest/labctl .ci/run
-# The tagged tests (lab, helm, apiserver) are vetted and linted with the rest.
-TAGS     := lab,helm,apiserver
+# The tagged tests (lab, helm, apiserver, release) are vetted and linted with the rest.
+TAGS     := lab,helm,apiserver,release
 
 PROMTOOL ?= promtool
 
-.PHONY: all host-packages build plugin verify test vet scrape-test rules-test compare-nfsiostat check lab-setup lab-test lab-matrix lab-record lab-shell demo minimal-root-check clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e readahead-table k8s-recovery-e2e
+.PHONY: all host-packages build plugin verify test vet scrape-test rules-test compare-nfsiostat check lab-setup lab-test lab-matrix lab-record lab-shell demo minimal-root-check clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e readahead-table k8s-recovery-e2e release release-binaries image-index chart release-test lab-arm64
 
 all: build
 
@@ -75,7 +82,7 @@ host-packages:
 # of them on 6.1, a smoke suite on the other kernel lines. The tests start only once verify
 # has passed, with make -j too.
 check: verify
-	$(MAKE) test scrape-test rules-test helm-lint helm-test apiserver-test lab-test lab-matrix k8s-e2e minimal-root-check
+	$(MAKE) test scrape-test rules-test release helm-lint helm-test apiserver-test lab-test lab-matrix k8s-e2e minimal-root-check
 
 # compare-nfsiostat compares nfstune stats --view attr,dir,page with nfs-utils' nfsiostat -a,
 # -d and -p on saved mountstats samples read in place (REAL_MOUNTSTATS, never copied here). It
@@ -98,6 +105,54 @@ minimal-root-check: lab-setup
 image: build
 	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 0) \
 		$(GO) run ./internal/image/mkimage -binary $(BIN) -version $(VERSION) -out bin/image
+
+# release writes, from a clean clone, what a release publishes to bin/release: every
+# cmd/* program for linux/amd64 and linux/arm64 (<cmd>-linux-<arch>, static), the agent's
+# OCI image index of both architectures (oci/, the layout, and nfstune-$(VERSION).oci.tar,
+# the same as one archive; digest), the Helm chart packaged with version and appVersion set
+# from VERSION (nfstune-<version without v>.tgz), a CycloneDX SBOM per binary listing the Go
+# modules in it (<binary>.cdx.json), and SHA256SUMS over them all (sha256sum -c SHA256SUMS).
+# It ends with release-test; make check runs it.
+RELEASE_DIR    := bin/release
+RELEASE_ARCHES := amd64 arm64
+RELEASE_CMDS    = $(notdir $(wildcard cmd/*))
+CHART_VERSION   = $(patsubst v%,%,$(VERSION))
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+release: image-index chart $(CYCLONEDX_GOMOD)
+	set -e; for cmd in $(RELEASE_CMDS); do for arch in $(RELEASE_ARCHES); do \
+		$(CYCLONEDX_GOMOD) bin -json -version $(VERSION) -output $(RELEASE_DIR)/$$cmd-linux-$$arch.cdx.json $(RELEASE_DIR)/$$cmd-linux-$$arch; \
+	done; done
+	cd $(RELEASE_DIR) && find . -maxdepth 1 -type f ! -name SHA256SUMS ! -name digest -printf '%P\n' | LC_ALL=C sort | xargs sha256sum >SHA256SUMS
+	$(MAKE) release-test
+
+# release-binaries starts bin/release afresh with the static binaries of every cmd/*.
+release-binaries:
+	rm -rf $(RELEASE_DIR)
+	mkdir -p $(RELEASE_DIR)
+	set -e; for cmd in $(RELEASE_CMDS); do for arch in $(RELEASE_ARCHES); do \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(RELEASE_DIR)/$$cmd-linux-$$arch ./cmd/$$cmd; \
+	done; done
+
+# image-index builds the agent's image for each architecture and the OCI image index of
+# them, without a container daemon (internal/image).
+image-index: release-binaries
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run ./internal/image/mkimage \
+		$(foreach a,$(RELEASE_ARCHES),-index $(a)=$(RELEASE_DIR)/nfstune-linux-$(a)) -version $(VERSION) -out $(RELEASE_DIR)
+
+# chart packages the Helm chart into bin/release with version and appVersion from VERSION.
+chart: release-binaries $(HELM)
+	$(HELM) package deploy/helm/nfstune --version $(CHART_VERSION) --app-version $(VERSION) -d $(RELEASE_DIR)
+
+# release-test checks bin/release as make release left it (internal/release, build tag
+# release): the checksums verify with sha256sum -c, each SBOM lists the modules of its
+# binary's build info (go version -m), the image index holds both platforms with the very
+# binaries, and the chart, the binaries and the index carry VERSION.
+release-test:
+	NFSTUNE_RELEASE_DIR=$(CURDIR)/$(RELEASE_DIR) NFSTUNE_RELEASE_VERSION=$(VERSION) \
+		$(GO) test -count=1 -tags release ./internal/release/
+
+$(CYCLONEDX_GOMOD):
+	GOBIN=$(CURDIR)/$(dir $(CYCLONEDX_GOMOD)) $(GO) install github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$(CYCLONEDX_GOMOD_VERSION)
 
 $(HELM):
 	GOBIN=$(CURDIR)/$(dir $(HELM)) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
@@ -129,6 +184,12 @@ lab-test: lab-setup
 LAB_KERNELS ?=
 lab-matrix: lab-setup
 	GO=$(GO) bash lab/matrix.sh $(LAB_KERNELS)
+
+# lab-arm64 runs the lab's arm64 suite: Debian's arm64 kernel on an arm64 root under
+# qemu-system-aarch64, nfstune and the tests built with GOARCH=arm64 (lab/arm64.sh). The
+# first run builds the arm64 root through qemu-user (lab-setup with NFSTUNE_LAB_GUEST=arm64).
+lab-arm64:
+	GO=$(GO) bash lab/arm64.sh
 
 # lab-record writes the guest's /proc, /sys and /etc files that nfstune reads into
 # internal/inventory/testdata/lab-<kernel>/ (and -server-gone/); NFSTUNE_LAB_KERNEL=5.10 (6.12,
@@ -186,23 +247,29 @@ apiserver-test: $(KUBE_APISERVER) $(ETCD)
 		$(GO) test -count=1 -tags apiserver -run APIServer ./internal/render/ ./internal/plugin/
 
 # k8s-e2e runs nfstune on a real one-node cluster in the lab guest (lab/k8s-e2e.sh,
-# docs/kubernetes.md): containerd and runc with AppArmor on, the agent installed with helm,
-# kubelet mounting the pods' NFS volumes. It writes bin/k8s-e2e/summary.json.
-k8s-tools: $(KUBE_APISERVER) $(ETCD) $(KUBELET) $(KUBE_CM) $(KUBE_SCHEDULER) $(HELM)
-k8s-e2e: image k8s-tools
+# docs/kubernetes.md): containerd and runc with AppArmor on, a registry on the node holding
+# the release's image index and chart, the agent installed with helm from there, kubelet
+# mounting the pods' NFS volumes. It writes bin/k8s-e2e/summary.json.
+# The registry is distribution's, built from its Go module like the Kubernetes binaries.
+REGISTRY_VERSION ?= v3.0.0
+REGISTRY := bin/tools/registry-$(REGISTRY_VERSION)/registry
+$(REGISTRY):
+	GOBIN=$(CURDIR)/$(dir $(REGISTRY)) $(GO) install github.com/distribution/distribution/v3/cmd/registry@$(REGISTRY_VERSION)
+k8s-tools: $(KUBE_APISERVER) $(ETCD) $(KUBELET) $(KUBE_CM) $(KUBE_SCHEDULER) $(HELM) $(REGISTRY)
+k8s-e2e: image-index chart k8s-tools
 	NFSTUNE_LAB_GUEST=k8s bash lab/setup.sh
-	GO=$(GO) K8S_IMAGE_TAR=bin/image/nfstune-$(VERSION).tar K8S_IMAGE_REF=ghcr.io/nfstune/nfstune:$(VERSION) \
-		K8S_BINARIES="kubelet=$(KUBELET) kube-apiserver=$(KUBE_APISERVER) kube-controller-manager=$(KUBE_CM) kube-scheduler=$(KUBE_SCHEDULER) etcd=$(ETCD) helm=$(HELM)" \
+	GO=$(GO) K8S_RELEASE=$(RELEASE_DIR) K8S_VERSION=$(VERSION) \
+		K8S_BINARIES="kubelet=$(KUBELET) kube-apiserver=$(KUBE_APISERVER) kube-controller-manager=$(KUBE_CM) kube-scheduler=$(KUBE_SCHEDULER) etcd=$(ETCD) helm=$(HELM) registry=$(REGISTRY)" \
 		bash lab/k8s-e2e.sh
 
 # k8s-recovery-e2e runs only the recovery case of the same cluster on Linux 6.12, where the
 # agent can shut a superblock down (lab/k8slab/recovery_test.go, docs/agent.md, Recovery): a
 # pod deleted while its NFS server is gone stays Terminating under the observe-mode policy,
 # and is removed once the policy enforces. It writes bin/k8s-e2e/recovery.json.
-k8s-recovery-e2e: image k8s-tools
+k8s-recovery-e2e: image-index chart k8s-tools
 	NFSTUNE_LAB_GUEST=k8s NFSTUNE_LAB_KERNEL=6.12 bash lab/setup.sh
-	NFSTUNE_LAB_KERNEL=6.12 GO=$(GO) K8S_IMAGE_TAR=bin/image/nfstune-$(VERSION).tar K8S_IMAGE_REF=ghcr.io/nfstune/nfstune:$(VERSION) \
-		K8S_BINARIES="kubelet=$(KUBELET) kube-apiserver=$(KUBE_APISERVER) kube-controller-manager=$(KUBE_CM) kube-scheduler=$(KUBE_SCHEDULER) etcd=$(ETCD) helm=$(HELM)" \
+	NFSTUNE_LAB_KERNEL=6.12 GO=$(GO) K8S_RELEASE=$(RELEASE_DIR) K8S_VERSION=$(VERSION) \
+		K8S_BINARIES="kubelet=$(KUBELET) kube-apiserver=$(KUBE_APISERVER) kube-controller-manager=$(KUBE_CM) kube-scheduler=$(KUBE_SCHEDULER) etcd=$(ETCD) helm=$(HELM) registry=$(REGISTRY)" \
 		bash lab/k8s-e2e.sh -run '^TestRecovery'
 
 clean:

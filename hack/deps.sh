@@ -6,8 +6,9 @@
 #   hack/deps.sh check GROUP...    only check; exit 1 naming each missing command and its package
 #   hack/deps.sh list [GROUP...]   print the table
 #
-# Groups: ci (what .ci/run needs to start), verify (make verify and the unit tests), lab (lab-setup,
-# the lab's boots through virtme-ng, make demo, make k8s-e2e). A command missing after the install
+# Groups: ci (what .ci/run needs to start), verify (make verify, the unit tests and make release), lab (lab-setup,
+# the lab's boots through virtme-ng, make demo, make k8s-e2e), arm64 (the arm64 guest of make
+# lab-arm64, which lab-setup adds when NFSTUNE_LAB_GUEST=arm64). A command missing after the install
 # is named on one line with its package, so a bare machine fails with the fix, not with a traceback
 # from inside a tool. NFSTUNE_DEPS_NO_INSTALL=1 makes ensure behave as check.
 #
@@ -30,6 +31,10 @@ table() {
 	verify  shellcheck           shellcheck       make verify
 	verify  promtool             prometheus       make rules-test; Go tests of deploy, metrics, agent and render
 	verify  pyflakes3            pyflakes3        make verify: the Python of hack/
+	verify  sha256sum            coreutils        make release: SHA256SUMS, and its test (sha256sum --check)
+	verify  sort                 coreutils        make release: SHA256SUMS in a fixed order
+	verify  find                 findutils        make release: the files SHA256SUMS lists
+	verify  xargs                findutils        make release: SHA256SUMS
 	lab     python3              python3          lab-setup (virtme-ng's venv), lab/k8s-e2e.sh
 	lab     probe:venv           python3-venv     lab-setup: python3 -m venv
 	lab     debootstrap          debootstrap      lab-setup: the guest root
@@ -49,9 +54,14 @@ table() {
 	lab     sed                  sed              lab scripts
 	lab     grep                 grep             lab scripts
 	lab     awk                  mawk             lab/lib.sh: the Debian mirror
+	arm64   qemu-system-aarch64  qemu-system-arm  virtme-ng --arch arm64: the arm64 guest
+	arm64   probe:qemu-aarch64   qemu-user-static lab-setup: debootstrap of the arm64 root runs its programs through binfmt_misc
+	arm64   mount                mount            lab-setup: binfmt_misc
 	EOF
 }
 
+# binfmt_misc's rule for aarch64 comes with the static qemu-user, registered by lab-setup.
+probe_qemu-aarch64() { [[ -x /usr/bin/qemu-aarch64-static && -f /usr/lib/binfmt.d/qemu-aarch64.conf ]]; }
 probe_go() { command -v go >/dev/null 2>&1 && command -v gofmt >/dev/null 2>&1; }
 probe_venv() { command -v python3 >/dev/null 2>&1 && python3 -c 'import ensurepip, venv' >/dev/null 2>&1; }
 # virtme-ng copies the host's busybox into the guest's initramfs and the lab's test image
@@ -66,6 +76,7 @@ describe() {
 	case $1 in
 	probe:venv) echo "python3's venv module" ;;
 	probe:busybox) echo "a static /bin/busybox" ;;
+	probe:qemu-aarch64) echo "qemu-aarch64-static and its binfmt rule" ;;
 	*) echo "command $1" ;;
 	esac
 }
@@ -83,7 +94,7 @@ rows() {
 	local g
 	for g in "$@"; do
 		table | awk -v g="$g" '$1 == g {found = 1} END {exit !found}' ||
-			{ printf 'deps: unknown group %s (want ci, verify or lab)\n' "$g" >&2; exit 2; }
+			{ printf 'deps: unknown group %s (want ci, verify, lab or arm64)\n' "$g" >&2; exit 2; }
 	done
 	if (($# == 0)); then
 		table
@@ -118,7 +129,7 @@ main() {
 	check | ensure) ;;
 	*) printf 'usage: hack/deps.sh ensure|check|list GROUP...\n' >&2; exit 2 ;;
 	esac
-	(($#)) || { printf 'deps: name a group: ci, verify or lab\n' >&2; exit 2; }
+	(($#)) || { printf 'deps: name a group: ci, verify, lab or arm64\n' >&2; exit 2; }
 	rows "$@" >/dev/null
 
 	local absent

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Run nfstune on a real one-node Kubernetes cluster in one boot of the lab guest
 # (lab/k8slab): the k8s guest root (NFSTUNE_LAB_GUEST=k8s: containerd, runc, CNI plugins,
-# AppArmor), booted with AppArmor on, the Kubernetes binaries built from the pinned module,
-# the agent image from `make image` and the pause and test images from lab/k8slab/mkimages.
+# AppArmor), booted with AppArmor on, the Kubernetes binaries and a registry built from their
+# pinned modules, the agent's image index and packaged chart from `make release`'s
+# image-index and chart targets (pushed to the registry in the guest), and the pause and test
+# images from lab/k8slab/mkimages.
 # `make k8s-e2e` builds what this needs and runs it; the figures go to
 # bin/k8s-e2e/summary.json.
 #   lab/k8s-e2e.sh [-run REGEXP]
 # Env: K8S_BINARIES (the kubelet, kube-apiserver, kube-controller-manager, kube-scheduler,
-# etcd and helm binaries, NAME=PATH separated by blanks), K8S_IMAGE_TAR and K8S_IMAGE_REF
-# (the agent image tarball and its reference).
+# etcd, helm and registry binaries, NAME=PATH separated by blanks), K8S_RELEASE (the
+# directory with the image index's OCI layout, oci/, and the packaged chart) and K8S_VERSION
+# (their version).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -17,8 +20,10 @@ export NFSTUNE_LAB_GUEST=k8s
 GO=${GO:-go}
 start=$(date +%s)
 
-[[ -n ${K8S_BINARIES:-} && -f ${K8S_IMAGE_TAR:-} && -n ${K8S_IMAGE_REF:-} ]] ||
-	lab_die "K8S_BINARIES, K8S_IMAGE_TAR and K8S_IMAGE_REF must be set: run make k8s-e2e"
+[[ -n ${K8S_BINARIES:-} && -n ${K8S_VERSION:-} && -f ${K8S_RELEASE:-}/oci/index.json ]] ||
+	lab_die "K8S_BINARIES, K8S_RELEASE and K8S_VERSION must be set: run make k8s-e2e"
+chart=$K8S_RELEASE/nfstune-${K8S_VERSION#v}.tgz
+[[ -f $chart ]] || lab_die "no packaged chart $chart: run make k8s-e2e"
 
 # The guest's files go to a directory of their own: others may rebuild bin/ meanwhile.
 mkdir -p "$repo/lab/.cache"
@@ -32,7 +37,8 @@ lab_log "building nfstune, the pause and test images and the Kubernetes lab test
 	"$GO" run ./lab/k8slab/mkimages -busybox /bin/busybox -out "$bin/lab-images.tar"
 	CGO_ENABLED=0 "$GO" test -c -tags lab -o "$bin/k8slab.test" ./lab/k8slab
 )
-cp "$K8S_IMAGE_TAR" "$bin/nfstune-image.tar"
+mkdir "$bin/release"
+cp -r "$K8S_RELEASE/oci" "$chart" "$bin/release/"
 for pair in $K8S_BINARIES; do
 	cp "$repo/${pair#*=}" "$bin/${pair%%=*}"
 done
@@ -55,8 +61,8 @@ export NFSTUNE_LAB_MEMORY=${NFSTUNE_LAB_MEMORY:-6G}
 export NFSTUNE_LAB_TIMEOUT=${NFSTUNE_LAB_TIMEOUT:-3000}
 export NFSTUNE_LAB_APPEND="apparmor=1 security=apparmor"
 rc=0
-"$here/vm.sh" -- env NFSTUNE_K8S_BIN="$gbin" NFSTUNE_K8S_IMAGE="$K8S_IMAGE_REF" \
-	NFSTUNE_K8S_CHART=/lab/deploy/helm/nfstune NFSTUNE_K8S_SUMMARY=/lab/bin/k8s-e2e/summary.json \
+"$here/vm.sh" -- env NFSTUNE_K8S_BIN="$gbin" NFSTUNE_K8S_RELEASE="$gbin/release" \
+	NFSTUNE_K8S_VERSION="$K8S_VERSION" NFSTUNE_K8S_SUMMARY=/lab/bin/k8s-e2e/summary.json \
 	"$gbin/k8slab.test" "${args[@]}" || rc=$?
 
 elapsed=$(($(date +%s) - start))

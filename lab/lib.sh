@@ -15,10 +15,17 @@ LAB_GUEST_PACKAGES=linux-image-amd64,nfs-kernel-server,nfs-common,fio,udev,iprou
 # AppArmor userspace containerd loads its default profile with.
 LAB_K8S_PACKAGES=containerd,runc,containernetworking-plugins,apparmor,iptables
 
+# The arm64 guest's packages (make lab-arm64): the NFS lab's with Debian's arm64 kernel, and a
+# static busybox of the guest's architecture for virtme-ng's initramfs (the host's is amd64).
+LAB_ARM64_PACKAGES=${LAB_GUEST_PACKAGES/linux-image-amd64/linux-image-arm64},busybox-static
+
 # The guest root: NFSTUNE_LAB_GUEST=nfs (the default) is the NFS lab's root; k8s is a root of
 # its own with the Kubernetes node's packages added, so that the NFS lab's root, shared by
-# every lab run, stays as it is and is not rebuilt when a Kubernetes run needs more.
+# every lab run, stays as it is and is not rebuilt when a Kubernetes run needs more; arm64 is
+# an arm64 root with its kernel, booted under qemu-system-aarch64. LAB_ARCH is the root's
+# Debian architecture.
 LAB_GUEST=${NFSTUNE_LAB_GUEST:-nfs}
+LAB_ARCH=amd64
 case $LAB_GUEST in
 nfs)
 	LAB_ROOT="$LAB_CACHE/root"        # the guest's self-contained root filesystem
@@ -30,7 +37,13 @@ k8s)
 	LAB_STAMP="$LAB_CACHE/k8s-root.stamp"
 	LAB_ROOT_PACKAGES=$LAB_GUEST_PACKAGES,$LAB_K8S_PACKAGES
 	;;
-*) printf 'lab: error: NFSTUNE_LAB_GUEST=%s: want nfs or k8s\n' "$LAB_GUEST" >&2; exit 1 ;;
+arm64)
+	LAB_ROOT="$LAB_CACHE/arm64-root"
+	LAB_STAMP="$LAB_CACHE/arm64-root.stamp"
+	LAB_ROOT_PACKAGES=$LAB_ARM64_PACKAGES
+	LAB_ARCH=arm64
+	;;
+*) printf 'lab: error: NFSTUNE_LAB_GUEST=%s: want nfs, k8s or arm64\n' "$LAB_GUEST" >&2; exit 1 ;;
 esac
 
 # The guest kernel: a Debian kernel line, 6.1 (bookworm, the root's own kernel) by default.
@@ -96,6 +109,8 @@ lab_newest() {
 lab_kernel() {
 	local k dir
 	lab_kernel_suite "$LAB_KERNEL_LINE" >/dev/null
+	[[ $LAB_ARCH == amd64 || $LAB_KERNEL_LINE == 6.1 ]] ||
+		lab_die "NFSTUNE_LAB_KERNEL=$LAB_KERNEL_LINE: the $LAB_ARCH guest boots its root's own kernel, 6.1"
 	if [[ $LAB_KERNEL_LINE == 6.1 ]]; then
 		# Only /boot: the root's /lib/modules also holds the other lines' modules (and 7.2's
 		# image).

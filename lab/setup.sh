@@ -13,7 +13,9 @@ cd "$(dirname "$0")"
 # step_host_packages installs the Debian packages of the host commands the lab calls, virtme-ng's
 # included (hack/deps.sh lists them), and fails naming any command still missing.
 step_host_packages() {
-	bash ../hack/deps.sh ensure lab
+	local groups=(lab)
+	[[ $LAB_ARCH == arm64 ]] && groups+=(arm64)
+	bash ../hack/deps.sh ensure "${groups[@]}"
 	lab_log "host commands present"
 }
 
@@ -34,6 +36,29 @@ step_virtme_ng() {
 
 stamp_text() {
 	printf 'suite=%s\nmirror=%s\npackages=%s\n' "$LAB_SUITE" "$(lab_mirror)" "$LAB_ROOT_PACKAGES"
+	[[ $LAB_ARCH == amd64 ]] || printf 'arch=%s\n' "$LAB_ARCH"
+}
+
+# step_binfmt lets the host run the arm64 root's programs, as debootstrap does to configure its
+# packages: qemu-user-static's aarch64 handler, registered with binfmt_misc from the rule the
+# package ships (flag F: the interpreter is opened now, so it also works inside the chroot).
+# A host with systemd-binfmt or binfmt-support has it already; a container may have neither,
+# nor binfmt_misc mounted.
+step_binfmt() {
+	[[ $LAB_ARCH == arm64 ]] || return 0
+	local bm=/proc/sys/fs/binfmt_misc rule=/usr/lib/binfmt.d/qemu-aarch64.conf
+	[[ -f $bm/status ]] || mount -t binfmt_misc binfmt_misc "$bm" ||
+		lab_die "cannot mount binfmt_misc on $bm: the arm64 root needs it (debootstrap runs arm64 programs)"
+	if [[ ! -f $bm/qemu-aarch64 ]]; then
+		[[ -f $rule ]] || lab_die "$rule is missing: install qemu-user-static"
+		local line
+		line=$(<"$rule")
+		# Without F the kernel would look for the interpreter inside the chroot.
+		[[ ${line##*:} == *F* ]] || line+=F
+		printf '%s\n' "$line" >"$bm/register" || lab_die "registering $rule with binfmt_misc failed"
+	fi
+	grep -qx enabled "$bm/qemu-aarch64" || lab_die "the qemu-aarch64 binfmt handler is disabled ($bm/qemu-aarch64)"
+	lab_log "arm64 programs run through $(sed -n 's/^interpreter //p' "$bm/qemu-aarch64")"
 }
 
 step_guest_root() {
@@ -45,8 +70,16 @@ step_guest_root() {
 	rm -rf "$LAB_ROOT".tmp.* "$LAB_STAMP"
 	local mirror
 	mirror=$(lab_mirror)
-	lab_log "building guest root with debootstrap from $mirror (about 2 minutes)"
-	if ! debootstrap --variant=minbase --include="$LAB_ROOT_PACKAGES" \
+	if [[ $LAB_ARCH == amd64 ]]; then
+		lab_log "building guest root with debootstrap from $mirror (about 2 minutes)"
+	else
+		lab_log "building the $LAB_ARCH guest root with debootstrap from $mirror (its programs emulated: 15 minutes or more)"
+	fi
+	# virtme-ng makes its own initramfs: the kernel package's would only cost time, a quarter
+	# of an hour for the emulated arm64 root (INITRD=No skips initramfs-tools' kernel hook).
+	local initrd=()
+	[[ $LAB_ARCH == amd64 ]] || initrd=(INITRD=No)
+	if ! env "${initrd[@]}" debootstrap --arch="$LAB_ARCH" --variant=minbase --include="$LAB_ROOT_PACKAGES" \
 		"$LAB_SUITE" "$tmp" "$mirror" >"$LAB_ROOT.debootstrap.log" 2>&1; then
 		tail -n 40 "$LAB_ROOT.debootstrap.log" >&2
 		rm -rf "$tmp"
@@ -162,11 +195,20 @@ step_kernel() {
 
 lab_kernel_suite "$LAB_KERNEL_LINE" >/dev/null
 mkdir -p "$LAB_CACHE"
-# One set-up at a time: several lab runs may start together on a fresh machine.
+# One set-up at a time: several lab runs may start together on a fresh machine. What all
+# guests share (host packages, virtme-ng, the kernel lines) is under one lock, each root under
+# its own, so that building one root (the emulated arm64 one takes a quarter of an hour) does
+# not hold up the others' runs. The root's lock is taken first, never while holding the
+# shared one.
 exec 9>"$LAB_CACHE/.setup.lock"
 flock 9
 step_host_packages
 step_virtme_ng
+flock -u 9
+exec 8>"$LAB_CACHE/.setup.$LAB_GUEST.lock"
+flock 8
+step_binfmt
 step_guest_root
+flock 9
 step_kernel
 step_k8s_dirs

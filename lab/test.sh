@@ -3,7 +3,8 @@
 # the nfstune binary built from this tree.
 #   lab/test.sh [-run REGEXP] [-test.FLAG...]
 # LAB_PACKAGES lists the test packages (default ./lab/labtest ./lab/agentlab); each is compiled with
-# `go test -c -tags lab` and run in turn, in the same boot, with -test.v.
+# `go test -c -tags lab` and run in turn, in the same boot, with -test.v. Binaries and tests
+# are built for the guest's architecture (GOARCH=arm64 for NFSTUNE_LAB_GUEST=arm64).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -17,13 +18,14 @@ trap 'rm -rf "$bin"' EXIT
 lab_log "building nfstune and the lab tests"
 (
 	cd "$repo"
-	CGO_ENABLED=0 "$GO" build -trimpath -o "$bin/nfstune" ./cmd/nfstune
+	export CGO_ENABLED=0 GOARCH=$LAB_ARCH
+	"$GO" build -trimpath -o "$bin/nfstune" ./cmd/nfstune
 	# Numbered so that the packages run in the order given: the agent raises every mount's
 	# read-ahead, which the apply tests must not inherit.
 	i=0
 	for pkg in ${LAB_PACKAGES:-./lab/labtest ./lab/agentlab}; do
 		i=$((i + 1))
-		CGO_ENABLED=0 "$GO" test -c -tags lab -o "$bin/$i-$(basename "$pkg").test" "$pkg"
+		"$GO" test -c -tags lab -o "$bin/$i-$(basename "$pkg").test" "$pkg"
 	done
 )
 gbin=/lab/${bin#"$repo"/}

@@ -16,7 +16,8 @@
 # Env: NFSTUNE_LAB_CACHE (guest root cache), NFSTUNE_LAB_TIMEOUT (seconds, default 900),
 # NFSTUNE_LAB_MEMORY (2G), NFSTUNE_LAB_CPUS (2), NFSTUNE_LAB_KERNEL (5.10, 6.1, 6.12 or 7.2;
 # default 6.1), NFSTUNE_LAB_KVM=1 to try KVM (hangs on the project's machines; TCG is the
-# default), NFSTUNE_LAB_GUEST (nfs or k8s: which cached root, lab/lib.sh),
+# default), NFSTUNE_LAB_GUEST (nfs, k8s or arm64: which cached root, lab/lib.sh; arm64 boots
+# under qemu-system-aarch64),
 # NFSTUNE_LAB_APPEND (kernel command-line arguments to add, e.g. "apparmor=1 security=apparmor").
 set -euo pipefail
 args=("$@")
@@ -57,6 +58,9 @@ console=$run/console.log
 
 kvm=(--disable-kvm)
 [[ ${NFSTUNE_LAB_KVM:-0} == 1 ]] && kvm=()
+# A foreign root boots its own architecture's kernel on qemu's virt machine; virtme-ng takes
+# the initramfs's busybox from the root (busybox-static, lab/lib.sh).
+[[ $LAB_ARCH == amd64 ]] || kvm+=(--arch "$LAB_ARCH")
 # One --append per word: vng adds each to the kernel command line.
 append=()
 for arg in ${NFSTUNE_LAB_APPEND:-}; do
@@ -75,7 +79,7 @@ if ((shell)); then
 	exit 0
 fi
 
-lab_log "booting $LAB_KERNEL_LINE: ${kernel#"$LAB_CACHE"/} (TCG, ${LAB_CPUS} vCPUs, ${LAB_MEMORY}${NFSTUNE_LAB_APPEND:+, $NFSTUNE_LAB_APPEND}); console: $console"
+lab_log "booting $LAB_KERNEL_LINE ($LAB_ARCH): ${kernel#"$LAB_CACHE"/} (TCG, ${LAB_CPUS} vCPUs, ${LAB_MEMORY}${NFSTUNE_LAB_APPEND:+, $NFSTUNE_LAB_APPEND}); console: $console"
 start=$(date +%s)
 # qemu reopens its stdout and stderr (/proc/self/fd/N) with O_TRUNC: give it a pipe, not a
 # file. timeout runs in its own process group: stop it (and qemu) if this script is

@@ -115,8 +115,9 @@ func TestArchitectureImports(t *testing.T) {
 			t.Fatal(err)
 		}
 		rel = filepath.ToSlash(rel)
-		if len(pkg.GoFiles) == 0 && len(pkg.TestGoFiles)+len(pkg.XTestGoFiles) > 0 {
-			// A package of tests only (the lab's): the table lists what its tests import.
+		if testsOnly(pkg) {
+			// A package of tests only (the lab's, internal/release): the table lists what its
+			// tests import.
 			pkg.Imports = append(pkg.TestImports, pkg.XTestImports...)
 		}
 		seen[rel] = true
@@ -140,11 +141,17 @@ func TestArchitectureImports(t *testing.T) {
 	}
 }
 
+// testsOnly reports whether pkg is tests and at most a doc.go.
+func testsOnly(pkg *build.Package) bool {
+	return len(pkg.TestGoFiles)+len(pkg.XTestGoFiles) > 0 &&
+		(len(pkg.GoFiles) == 0 || len(pkg.GoFiles) == 1 && pkg.GoFiles[0] == "doc.go")
+}
+
 // taggedModulePackages is modulePackages with the build tags of the lab's packages and of
 // the tests that run helm and a real kube-apiserver.
 func taggedModulePackages(t *testing.T) []*build.Package {
 	t.Helper()
 	ctx := build.Default
-	ctx.BuildTags = append(slices.Clone(ctx.BuildTags), "lab", "helm", "apiserver")
+	ctx.BuildTags = append(slices.Clone(ctx.BuildTags), "lab", "helm", "apiserver", "release")
 	return modulePackagesIn(t, &ctx)
 }

@@ -1,7 +1,8 @@
 // Package image builds nfstune's OCI image without a container daemon: one layer holding
 // the static nfstune binary on an empty base (no shell, no libc), root user, the binary as
-// entrypoint. The build is reproducible: the same binary, version and time give the same
-// digest.
+// entrypoint, one image per architecture, and the OCI image index that holds them all under
+// one reference. The build is reproducible: the same binaries, version and time give the
+// same digests.
 package image
 
 import (

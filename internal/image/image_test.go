@@ -5,16 +5,22 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/match"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/google/go-containerregistry/pkg/v1/validate"
 )
 
 var testSpec = Spec{
@@ -151,5 +157,137 @@ func TestWriteRoundTrip(t *testing.T) {
 	}
 	if _, err := mutate.Canonical(loaded); err != nil {
 		t.Errorf("tarball image unusable: %v", err)
+	}
+}
+
+func TestIndexPlatforms(t *testing.T) {
+	t.Parallel()
+	arm := testSpec
+	arm.Arch, arm.Binary = "arm64", []byte("\x7fELF an arm64 binary")
+	var imgs []v1.Image
+	for _, s := range []Spec{testSpec, arm} {
+		img, err := Build(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		imgs = append(imgs, img)
+	}
+	idx, err := Index(imgs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mt, _ := idx.MediaType(); mt != types.OCIImageIndex {
+		t.Errorf("index media type = %q, want %q", mt, types.OCIImageIndex)
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i, d := range m.Manifests {
+		if d.Platform == nil {
+			t.Fatalf("manifest %d has no platform", i)
+		}
+		got = append(got, d.Platform.String())
+		want, _ := imgs[i].Digest()
+		if d.Digest != want || d.MediaType != types.OCIManifestSchema1 {
+			t.Errorf("manifest %d: %s %s, want %s of an OCI manifest", i, d.MediaType, d.Digest, want)
+		}
+	}
+	if diff := cmp.Diff([]string{"linux/amd64", "linux/arm64"}, got); diff != "" {
+		t.Errorf("platforms (-want +got):\n%s", diff)
+	}
+	// A runtime on either platform resolves the index to that platform's image.
+	for i, p := range []v1.Platform{{OS: "linux", Architecture: "amd64"}, {OS: "linux", Architecture: "arm64"}} {
+		c, err := partial.FindManifests(idx, match.Platforms(p))
+		if err != nil || len(c) != 1 {
+			t.Fatalf("%s: %d manifests, %v", p.String(), len(c), err)
+		}
+		if want, _ := imgs[i].Digest(); c[0].Digest != want {
+			t.Errorf("%s resolves to %s, want %s", p.String(), c[0].Digest, want)
+		}
+	}
+	if _, err := Index(imgs[0], imgs[0]); err == nil {
+		t.Error("Index accepted two images of one platform")
+	}
+	if _, err := Index(); err == nil {
+		t.Error("Index accepted no image")
+	}
+}
+
+func TestWriteIndexRoundTrip(t *testing.T) {
+	t.Parallel()
+	arm := testSpec
+	arm.Arch = "arm64"
+	a, _ := Build(testSpec)
+	b, _ := Build(arm)
+	idx, err := Index(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := idx.Digest()
+	write := func(dir string) WrittenIndex {
+		w, err := WriteIndex(idx, dir, "v1.2.3", testSpec.Created)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.Digest != want {
+			t.Errorf("written digest %s, want %s", w.Digest, want)
+		}
+		return w
+	}
+	dir := t.TempDir()
+	w := write(dir)
+	// The layout's index.json names the image index by its version.
+	p, err := layout.FromPath(w.Layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := p.ImageIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := top.IndexManifest()
+	if len(m.Manifests) != 1 || m.Manifests[0].Digest != want || m.Manifests[0].MediaType != types.OCIImageIndex ||
+		m.Manifests[0].Annotations["org.opencontainers.image.ref.name"] != "v1.2.3" {
+		t.Fatalf("layout index.json = %+v", m.Manifests)
+	}
+	back, err := top.ImageIndex(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every blob is there under its digest, with the sizes and media types the
+	// descriptors give.
+	if err := validate.Index(back); err != nil {
+		t.Errorf("index read back does not validate: %v", err)
+	}
+	// The archive holds the layout's files, and the same index gives the same archive.
+	first, err := os.ReadFile(w.Archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(bytes.NewReader(first))
+	var names []string
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, hdr.Name)
+	}
+	for _, n := range []string{"oci-layout", "index.json", "blobs/sha256/" + want.Hex} {
+		if !slices.Contains(names, n) {
+			t.Errorf("archive lacks %s: %q", n, names)
+		}
+	}
+	second, err := os.ReadFile(write(t.TempDir()).Archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(first, second) {
+		t.Error("the same index written twice gives different archives")
 	}
 }

@@ -94,8 +94,13 @@ const (
 )
 
 // releaseRE matches the versions of released images: v1.2.3, v1.2.3-rc.1. An untagged
-// build is "dev", and git describe names a commit past a tag v1.2.3-4-gabcdef0.
-var releaseRE = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.]+)?$`)
+// build is "dev", and git describe names a commit past a tag v1.2.3-4-gabcdef0; devRE
+// matches the Makefile's builds between releases, v1.2.3-dev.gabcdef012345
+// (hack/version.sh), which have no released image either.
+var (
+	releaseRE = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.]+)?$`)
+	devRE     = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+-dev(\.|$)`)
+)
 
 // Render returns the objects for v in apply order (Helm's): Namespace, NetworkPolicy,
 // ResourceQuota, ServiceAccount, ConfigMaps (the policy, and in agent mode the Grafana
@@ -106,7 +111,7 @@ func Render(v Values, version string) ([]Object, error) {
 	if err := v.Validate(); err != nil {
 		return nil, err
 	}
-	if v.Image.Tag == "" && v.Image.Digest == "" && !releaseRE.MatchString(version) {
+	if v.Image.Tag == "" && v.Image.Digest == "" && (!releaseRE.MatchString(version) || devRE.MatchString(version)) {
 		return nil, fmt.Errorf("image: no image is released for nfstune version %q; set image.tag or image.digest", version)
 	}
 	var objs []Object

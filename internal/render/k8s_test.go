@@ -364,12 +364,14 @@ func TestRenderRefusesSystemNamespace(t *testing.T) {
 	}
 }
 
-// TestRenderRefusesUnreleasedVersion: an untagged or git-describe build has no image of
-// its own version, and a default tag naming one would not pull or pull a stale image.
+// TestRenderRefusesUnreleasedVersion: an untagged, git-describe or Makefile pre-release
+// build (hack/version.sh) has no image of its own version, and a default tag naming one
+// would not pull or pull a stale image.
 func TestRenderRefusesUnreleasedVersion(t *testing.T) {
 	t.Parallel()
 	for version, ok := range map[string]bool{
 		"dev": false, "v0.1.0-3-gabcdef0": false, "v0.1.0-3-gabcdef0-dirty": false, "cf16076": false,
+		"v0.1.0-dev.g926099a91146": false, "v0.1.0-dev.g926099a91146.dirty": false, "v0.1.0-dev": false,
 		"v0.1.0": true, "v1.2.3-rc.1": true,
 	} {
 		_, err := Render(DefaultValues(), version)

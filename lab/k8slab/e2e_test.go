@@ -56,23 +56,20 @@ func requireAgent(t *testing.T) {
 	}
 }
 
-// chartValues are the --set flags every install passes: the image make image built.
+// chartValues are the flags every install and upgrade passes: the chart's version in the
+// registry, and the registry's repository for the image, whose tag the chart defaults to
+// its appVersion.
 func chartValues(t *testing.T, mode, policyMode string) []string {
 	t.Helper()
-	ref := os.Getenv(envImage)
-	i := strings.LastIndex(ref, ":")
-	if i < 0 {
-		t.Fatalf("%s=%q: want repository:tag", envImage, ref)
-	}
 	pf := filepath.Join(stateDir, "policy.yaml")
 	if err := os.WriteFile(pf, []byte(policy), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return []string{"--set", "image.repository=" + ref[:i], "--set", "image.tag=" + ref[i+1:],
+	return append(chartRef()[1:], "--set", "image.repository="+registryImage,
 		// The emulated CPU is tens of times slower than a real one: at the chart's 100m
 		// limit the agent was not serving when the liveness probe killed it.
-		"--set", "resources.limits.cpu=" + agentCPULimit,
-		"--set", "mode=" + mode, "--set", "agent.policyMode=" + policyMode, "--set-file", "policy=" + pf}
+		"--set", "resources.limits.cpu="+agentCPULimit,
+		"--set", "mode="+mode, "--set", "agent.policyMode="+policyMode, "--set-file", "policy="+pf)
 }
 
 // nodeState lists what the chart may leave on the node: files in the directories it
@@ -130,7 +127,7 @@ func nodeState(t *testing.T) []string {
 func TestAgentInstalled(t *testing.T) {
 	requireCluster(t)
 	nodeBefore = nodeState(t)
-	args := append([]string{"install", "nfstune", os.Getenv(envChart)}, chartValues(t, "agent", "enforce")...)
+	args := append([]string{"install", "nfstune", registryChart}, chartValues(t, "agent", "enforce")...)
 	start := time.Now()
 	if _, err := helm(args...); err != nil {
 		t.Fatal(err)
@@ -156,6 +153,11 @@ func TestAgentInstalled(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	logf("agent pod %s Ready %s after helm install", pod.Name, time.Since(start).Round(100*time.Millisecond))
+	// containerd pulled the image index the registry holds, by the chart's default tag.
+	summary.AgentImageID = pod.Status.ContainerStatuses[0].ImageID
+	if summary.AgentImageID != summary.RegistryImage {
+		t.Errorf("agent container's image %q, want the index pushed to the registry, %s", summary.AgentImageID, summary.RegistryImage)
+	}
 
 	// containerd's default AppArmor profile confines the agent: the pod sets no profile,
 	// which means RuntimeDefault.
@@ -355,7 +357,7 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 
 func TestObserveMode(t *testing.T) {
 	requireAgent(t)
-	args := append([]string{"upgrade", "nfstune", os.Getenv(envChart)}, chartValues(t, "agent", "observe")...)
+	args := append([]string{"upgrade", "nfstune", registryChart}, chartValues(t, "agent", "observe")...)
 	if _, err := helm(args...); err != nil {
 		t.Fatal(err)
 	}
@@ -476,7 +478,7 @@ func TestInstallerUdev(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := nodeState(t)
-	args := append([]string{"install", "nfstune", os.Getenv(envChart)}, chartValues(t, "installer", "enforce")...)
+	args := append([]string{"install", "nfstune", registryChart}, chartValues(t, "installer", "enforce")...)
 	if _, err := helm(args...); err != nil {
 		t.Fatal(err)
 	}

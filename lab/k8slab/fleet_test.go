@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -134,7 +133,7 @@ func agentPods() map[types.UID]bool {
 // fleetChart is chartValues with the fleet viewer's roles and flags of the case.
 func fleetChart(t *testing.T, verb, policyMode string, extra ...string) {
 	t.Helper()
-	args := append([]string{verb, "nfstune", os.Getenv(envChart)}, chartValues(t, "agent", policyMode)...)
+	args := append([]string{verb, "nfstune", registryChart}, chartValues(t, "agent", policyMode)...)
 	args = append(args, "--set", "fleetViewer.clusterRole.create=true")
 	if _, err := helm(append(args, extra...)...); err != nil {
 		t.Fatal(err)

@@ -22,6 +22,8 @@ var summary struct {
 	AppArmorEnabled             bool     `json:"apparmor_enabled"`
 	AgentAppArmorProfile        string   `json:"agent_apparmor_profile"`
 	AgentCPULimit               string   `json:"agent_cpu_limit"`
+	RegistryImage               string   `json:"registry_image"`
+	AgentImageID                string   `json:"agent_image_id"`
 	ClusterStartS               float64  `json:"cluster_start_s"`
 	PodsTotal                   int      `json:"pods_total"`
 	PodsTuned                   int      `json:"pods_tuned"`
@@ -65,7 +67,7 @@ func runMain(m *testing.M) int {
 		summary.GuestElapsedS = time.Since(start).Seconds()
 		writeSummary()
 	}()
-	for _, env := range []string{envBin, envImage, envChart} {
+	for _, env := range []string{envBin, envRelease, envVersion} {
 		if os.Getenv(env) == "" {
 			fmt.Fprintf(os.Stderr, "k8slab: %s is not set: run make k8s-e2e\n", env)
 			return 2
@@ -125,6 +127,9 @@ func up(n *node) error {
 	}
 	logf("kubelet %s, containerd %s, runc %s, kernel %s, AppArmor on", summary.KubeletVersion, summary.ContainerdVersion, summary.RuncVersion, summary.Kernel)
 	if err := n.startContainerd(); err != nil {
+		return err
+	}
+	if err := n.startRegistry(); err != nil {
 		return err
 	}
 	a, err := n.startControlPlane()

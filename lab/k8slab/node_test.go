@@ -18,12 +18,9 @@ import (
 // What lab/k8s-e2e.sh passes to the guest.
 const (
 	// envBin names the directory with kubelet, kube-apiserver, kube-controller-manager,
-	// kube-scheduler, etcd, helm, nfstune and the image tarballs (*.tar).
+	// kube-scheduler, etcd, helm, registry, nfstune and the lab's image tarballs (*.tar).
 	envBin = "NFSTUNE_K8S_BIN"
-	// envImage is the agent image's reference, repository:tag, as `make image` tagged it.
-	envImage = "NFSTUNE_K8S_IMAGE"
-	// envChart is the chart's directory; envSummary where summary.json goes.
-	envChart   = "NFSTUNE_K8S_CHART"
+	// envSummary is where summary.json goes (envRelease and envVersion: registry_test.go).
 	envSummary = "NFSTUNE_K8S_SUMMARY"
 )
 
@@ -286,6 +283,8 @@ state = "/run/containerd"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "/etc/cni/net.d"
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "` + registryHosts + `"
 `
 
 // The bridge plugin with host-local addresses: pod IPs are reachable from the node through
@@ -308,10 +307,14 @@ func ctr(limit time.Duration, args ...string) (string, error) {
 	return run(limit, "ctr", append([]string{"--address", containerdSock, "--namespace", "k8s.io"}, args...)...)
 }
 
-// startContainerd starts containerd with the CRI plugin and imports every image tarball.
+// startContainerd starts containerd with the CRI plugin and imports the lab's image
+// tarballs (the agent's image comes from the registry).
 func (n *node) startContainerd() error {
 	cfg := filepath.Join(stateDir, "containerd.toml")
 	if err := os.WriteFile(cfg, []byte(containerdConfig), 0o644); err != nil {
+		return err
+	}
+	if err := writeRegistryHosts(); err != nil {
 		return err
 	}
 	if err := os.WriteFile("/etc/cni/net.d/10-lab.conflist", []byte(cniConfig), 0o644); err != nil {

@@ -291,7 +291,7 @@ func installRecoveryAgent(t *testing.T, verb, mode, previous string) *corev1.Pod
 	if err := os.WriteFile(pf, []byte(recoveryPolicy(mode)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{verb, "nfstune", os.Getenv(envChart)}, chartValues(t, "agent", "enforce")...)
+	args := append([]string{verb, "nfstune", registryChart}, chartValues(t, "agent", "enforce")...)
 	args = append(args, "--set-file", "policy="+pf, "--set", "agent.blockedProcesses.enabled=true",
 		"--set", "agent.appArmorProfile.type=Unconfined")
 	if _, err := helm(args...); err != nil {
