@@ -7,7 +7,7 @@
 # images from lab/k8slab/mkimages.
 # `make k8s-e2e` builds what this needs and runs it; the figures go to
 # bin/k8s-e2e/summary.json.
-#   lab/k8s-e2e.sh [-run REGEXP]
+#   lab/k8s-e2e.sh [-run REGEXP] [-skip REGEXP]
 # Env: K8S_BINARIES (the kubelet, kube-apiserver, kube-controller-manager, kube-scheduler,
 # etcd, helm and registry binaries, NAME=PATH separated by blanks), K8S_RELEASE (the
 # directory with the image index's OCI layout, oci/, and the packaged chart) and K8S_VERSION
@@ -48,6 +48,7 @@ args=(-test.v -test.timeout=40m)
 while (($#)); do
 	case $1 in
 	-run) args+=("-test.run=$2"); shift 2 ;;
+	-skip) args+=("-test.skip=$2"); shift 2 ;;
 	*) lab_die "unknown argument $1" ;;
 	esac
 done
