@@ -219,7 +219,13 @@ type Result struct {
 // could not start or was killed fails the test; a non-zero exit code is returned.
 func RunNfstune(t testing.TB, args ...string) Result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	return RunNfstuneFor(t, 60*time.Second, args...)
+}
+
+// RunNfstuneFor is RunNfstune with another limit, for commands that watch traffic.
+func RunNfstuneFor(t testing.TB, limit time.Duration, args ...string) Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, Bin(t), args...)

@@ -14,9 +14,7 @@ package labtest
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -47,29 +45,6 @@ rules:
       mountpoint: ` + MountBase + `/TestReadAhead*
     readAheadKB: 4096
 `
-
-// runNfstuneFor is RunNfstune with a longer limit, for commands that watch traffic.
-func runNfstuneFor(t *testing.T, limit time.Duration, args ...string) Result {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, Bin(t), args...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	err := cmd.Run()
-	r := Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), Elapsed: time.Since(start)}
-	var exitErr *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exitErr) && exitErr.Exited():
-		r.Code = exitErr.ExitCode()
-	default:
-		t.Fatalf("nfstune %s: %v after %s\nstderr:\n%s", strings.Join(args, " "), err, r.Elapsed, r.Stderr)
-	}
-	t.Logf("nfstune %s: exit %d in %s", strings.Join(args, " "), r.Code, r.Elapsed.Round(time.Millisecond))
-	return r
-}
 
 // setReadAheadKB writes read_ahead_kb of dev, as a user would before the test.
 func setReadAheadKB(t *testing.T, dev string, kb int) {
@@ -200,7 +175,7 @@ func applyMeasure(t *testing.T, dev string) readahead.Change {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { RunNfstune(t, "revert") })
-	r := runNfstuneFor(t, 5*time.Minute, "apply", "--config", cfg, "--persist", "none", "--measure", raMeasure, "-o", "json")
+	r := RunNfstuneFor(t, 5*time.Minute, "apply", "--config", cfg, "--persist", "none", "--measure", raMeasure, "-o", "json")
 	if r.Code != 0 {
 		t.Fatalf("apply --measure: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
@@ -223,7 +198,7 @@ func applyMeasure(t *testing.T, dev string) readahead.Change {
 // findings runs audit -o json with more arguments and returns the IDs found on dev.
 func findings(t *testing.T, dev string, args ...string) []string {
 	t.Helper()
-	r := runNfstuneFor(t, 3*time.Minute, append([]string{"audit", "-o", "json", "--fail-on", "none"}, args...)...)
+	r := RunNfstuneFor(t, 3*time.Minute, append([]string{"audit", "-o", "json", "--fail-on", "none"}, args...)...)
 	var rep struct {
 		Findings []struct {
 			ID, Device, Actual string
