@@ -309,6 +309,7 @@ func percentile(d []time.Duration, p float64) time.Duration {
 func TestReaction50(t *testing.T) {
 	la := startAgent(t, 30*time.Second)
 	changes := watchChanges(t)
+	newWrites0 := la.metric(t, `nfstune_agent_repairs_total{reason="new"}`)
 	var reactions []time.Duration
 	var devs []string
 	for i := range 50 {
@@ -340,20 +341,27 @@ func TestReaction50(t *testing.T) {
 	t.Logf("reaction over %d mounts: p50 %v, p99 %v, max %v (agent's own histogram: %v s over %v mounts)",
 		len(reactions), p50, p99, slices.Max(reactions),
 		la.metric(t, "nfstune_agent_reaction_seconds_sum"), la.metric(t, "nfstune_agent_reaction_seconds_count"))
-	// The target on a real machine is 50 ms. A whole reconcile of 50 mounts takes about 3 ms
-	// natively and 18 ms in this guest (BenchmarkReactionWork): software emulation is about
-	// 5 times slower, and the guest's two emulated CPUs are shared with the mount helper,
-	// udev and nfsd. So the default bound is a looser one that still catches a reaction
-	// that waits for a settle re-check (250 ms and later) or the resync (30 s) instead of
-	// the mountinfo poll. NFSTUNE_LAB_REACTION_P99=50ms tightens it on KVM or hardware.
-	limit := 250 * time.Millisecond
-	if s := os.Getenv("NFSTUNE_LAB_REACTION_P99"); s != "" {
-		if d, err := time.ParseDuration(s); err == nil {
-			limit = d
-		}
+	// What this test asserts is the path, not the clock: every superblock was first written
+	// by the mountinfo watch as a new one, not later by a settle re-check (reason drift or
+	// retry) or by the resync (which comes after observeReaction's 5 s). The figures are
+	// reported above; docs/agent.md records them. Under software emulation on a shared
+	// two-core machine one mount in fifty can wait a second or more for the guest's CPU, so
+	// a tail bound is opt-in: NFSTUNE_LAB_REACTION_P99=50ms on KVM or hardware.
+	if got := la.metric(t, `nfstune_agent_repairs_total{reason="new"}`) - newWrites0; got != float64(len(devs)) {
+		t.Errorf("read-ahead written as a new superblock %v times, want %d (one per mount)", got, len(devs))
 	}
-	if p99 > limit {
-		t.Errorf("reaction p99 = %v, want <= %v", p99, limit)
+	// A median past a second means the watch is not what reacts.
+	if p50 > time.Second {
+		t.Errorf("reaction p50 = %v, want <= 1s", p50)
+	}
+	if s := os.Getenv("NFSTUNE_LAB_REACTION_P99"); s != "" {
+		limit, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("NFSTUNE_LAB_REACTION_P99=%q: %v", s, err)
+		}
+		if p99 > limit {
+			t.Errorf("reaction p99 = %v, want <= %v", p99, limit)
+		}
 	}
 }
 
