@@ -471,6 +471,30 @@ func TestUninstallClean(t *testing.T) {
 	agentPod = nil
 }
 
+// installerRule is the udev rule the installer mode writes on the node.
+const installerRule = "/etc/udev/rules.d/99-zz-nfstune-readahead.rules"
+
+// waitInstallerPod waits, at most 5 minutes, for the installer pod to be Running: its init
+// container, nfstune k8s install-node, has finished.
+func waitInstallerPod(t *testing.T) *corev1.Pod {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		pods, _ := podsWithLabel(chartNS, "app.kubernetes.io/component=installer")
+		if len(pods) == 1 {
+			p, err := waitPod(chartNS, pods[0].Name, false, time.Until(deadline))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no installer pod after 5 minutes")
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
 func TestInstallerUdev(t *testing.T) {
 	requireCluster(t)
 	// A release an earlier case failed to remove would hold the name.
@@ -482,26 +506,9 @@ func TestInstallerUdev(t *testing.T) {
 	if _, err := helm(args...); err != nil {
 		t.Fatal(err)
 	}
-	var pod *corev1.Pod
-	deadline := time.Now().Add(5 * time.Minute)
-	for pod == nil {
-		pods, _ := podsWithLabel(chartNS, "app.kubernetes.io/component=installer")
-		if len(pods) == 1 {
-			p, err := waitPod(chartNS, pods[0].Name, false, time.Until(deadline))
-			if err != nil {
-				t.Fatal(err)
-			}
-			pod = p
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no installer pod after 5 minutes")
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	pod := waitInstallerPod(t)
 	logf("installer pod %s Running: its init container has finished", pod.Name)
-	const rule = "/etc/udev/rules.d/99-zz-nfstune-readahead.rules"
-	if _, err := os.Stat(rule); err != nil {
+	if _, err := os.Stat(installerRule); err != nil {
 		t.Fatalf("the installer's init container did not install the udev rule: %v", err)
 	}
 	for _, s := range nodeState(t) {

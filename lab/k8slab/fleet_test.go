@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -217,6 +218,7 @@ func TestFleetUntuned(t *testing.T) {
 	fleetChart(t, "upgrade", "observe")
 	fleetAgent = waitAgentPod(t, old, defaultGroup)
 	r := startNFSPod(t, nfsPod("nfs-fleet-observe", inlineNFS("fleet-observe")), bootTime(), false)
+	untune(t, r.mount.dev)
 	n, run := waitFleet(t, "admin", 2*time.Minute, func(n fleet.Node, r pluginRun) bool { return r.code != 0 },
 		"--timeout", pluginTimeout.String())
 	a := n.Agent
@@ -227,6 +229,22 @@ func TestFleetUntuned(t *testing.T) {
 	table := runPlugin("admin", "status", "--timeout", pluginTimeout.String())
 	logf("kubectl nfstune status with %s untuned (exit %d):\n%s", r.mount.dev, table.code, table.out)
 	summary.FleetUntunedReported = true
+}
+
+// untune leaves dev at the kernel's 128 KiB, as a node without nfstune would have it. The
+// installer case's udev rule stays on the node after its uninstall (by design) and tunes
+// every new NFS bdi; it is let finish first, so that it cannot write after this does.
+func untune(t *testing.T, dev string) {
+	t.Helper()
+	if _, err := os.Stat(installerRule); err == nil {
+		waitReadAhead(dev, wantKB, 30*time.Second)
+	}
+	if err := os.WriteFile("/sys/class/bdi/"+dev+"/read_ahead_kb", []byte("128"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAhead(dev); got != 128 {
+		t.Fatalf("%s: read_ahead_kb = %d after writing 128", dev, got)
+	}
 }
 
 // TestFleetUnreachable: an agent that does not answer (stopped with SIGSTOP) is reported

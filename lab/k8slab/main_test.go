@@ -46,6 +46,7 @@ var summary struct {
 	FleetStoppedAgentS          float64  `json:"fleet_stopped_agent_s"`
 	FleetNoPodS                 float64  `json:"fleet_no_pod_s"`
 	FleetGroups                 []string `json:"fleet_groups"`
+	InlineDropInOptions         string   `json:"inline_dropin_options"`
 	GuestElapsedS               float64  `json:"guest_elapsed_s"`
 	FailedStep                  string   `json:"failed_step,omitempty"`
 }
