@@ -135,3 +135,19 @@ func (p *Policy) AdaptiveInterval() time.Duration {
 	}
 	return out
 }
+
+// AdaptiveWrites reports whether some rule's adaptive read-ahead may change a mount: the
+// rule has one, not in its own observe, and the rule's mode (else the policy's) is not
+// observe. Each such change is journaled first, so the agent needs the journal's directory.
+func (p *Policy) AdaptiveWrites() bool {
+	for _, r := range p.Rules {
+		mode := p.Mode
+		if r.Mode != "" {
+			mode = r.Mode
+		}
+		if r.Adaptive != nil && !r.Adaptive.Observe && mode != ModeObserve {
+			return true
+		}
+	}
+	return false
+}

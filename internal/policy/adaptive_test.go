@@ -99,3 +99,30 @@ rules:
 		t.Errorf("built-in AdaptiveInterval = %s, want 0", got)
 	}
 }
+
+// TestAdaptiveWrites: only a rule whose adaptive read-ahead may write, in neither its own
+// observe nor an observe mode, needs the journal.
+func TestAdaptiveWrites(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name, config string
+		want         bool
+	}{
+		{"none", ruleConfig("match: {mountpoint: /data/*}"), false},
+		{"adaptive", ruleConfig("match: {mountpoint: /data/*}\nreadAheadAdaptive: {}"), true},
+		{"its own observe", ruleConfig("match: {mountpoint: /data/*}\nreadAheadAdaptive: {observe: true}"), false},
+		{"rule in observe", ruleConfig("match: {mountpoint: /data/*}\nmode: observe\nreadAheadAdaptive: {}"), false},
+		{"policy in observe", "apiVersion: nfstune.io/v1alpha1\nkind: Policy\ndefaults:\n  mode: observe\nrules:\n  - match: {mountpoint: /data/*}\n    readAheadAdaptive: {}\n", false},
+		{"rule enforces in an observe policy", "apiVersion: nfstune.io/v1alpha1\nkind: Policy\ndefaults:\n  mode: observe\nrules:\n  - match: {mountpoint: /data/*}\n    mode: enforce\n    readAheadAdaptive: {}\n", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := Parse("c.yaml", []byte(tt.config))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.AdaptiveWrites(); got != tt.want {
+				t.Errorf("AdaptiveWrites() = %v, want %v\n%s", got, tt.want, tt.config)
+			}
+		})
+	}
+}

@@ -37,7 +37,8 @@ const (
 	// /sys/class/bdi is mounted, so the target directory itself is mounted, at the place
 	// the symlinks name: /host/sys/class/bdi/<maj:min>/read_ahead_kb is then the real
 	// attribute. It is writable only in enforce mode; the other writable host paths are
-	// HostNFS and StateDir, only under the recovery policy's shutdown.
+	// HostNFS, only under the recovery policy's shutdown, and StateDir, under that shutdown
+	// or an adaptive read-ahead that writes (Values.journals).
 	HostBDI = "/sys/devices/virtual/bdi"
 	// BDIMountPath is where HostBDI appears in the container.
 	BDIMountPath = HostRoot + "/sys/class/bdi"
@@ -478,12 +479,12 @@ func agentDaemonSet(v Values, version string, g agentGroup) *appsv1.DaemonSet {
 		vols, mounts = append(vols, pv...), append(mounts, pm...)
 	}
 	if v.recoveryShutdown(g.policy) {
-		vols = append(vols,
-			hostPathVolume("host-nfs", HostNFS, corev1.HostPathDirectory),
-			hostPathVolume("host-state", StateDir, corev1.HostPathDirectoryOrCreate))
-		mounts = append(mounts,
-			corev1.VolumeMount{Name: "host-nfs", MountPath: HostRoot + HostNFS},
-			corev1.VolumeMount{Name: "host-state", MountPath: HostRoot + StateDir})
+		vols = append(vols, hostPathVolume("host-nfs", HostNFS, corev1.HostPathDirectory))
+		mounts = append(mounts, corev1.VolumeMount{Name: "host-nfs", MountPath: HostRoot + HostNFS})
+	}
+	if v.journals(g.policy) {
+		vols = append(vols, hostPathVolume("host-state", StateDir, corev1.HostPathDirectoryOrCreate))
+		mounts = append(mounts, corev1.VolumeMount{Name: "host-state", MountPath: HostRoot + StateDir})
 	}
 	vols = append(vols, policyVolume(g.policyMap))
 	mounts = append(mounts, corev1.VolumeMount{Name: "policy", MountPath: PolicyDir, ReadOnly: true})

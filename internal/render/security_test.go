@@ -172,6 +172,12 @@ func withRecovery(c contract) contract {
 	return c
 }
 
+// withJournal adds the journal's directory, writable (an adaptive read-ahead that writes).
+func withJournal(c contract) contract {
+	c.hostPaths[StateDir] = hostPathRule{mountPath: HostRoot + StateDir, writable: true}
+	return c
+}
+
 // withPtrace adds CAP_SYS_PTRACE (agent.blockedProcesses).
 func withPtrace(c contract) contract {
 	c.capabilities = []corev1.Capability{"SYS_PTRACE"}
@@ -201,6 +207,8 @@ func TestSecurityContract(t *testing.T) {
 		{"agent-proxy-helpers", "nfstune-agent", withProxyHelpers(withHostSys(agentHostPaths(true)))},
 		{"agent-blocked-processes", "nfstune-agent", withPtrace(withHostSys(agentHostPaths(false)))},
 		{"agent-recovery", "nfstune-agent", withRecovery(withPtrace(withHostSys(agentHostPaths(true))))},
+		{"agent-adaptive", "nfstune-agent", withJournal(withHostSys(agentHostPaths(true)))},
+		{"agent-adaptive", "nfstune-agent-batch", withHostSys(agentHostPaths(true))},
 		{"installer", "nfstune-validate", agentHostPaths(false)},
 		{"installer", "nfstune-installer", contract{hostPaths: map[string]hostPathRule{
 			"/var/lib/nfstune/bin": {mountPath: "/host/var/lib/nfstune/bin", writable: true},

@@ -536,7 +536,7 @@ func (v Values) Validate() error {
 // RecoveryShutdown reports whether the agent may shut superblocks down: the policy's
 // recovery is on, in enforce mode, with the shutdown action, and agent.policyMode is
 // enforce (observe runs the agent with --observe). Only then does the pod mount
-// /sys/fs/nfs and the journal's directory writable.
+// /sys/fs/nfs writable, and the journal's directory (also for journals).
 func (v Values) RecoveryShutdown() bool { return v.recoveryShutdown(v.Policy) }
 
 // anyRecoveryShutdown is RecoveryShutdown for the policy of any node group, the default
@@ -561,6 +561,18 @@ func (v Values) recoveryShutdown(text string) bool {
 	}
 	r := p.Recovery
 	return v.Agent.PolicyMode == PolicyEnforce && r.Enabled && r.Mode == policy.ModeEnforce && r.Action == policy.RecoveryShutdown
+}
+
+// journals reports whether the agent of a node group with this policy journals what it
+// writes beyond the profile's read-ahead, and so mounts the journal's directory: recovery's
+// shutdown, or an adaptive read-ahead that may write (policy.Policy.AdaptiveWrites), under
+// agent.policyMode enforce.
+func (v Values) journals(text string) bool {
+	if v.recoveryShutdown(text) {
+		return true
+	}
+	p, err := policy.Parse("policy", []byte(text))
+	return err == nil && v.Agent.PolicyMode == PolicyEnforce && p.AdaptiveWrites()
 }
 
 // maxGroupName keeps nfstune-policy-<name> and the pods' names short, and the name a

@@ -183,13 +183,31 @@ updateStrategy:
       type: RuntimeDefault
 {{- end }}
 
-{{/* "true" when the policy's recovery shuts superblocks down: recovery on, in enforce
-     mode, with the shutdown action, and agent.policyMode enforce; empty otherwise. The pod
-     then mounts /sys/fs/nfs and /var/lib/nfstune writable (render.Values.RecoveryShutdown). */}}
+{{/* "true" when a policy's recovery shuts superblocks down: recovery on, in enforce mode,
+     with the shutdown action, and agent.policyMode enforce; empty otherwise. The pod then
+     mounts /sys/fs/nfs and /var/lib/nfstune writable (render.Values.RecoveryShutdown).
+     Takes (dict "policy" <the policy text> "policyMode" .Values.agent.policyMode). */}}
 {{- define "nfstune.recoveryShutdown" -}}
-{{- $r := (fromYaml .Values.policy).recovery | default dict -}}
-{{- if and (eq .Values.agent.policyMode "enforce") $r.enabled (eq ($r.mode | default "observe") "enforce") (eq ($r.action | default "shutdown") "shutdown") -}}
+{{- $r := (fromYaml .policy).recovery | default dict -}}
+{{- if and (eq .policyMode "enforce") $r.enabled (eq ($r.mode | default "observe") "enforce") (eq ($r.action | default "shutdown") "shutdown") -}}
 true
+{{- end -}}
+{{- end }}
+
+{{/* Not empty when the agent journals what it writes beyond the profile's read-ahead, and so
+     mounts /var/lib/nfstune writable: recovery's shutdown, or a rule's readAheadAdaptive that
+     may write (not observe in itself, nor by its rule's or the policy's mode) under
+     agent.policyMode enforce (render.Values.Journals). Takes what recoveryShutdown takes. */}}
+{{- define "nfstune.journals" -}}
+{{- include "nfstune.recoveryShutdown" . -}}
+{{- if eq .policyMode "enforce" -}}
+{{- $p := fromYaml .policy -}}
+{{- $mode := ($p.defaults | default dict).mode | default "enforce" -}}
+{{- range ($p.rules | default list) -}}
+{{- if and (hasKey . "readAheadAdaptive") (not (.readAheadAdaptive | default dict).observe) (ne (.mode | default $mode) "observe") -}}
+true
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- end }}
 
@@ -213,10 +231,14 @@ true
 {{- if and .Values.image.digest (not (regexMatch "^sha256:[0-9a-f]{64}$" .Values.image.digest)) }}
 {{- fail (printf "image.digest %q: want sha256:<64 hex digits>" .Values.image.digest) }}
 {{- end }}
-{{- if and (include "nfstune.recoveryShutdown" .) (not .Values.agent.hostSys) }}
+{{- $shutdown := include "nfstune.recoveryShutdown" (dict "policy" .Values.policy "policyMode" .Values.agent.policyMode) }}
+{{- range .Values.nodeGroups }}
+{{- $shutdown = print $shutdown (include "nfstune.recoveryShutdown" (dict "policy" .policy "policyMode" $.Values.agent.policyMode)) }}
+{{- end }}
+{{- if and $shutdown (not .Values.agent.hostSys) }}
 {{- fail "policy recovery: needs agent.hostSys, the transports that show which servers stalled" }}
 {{- end }}
-{{- if and (include "nfstune.recoveryShutdown" .) (not .Values.agent.blockedProcesses.enabled) }}
+{{- if and $shutdown (not .Values.agent.blockedProcesses.enabled) }}
 {{- fail "policy recovery: needs agent.blockedProcesses: without it the agent cannot see every process that holds a superblock, and never shuts one down" }}
 {{- end }}
 {{- if and .Values.agent.blockedProcesses.enabled (not .Values.agent.hostSys) }}
