@@ -22,7 +22,7 @@ import (
 )
 
 // The recovery case: pods whose NFS server (127.0.0.2, NFSv3, each volume an export of its
-// own) stops answering, and the agent's recovery policy. make k8s-recovery-e2e runs it
+// own) stops answering, and the agent's recovery policy. make k8s-e2e-long runs it
 // alone, on Linux 6.12.
 const (
 	deadServer = "127.0.0.2"
