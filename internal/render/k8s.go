@@ -37,8 +37,9 @@ const (
 	// /sys/class/bdi is mounted, so the target directory itself is mounted, at the place
 	// the symlinks name: /host/sys/class/bdi/<maj:min>/read_ahead_kb is then the real
 	// attribute. It is writable only in enforce mode; the other writable host paths are
-	// HostNFS, only under the recovery policy's shutdown, and StateDir, under that shutdown
-	// or an adaptive read-ahead that writes (Values.journals).
+	// HostNFS, only under the recovery policy's shutdown (read-only when it only observes),
+	// and StateDir, under that shutdown or an adaptive read-ahead that writes
+	// (Values.journals).
 	HostBDI = "/sys/devices/virtual/bdi"
 	// BDIMountPath is where HostBDI appears in the container.
 	BDIMountPath = HostRoot + "/sys/class/bdi"
@@ -56,8 +57,9 @@ const (
 	// check): such nodes set agent.hostSys to false.
 	HostSunrpc = "/sys/kernel/sunrpc"
 	// HostNFS holds the NFS superblocks' sysfs directories, /sys/fs/nfs/<dev>/shutdown
-	// among them (Linux 6.6). It is mounted writable, at the same path below HostRoot, only
-	// when the policy's recovery shuts superblocks down (Values.RecoveryShutdown). The
+	// among them (Linux 6.6). It is mounted at the same path below HostRoot when the policy's
+	// recovery is on, so that the agent sees which superblocks it could shut down, and
+	// writable only when the recovery shuts superblocks down (Values.RecoveryShutdown). The
 	// directory appears when the nfs module is loaded: until then the agent's pod waits,
 	// and kubelet retries.
 	HostNFS = "/sys/fs/nfs"
@@ -478,9 +480,9 @@ func agentDaemonSet(v Values, version string, g agentGroup) *appsv1.DaemonSet {
 		pv, pm := proxyHelperVolumes(v.Agent.ProxyHelpers.Directories)
 		vols, mounts = append(vols, pv...), append(mounts, pm...)
 	}
-	if v.recoveryShutdown(g.policy) {
+	if recoveryEnabled(g.policy) {
 		vols = append(vols, hostPathVolume("host-nfs", HostNFS, corev1.HostPathDirectory))
-		mounts = append(mounts, corev1.VolumeMount{Name: "host-nfs", MountPath: HostRoot + HostNFS})
+		mounts = append(mounts, corev1.VolumeMount{Name: "host-nfs", MountPath: HostRoot + HostNFS, ReadOnly: !v.recoveryShutdown(g.policy)})
 	}
 	if v.journals(g.policy) {
 		vols = append(vols, hostPathVolume("host-state", StateDir, corev1.HostPathDirectoryOrCreate))

@@ -172,6 +172,12 @@ func withRecovery(c contract) contract {
 	return c
 }
 
+// withRecoveryObserved adds /sys/fs/nfs read-only (the recovery policy observing).
+func withRecoveryObserved(c contract) contract {
+	c.hostPaths[HostNFS] = hostPathRule{mountPath: HostRoot + HostNFS}
+	return c
+}
+
 // withJournal adds the journal's directory, writable (an adaptive read-ahead that writes).
 func withJournal(c contract) contract {
 	c.hostPaths[StateDir] = hostPathRule{mountPath: HostRoot + StateDir, writable: true}
@@ -207,6 +213,7 @@ func TestSecurityContract(t *testing.T) {
 		{"agent-proxy-helpers", "nfstune-agent", withProxyHelpers(withHostSys(agentHostPaths(true)))},
 		{"agent-blocked-processes", "nfstune-agent", withPtrace(withHostSys(agentHostPaths(false)))},
 		{"agent-recovery", "nfstune-agent", withRecovery(withPtrace(withHostSys(agentHostPaths(true))))},
+		{"agent-recovery-observe", "nfstune-agent", withRecoveryObserved(withPtrace(withHostSys(agentHostPaths(true))))},
 		{"agent-adaptive", "nfstune-agent", withJournal(withHostSys(agentHostPaths(true)))},
 		{"agent-adaptive", "nfstune-agent-batch", withHostSys(agentHostPaths(true))},
 		{"installer", "nfstune-validate", agentHostPaths(false)},

@@ -563,6 +563,12 @@ func (v Values) recoveryShutdown(text string) bool {
 	return v.Agent.PolicyMode == PolicyEnforce && r.Enabled && r.Mode == policy.ModeEnforce && r.Action == policy.RecoveryShutdown
 }
 
+// recoveryEnabled reports whether a node group's policy has its recovery on, in any mode.
+func recoveryEnabled(text string) bool {
+	p, err := policy.Parse("policy", []byte(text))
+	return err == nil && p.Recovery.Enabled
+}
+
 // journals reports whether the agent of a node group with this policy journals what it
 // writes beyond the profile's read-ahead, and so mounts the journal's directory: recovery's
 // shutdown, or an adaptive read-ahead that may write (policy.Policy.AdaptiveWrites), under
