@@ -169,8 +169,14 @@ func TestRecoveryTerminatingPod(t *testing.T) {
 		if m, ok := volumeMount(string(p.pod.UID)); ok {
 			t.Errorf("pod %s is gone, yet its volume is still mounted at %s", p.pod.Name, m.mountPoint)
 		}
-		if fileExists("/var/lib/kubelet/pods/" + string(p.pod.UID)) {
-			t.Errorf("pod %s is gone, yet kubelet kept its directory", p.pod.Name)
+		// kubelet removes a deleted pod's directory at a housekeeping pass after the API
+		// object has gone (cleanupOrphanedPodDirs): give it a minute.
+		dir := "/var/lib/kubelet/pods/" + string(p.pod.UID)
+		for end := time.Now().Add(time.Minute); fileExists(dir) && time.Now().Before(end); {
+			time.Sleep(time.Second)
+		}
+		if fileExists(dir) {
+			t.Errorf("pod %s is gone, yet kubelet kept its directory a minute later", p.pod.Name)
 		}
 	}
 
