@@ -133,6 +133,13 @@ func podDiagnosis(ns, name string) string {
 			}
 			fmt.Fprintf(&b, "container %s log:\n%s\n", c.Name, strings.Join(lines, "\n"))
 		}
+		// A container that ended before its log was written (the runtime failed to start it)
+		// tells only here.
+		for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+			if t := cs.LastTerminationState.Terminated; t != nil {
+				fmt.Fprintf(&b, "container %s, last attempt: %s, exit %d, %s\n", cs.Name, t.Reason, t.ExitCode, t.Message)
+			}
+		}
 		for _, cs := range p.Status.ContainerStatuses {
 			if pid, err := containerPID(cs.ContainerID); err == nil {
 				fmt.Fprintf(&b, "container %s: pid %d, %s\n", cs.Name, pid, cpuStat(pid))
