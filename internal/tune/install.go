@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -141,10 +142,8 @@ func replaceIfChanged(root hostfs.Root, p string, data []byte, mode os.FileMode)
 	attr, err := root.Attr(p)
 	switch {
 	case err == nil:
-		if attr.Perm == mode {
-			if cur, err := hostfs.ReadSmall(root.Path(p)); err == nil && bytes.Equal(cur, data) {
-				return false, nil
-			}
+		if attr.Perm == mode && sameContent(root.Path(p), data) {
+			return false, nil
 		}
 	case !errors.Is(err, fs.ErrNotExist):
 		return false, fmt.Errorf("writing %q: %w", p, err)
@@ -153,6 +152,36 @@ func replaceIfChanged(root hostfs.Root, p string, data []byte, mode os.FileMode)
 		return false, err
 	}
 	return true, nil
+}
+
+// sameContent reports whether the regular file at path holds exactly data. It reads the
+// file in chunks: the installer's binary is tens of MiB, and a second copy of it in memory
+// took the init container past its 64 MiB limit on a node that had it already.
+func sameContent(path string, data []byte) bool {
+	f, err := hostfs.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || fi.Size() != int64(len(data)) {
+		return false
+	}
+	buf := make([]byte, 64<<10)
+	for off := 0; ; {
+		n, err := f.Read(buf)
+		if n > 0 {
+			if off+n > len(data) || !bytes.Equal(buf[:n], data[off:off+n]) {
+				return false
+			}
+			off += n
+		}
+		if err == io.EOF {
+			return off == len(data)
+		}
+		if err != nil {
+			return false
+		}
+	}
 }
 
 // PolicyResolver returns Want.Resolve for a policy: the profile, mode and rule that

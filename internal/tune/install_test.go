@@ -1,9 +1,11 @@
 package tune
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -100,5 +102,36 @@ func TestInstallNodeNFSMountConf(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(host, p)); !os.IsNotExist(err) {
 			t.Errorf("%s after revert: %v", p, err)
 		}
+	}
+}
+
+// TestReplaceIfChangedStreams: comparing a large installed file with the new content reads it
+// in chunks, not whole (a second copy of the binary took the installer's init container past
+// its 64 MiB memory limit), and still tells equal from different content.
+func TestReplaceIfChangedStreams(t *testing.T) {
+	host := t.TempDir()
+	root := hostfs.Root(host)
+	data := bytes.Repeat([]byte("nfstune binary "), 16<<20/15) // 16 MiB
+	if changed, err := replaceIfChanged(root, "/bin-file", data, 0o755); err != nil || !changed {
+		t.Fatalf("first write: changed %v, %v", changed, err)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	changed, err := replaceIfChanged(root, "/bin-file", data, 0o755)
+	runtime.ReadMemStats(&after)
+	if err != nil || changed {
+		t.Fatalf("same content: changed %v, %v", changed, err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<20 {
+		t.Errorf("comparing a 16 MiB file allocated %d bytes, want under 1 MiB", alloc)
+	}
+	other := bytes.Clone(data)
+	other[len(other)-1] = '!'
+	if changed, err := replaceIfChanged(root, "/bin-file", other, 0o755); err != nil || !changed {
+		t.Fatalf("last byte different: changed %v, %v", changed, err)
+	}
+	if changed, err := replaceIfChanged(root, "/bin-file", other[:len(other)-1], 0o755); err != nil || !changed {
+		t.Fatalf("one byte shorter: changed %v, %v", changed, err)
 	}
 }
