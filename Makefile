@@ -85,8 +85,8 @@ check: verify
 	$(MAKE) test scrape-test rules-test release helm-lint helm-test apiserver-test lab-test lab-matrix k8s-e2e minimal-root-check
 
 # check-long runs what check leaves out to fit CI's budget (about an hour and a half on 2
-# cores): the stuck server's cases on every kernel line, the recovery, node groups and
-# drop-in cases on a real kubelet (Linux 6.12), and the read-ahead table. Run it before a release.
+# cores): the stuck server's cases on every kernel line, the recovery and node groups cases
+# on a real kubelet (Linux 6.12), and the read-ahead table. Run it before a release.
 check-long:
 	$(MAKE) lab-matrix-long k8s-e2e-long readahead-table
 
@@ -273,11 +273,8 @@ $(REGISTRY):
 k8s-tools: $(KUBE_APISERVER) $(ETCD) $(KUBELET) $(KUBE_CM) $(KUBE_SCHEDULER) $(HELM) $(REGISTRY)
 # K8S_E2E_LONG are the cases k8s-e2e leaves to k8s-e2e-long, which boots the cluster on Linux
 # 6.12: the recovery case needs Linux 6.6 to shut a superblock down (lab/k8slab/recovery_test.go,
-# docs/agent.md, Recovery), the node groups case relabels the node three times, and the
-# drop-in case installs the installer again on a node the earlier cases used (its init
-# container once went into CrashLoopBackOff there, under a heavily loaded containerd; on a
-# node of its own it passes).
-K8S_E2E_LONG := TestRecovery|TestFleetNodeGroups|TestInlineVolumeNFSMountConf
+# docs/agent.md, Recovery), and the node groups case relabels the node three times.
+K8S_E2E_LONG := TestRecovery|TestFleetNodeGroups
 K8S_E2E_SKIP ?= ^($(K8S_E2E_LONG))
 k8s-e2e: image-index chart k8s-tools
 	NFSTUNE_LAB_GUEST=k8s bash lab/setup.sh
@@ -287,8 +284,8 @@ k8s-e2e: image-index chart k8s-tools
 
 # k8s-e2e-long runs K8S_E2E_LONG on the same cluster booted with Linux 6.12: a pod deleted
 # while its NFS server is gone stays Terminating under the observe-mode policy and is removed
-# once the policy enforces (bin/k8s-e2e/recovery.json), each node group's agent gets its own
-# policy, and a pod's inline nfs volume gets the installer's nfsmount.conf drop-in.
+# once the policy enforces (bin/k8s-e2e/recovery.json), and each node group's agent gets
+# its own policy.
 k8s-e2e-long: image-index chart k8s-tools
 	NFSTUNE_LAB_GUEST=k8s NFSTUNE_LAB_KERNEL=6.12 bash lab/setup.sh
 	NFSTUNE_LAB_KERNEL=6.12 GO=$(GO) K8S_RELEASE=$(RELEASE_DIR) K8S_VERSION=$(VERSION) \
