@@ -85,18 +85,8 @@ func TestAdaptiveRevert(t *testing.T) {
 	time.Sleep(20 * time.Second)
 	// The rsize in effect: the 1 MiB asked for, or less when nfsd's maximum is smaller (it
 	// depends on the guest's free memory when nfsd starts).
-	rsizeKB := 0
-	for _, e := range NFSMounts(t) {
-		if e.Device == m.Device {
-			rsizeKB, _ = strconv.Atoi(e.Options["rsize"])
-			rsizeKB /= 1024
-		}
-	}
-	if rsizeKB == 0 {
-		t.Fatalf("no rsize for %s in mountinfo", m.Device)
-	}
-	if got := ReadAheadKB(t, m.Device); got < rsizeKB {
-		t.Errorf("read_ahead_kb of %s = %d under the adaptive rule, want at least one rsize (%d)", m.Device, got, rsizeKB)
+	if got, rsize := ReadAheadKB(t, m.Device), rsizeKB(t, m.Device); got < rsize {
+		t.Errorf("read_ahead_kb of %s = %d under the adaptive rule, want at least one rsize (%d)", m.Device, got, rsize)
 	}
 	// A scrape bounds its read of the inventory (800 ms); under emulation the first ones
 	// may export no mount at all.

@@ -16,9 +16,15 @@ import (
 // mountinfo: 15 x the effective rsize, in KiB.
 func rsizeTarget(t *testing.T, dev string) int {
 	t.Helper()
+	return 15 * rsizeKB(t, dev)
+}
+
+// rsizeKB is the rsize in effect on the superblock dev, in KiB, from mountinfo.
+func rsizeKB(t *testing.T, dev string) int {
+	t.Helper()
 	for _, m := range NFSMounts(t) {
 		if m.Device == dev {
-			return 15 * atoi(t, m.Options["rsize"]) / 1024
+			return atoi(t, m.Options["rsize"]) / 1024
 		}
 	}
 	t.Fatalf("%s is not an NFS mount in mountinfo", dev)
