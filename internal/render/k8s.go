@@ -39,7 +39,7 @@ const (
 	// attribute. It is writable only in enforce mode; the other writable host paths are
 	// HostNFS, only under the recovery policy's shutdown (read-only when it only observes),
 	// and StateDir, under that shutdown or an adaptive read-ahead that writes
-	// (Values.journals).
+	// (Values.hostWrites).
 	HostBDI = "/sys/devices/virtual/bdi"
 	// BDIMountPath is where HostBDI appears in the container.
 	BDIMountPath = HostRoot + "/sys/class/bdi"
@@ -480,11 +480,12 @@ func agentDaemonSet(v Values, version string, g agentGroup) *appsv1.DaemonSet {
 		pv, pm := proxyHelperVolumes(v.Agent.ProxyHelpers.Directories)
 		vols, mounts = append(vols, pv...), append(mounts, pm...)
 	}
-	if recoveryEnabled(g.policy) {
+	hw := v.hostWrites(g.policy)
+	if hw.nfs {
 		vols = append(vols, hostPathVolume("host-nfs", HostNFS, corev1.HostPathDirectory))
-		mounts = append(mounts, corev1.VolumeMount{Name: "host-nfs", MountPath: HostRoot + HostNFS, ReadOnly: !v.recoveryShutdown(g.policy)})
+		mounts = append(mounts, corev1.VolumeMount{Name: "host-nfs", MountPath: HostRoot + HostNFS, ReadOnly: !hw.nfsWritable})
 	}
-	if v.journals(g.policy) {
+	if hw.state {
 		vols = append(vols, hostPathVolume("host-state", StateDir, corev1.HostPathDirectoryOrCreate))
 		mounts = append(mounts, corev1.VolumeMount{Name: "host-state", MountPath: HostRoot + StateDir})
 	}

@@ -536,7 +536,7 @@ func (v Values) Validate() error {
 // RecoveryShutdown reports whether the agent may shut superblocks down: the policy's
 // recovery is on, in enforce mode, with the shutdown action, and agent.policyMode is
 // enforce (observe runs the agent with --observe). Only then does the pod mount
-// /sys/fs/nfs writable, and the journal's directory (also for journals).
+// /sys/fs/nfs writable, and the journal's directory (Values.hostWrites).
 func (v Values) RecoveryShutdown() bool { return v.recoveryShutdown(v.Policy) }
 
 // anyRecoveryShutdown is RecoveryShutdown for the policy of any node group, the default
@@ -554,31 +554,28 @@ func (v Values) anyRecoveryShutdown() bool {
 }
 
 // recoveryShutdown is RecoveryShutdown for one node group's policy text.
-func (v Values) recoveryShutdown(text string) bool {
+func (v Values) recoveryShutdown(text string) bool { return v.hostWrites(text).nfsWritable }
+
+// groupHostWrites is what a node group's policy asks of the host beyond the bdi directory.
+type groupHostWrites struct {
+	// nfs: /sys/fs/nfs is mounted (the recovery is on, in any mode), writable when
+	// nfsWritable (its shutdown enforced).
+	nfs, nfsWritable bool
+	// state: the journal's directory is mounted writable (the shutdown, or an adaptive
+	// read-ahead that may write, policy.Policy.AdaptiveWrites).
+	state bool
+}
+
+// hostWrites reads one node group's policy text; a policy that does not parse asks for
+// nothing (Validate refuses it).
+func (v Values) hostWrites(text string) groupHostWrites {
 	p, err := policy.Parse("policy", []byte(text))
 	if err != nil {
-		return false
+		return groupHostWrites{}
 	}
-	r := p.Recovery
-	return v.Agent.PolicyMode == PolicyEnforce && r.Enabled && r.Mode == policy.ModeEnforce && r.Action == policy.RecoveryShutdown
-}
-
-// recoveryEnabled reports whether a node group's policy has its recovery on, in any mode.
-func recoveryEnabled(text string) bool {
-	p, err := policy.Parse("policy", []byte(text))
-	return err == nil && p.Recovery.Enabled
-}
-
-// journals reports whether the agent of a node group with this policy journals what it
-// writes beyond the profile's read-ahead, and so mounts the journal's directory: recovery's
-// shutdown, or an adaptive read-ahead that may write (policy.Policy.AdaptiveWrites), under
-// agent.policyMode enforce.
-func (v Values) journals(text string) bool {
-	if v.recoveryShutdown(text) {
-		return true
-	}
-	p, err := policy.Parse("policy", []byte(text))
-	return err == nil && v.Agent.PolicyMode == PolicyEnforce && p.AdaptiveWrites()
+	r, enforce := p.Recovery, v.Agent.PolicyMode == PolicyEnforce
+	shutdown := enforce && r.Enabled && r.Mode == policy.ModeEnforce && r.Action == policy.RecoveryShutdown
+	return groupHostWrites{nfs: r.Enabled, nfsWritable: shutdown, state: shutdown || (enforce && p.AdaptiveWrites())}
 }
 
 // maxGroupName keeps nfstune-policy-<name> and the pods' names short, and the name a

@@ -196,7 +196,7 @@ true
 
 {{/* "true" when a policy's recovery is on, in any mode: the pod mounts /sys/fs/nfs, read-only
      unless recoveryShutdown, so that the agent in observe mode tells whether it would shut a
-     superblock down or only report it (render.Values.recoveryEnabled). */}}
+     superblock down or only report it (render.Values.hostWrites). */}}
 {{- define "nfstune.recoveryEnabled" -}}
 {{- if ((fromYaml .policy).recovery | default dict).enabled -}}
 true
@@ -206,7 +206,7 @@ true
 {{/* Not empty when the agent journals what it writes beyond the profile's read-ahead, and so
      mounts /var/lib/nfstune writable: recovery's shutdown, or a rule's readAheadAdaptive that
      may write (not observe in itself, nor by its rule's or the policy's mode) under
-     agent.policyMode enforce (render.Values.Journals). Takes what recoveryShutdown takes. */}}
+     agent.policyMode enforce (render.Values.hostWrites). Takes what recoveryShutdown takes. */}}
 {{- define "nfstune.journals" -}}
 {{- include "nfstune.recoveryShutdown" . -}}
 {{- if eq .policyMode "enforce" -}}
