@@ -89,7 +89,7 @@ func TestRecoveryTerminatingPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	names := []string{"rec-stuck", "rec-freed", "rec-held", "rec-healthy"}
-	if err := recoveryExports(names); err != nil {
+	if err := addExports(names, 200); err != nil {
 		t.Fatal(err)
 	}
 
@@ -256,34 +256,6 @@ i=0; while :; do cat /data/f >/dev/null && i=$((i+1)) && echo "k8slab-read $i"; 
 	r := startNFSPod(t, p, bootTime(), false)
 	logf("recovery: pod %s runs, its volume %s (%s) at %s", name, r.mount.dev, r.mount.source, r.mount.mountPoint)
 	return recoveryPod{pod: r.pod, mount: r.mount}
-}
-
-// recoveryExports adds an export of its own for each name, a tmpfs, as makeExports does.
-func recoveryExports(names []string) error {
-	var lines strings.Builder
-	for i, name := range names {
-		dir := v3Path(name)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		if _, err := run(10*time.Second, "mount", "-t", "tmpfs", "-o", "size=16m", "k8s-"+name, dir); err != nil {
-			return err
-		}
-		fmt.Fprintf(&lines, "%s 127.0.0.0/8(rw,sync,no_subtree_check,no_root_squash,insecure,fsid=%d)\n", dir, 200+i)
-	}
-	f, err := os.OpenFile("/etc/exports", os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.WriteString(lines.String()); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	_, err = run(time.Minute, "exportfs", "-ra")
-	return err
 }
 
 // installRecoveryAgent installs (verb "install") or upgrades the chart with the recovery

@@ -39,8 +39,14 @@ func v3Path(name string) string { return exportBase + "/" + name }
 
 func makeExports() error {
 	logf("step nfs exports: %d tmpfs exports under %s", len(exportNames()), exportBase)
+	return addExports(exportNames(), 100)
+}
+
+// addExports exports a tmpfs of its own for each name, under exportBase, with fsids from
+// fsid on.
+func addExports(names []string, fsid int) error {
 	var lines strings.Builder
-	for i, name := range exportNames() {
+	for i, name := range names {
 		dir := v3Path(name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
@@ -48,7 +54,7 @@ func makeExports() error {
 		if _, err := run(10*time.Second, "mount", "-t", "tmpfs", "-o", "size=16m", "k8s-"+name, dir); err != nil {
 			return err
 		}
-		fmt.Fprintf(&lines, "%s 127.0.0.0/8(rw,sync,no_subtree_check,no_root_squash,insecure,fsid=%d)\n", dir, 100+i)
+		fmt.Fprintf(&lines, "%s 127.0.0.0/8(rw,sync,no_subtree_check,no_root_squash,insecure,fsid=%d)\n", dir, fsid+i)
 	}
 	// Added to the lab's exports and loaded at once: one exportfs per export takes a
 	// second each under emulation.
