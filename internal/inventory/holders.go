@@ -98,21 +98,27 @@ func ReadHolders(ctx context.Context, root hostfs.Root, devices []string, limits
 	return scan.holders, scan.warnings
 }
 
+// withDefaults returns l with each zero field set to its default.
+func (l HolderLimits) withDefaults() HolderLimits {
+	if l.MaxProcesses <= 0 {
+		l.MaxProcesses = DefaultMaxProcesses
+	}
+	if l.MaxFDs <= 0 {
+		l.MaxFDs = DefaultMaxFDs
+	}
+	if l.MaxReads <= 0 {
+		l.MaxReads = DefaultMaxReads
+	}
+	if l.Timeout <= 0 {
+		l.Timeout = DefaultHolderScan
+	}
+	return l
+}
+
 // readHolders is ReadHolders, and also counts the processes it could not inspect or left
 // out under the limits: the holders it returns are a lower bound when that is not 0.
 func readHolders(ctx context.Context, root hostfs.Root, devices []string, limits HolderLimits) holderScan {
-	if limits.MaxProcesses <= 0 {
-		limits.MaxProcesses = DefaultMaxProcesses
-	}
-	if limits.MaxFDs <= 0 {
-		limits.MaxFDs = DefaultMaxFDs
-	}
-	if limits.MaxReads <= 0 {
-		limits.MaxReads = DefaultMaxReads
-	}
-	if limits.Timeout <= 0 {
-		limits.Timeout = DefaultHolderScan
-	}
+	limits = limits.withDefaults()
 	ctx, cancel := context.WithTimeout(ctx, limits.Timeout)
 	defer cancel()
 	out := make(map[string][]Holder)

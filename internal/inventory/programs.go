@@ -87,16 +87,7 @@ type ScanOptions struct {
 // hold; a mount or unmount program blocked in its system call does not. Nothing here needs
 // CAP_SYS_PTRACE.
 func ScanProcesses(ctx context.Context, root hostfs.Root, opts ScanOptions) ProcessScan {
-	l := opts.Limits
-	if l.MaxProcesses <= 0 {
-		l.MaxProcesses = DefaultMaxProcesses
-	}
-	if l.MaxReads <= 0 {
-		l.MaxReads = DefaultMaxReads
-	}
-	if l.Timeout <= 0 {
-		l.Timeout = DefaultHolderScan
-	}
+	l := opts.Limits.withDefaults()
 	ctx, cancel := context.WithTimeout(ctx, l.Timeout)
 	defer cancel()
 	out := ProcessScan{Complete: true}
