@@ -98,7 +98,7 @@ func readAheadKB(t *testing.T, root hostfs.Root, dev string) int {
 
 // TestAdaptWastefulThenRevert: a new superblock above the cap is moved into the bounds at
 // the start; readers that waste half of what the server sends have their window halved
-// once per interval down to one rsize, and no further; every change is counted; revert
+// every other interval (each change settles for one) down to one rsize, and no further; every change is counted; revert
 // restores the value from before the first change.
 func TestAdaptWastefulThenRevert(t *testing.T) {
 	t.Parallel()
@@ -110,14 +110,14 @@ func TestAdaptWastefulThenRevert(t *testing.T) {
 		t.Fatalf("after the start: %d KiB, want the cap 15360", got)
 	}
 	var path []int
-	for range 6 {
+	for range 9 {
 		ra := readAheadKB(t, root, "0:53")
 		tr.run(5, ra, 40, 2.0, 0.5)
 		now = now.Add(5 * time.Second)
 		a.Adapt(context.Background(), now)
 		path = append(path, readAheadKB(t, root, "0:53"))
 	}
-	want := []int{7680, 3840, 1920, 1024, 1024, 1024}
+	want := []int{15360, 7680, 7680, 3840, 3840, 1920, 1920, 1024, 1024}
 	for i := range want {
 		if path[i] != want[i] {
 			t.Fatalf("read-ahead after each interval %v, want %v", path, want)
@@ -144,9 +144,9 @@ func TestAdaptWastefulThenRevert(t *testing.T) {
 	}
 }
 
-// TestAdaptGrowsWindowBound: a window-bound reader without waste gets its window doubled
-// once per interval; ticks closer than the interval change nothing.
-func TestAdaptGrowsWindowBound(t *testing.T) {
+// TestAdaptGrowsStreaming: a sequential reader (READs of one rsize) without waste gets its
+// window doubled every other interval; ticks closer than the interval change nothing.
+func TestAdaptGrowsStreaming(t *testing.T) {
 	t.Parallel()
 	tr := &traffic{age: time.Minute}
 	a, root := adaptiveAgent(t, tr, ", minKB: 1024")
@@ -156,7 +156,7 @@ func TestAdaptGrowsWindowBound(t *testing.T) {
 	now := time.Now() // the start's step is taken at the reconcile's end
 	a.Reconcile(context.Background(), TriggerStart, now)
 	var path []int
-	for range 4 {
+	for range 8 {
 		ra := readAheadKB(t, root, "0:53")
 		tr.run(1, ra, 100, 1.0, 0.9)
 		now = now.Add(time.Second)
@@ -166,7 +166,7 @@ func TestAdaptGrowsWindowBound(t *testing.T) {
 		a.Adapt(context.Background(), now)
 		path = append(path, readAheadKB(t, root, "0:53"))
 	}
-	want := []int{2048, 4096, 8192, 15360}
+	want := []int{2048, 2048, 4096, 4096, 8192, 8192, 15360, 15360}
 	for i := range want {
 		if path[i] != want[i] {
 			t.Fatalf("read-ahead after each interval %v, want %v", path, want)

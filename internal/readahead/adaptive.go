@@ -11,22 +11,29 @@ const (
 	// to a third of the fetched bytes unused (WastefulOverRead's 1.5 is the audit's, over
 	// much more traffic; an interval of a few seconds acts on less, and sooner).
 	ShrinkOverRead = 1.3
-	// GrowOverRead is the over-read at or below which a window-bound mount may grow. The
+	// GrowOverRead is the over-read at or below which a streaming mount may grow. The
 	// gap up to ShrinkOverRead is the hysteresis: a window that grows until it starts
 	// to waste stops in the gap instead of going back and forth.
 	GrowOverRead = 1.1
+	// StreamingREADs is the share of the largest READ read-ahead can make (one rsize, or
+	// the window when it is smaller) that the average READ must reach for the traffic to
+	// count as read-ahead's: sequential readers' READs are whole rsizes, random 16 KiB
+	// reads are 16 KiB READs that no window changes.
+	StreamingREADs = 0.5
 	// MinStepBytes is the application read bytes an interval needs before the controller
 	// acts on it: below, the mount is idle or nearly so and its read-ahead is held.
 	MinStepBytes = 16 << 20
-	// MinStepReads is the READs an interval needs before its window-bound figure counts:
-	// 16 MiB of reads at the largest rsize (1 MiB). The audit's MinWindowReads (100) is for
-	// a traffic window of tens of seconds; a 5 s interval of a window-bound reader at
-	// 16 MiB/s holds 80 READs of 1 MiB.
+	// MinStepReads is the READs an interval needs before its average READ counts: 16 MiB
+	// of reads at the largest rsize (1 MiB).
 	MinStepReads = 16
 	// HoldIntervals is how many intervals a learned limit holds at first; each limit learned
 	// again in the same direction doubles it, up to MaxHoldDoublings times.
 	HoldIntervals    = 12
 	MaxHoldDoublings = 5
+	// ProbeAfter is how many intervals a streaming mount that cannot grow (at the cap or a
+	// learned ceiling) holds before the controller tries half its window; each probe that
+	// gains nothing doubles the wait, up to HoldIntervals << MaxHoldDoublings.
+	ProbeAfter = 3
 )
 
 // Reason says why the controller changed, or held, a mount's read-ahead. The reasons of
@@ -39,20 +46,27 @@ const (
 	ReasonBounds Reason = "bounds"
 	// ReasonOverRead halves a window that fetched much more than was read.
 	ReasonOverRead Reason = "over_read"
-	// ReasonWindowBound doubles a window that bounds the READs in flight.
-	ReasonWindowBound Reason = "window_bound"
+	// ReasonStreaming doubles the window of a mount whose READs are read-ahead's and whose
+	// fetched bytes are read.
+	ReasonStreaming Reason = "streaming"
+	// ReasonProbe halves the window of a streaming mount that cannot grow, to learn
+	// whether a smaller one reads faster.
+	ReasonProbe Reason = "probe"
 	// ReasonHurt goes back on the previous change, judged hurt (Judge).
 	ReasonHurt Reason = "hurt"
+	// ReasonNoGain goes back on a probe that did not help.
+	ReasonNoGain Reason = "no_gain"
 )
 
 // ChangeReasons lists the reasons of a change.
-var ChangeReasons = []Reason{ReasonBounds, ReasonOverRead, ReasonWindowBound, ReasonHurt}
+var ChangeReasons = []Reason{ReasonBounds, ReasonOverRead, ReasonStreaming, ReasonProbe, ReasonHurt, ReasonNoGain}
 
 // The reasons of a hold.
 const (
 	HoldTraffic  Reason = "too_little_traffic"
 	HoldStalled  Reason = "stalled"
 	HoldInterval Reason = "interval"
+	HoldSettling Reason = "settling"
 	HoldLimit    Reason = "learned_limit"
 	HoldSteady   Reason = "steady"
 )
@@ -96,30 +110,42 @@ func (s Step) Direction() string {
 // The caller measures the evidence once per Interval (Measure against the previous
 // interval's sample), calls Decide, makes the change, and then reports it with Applied.
 //
-// Per interval with at least MinStepBytes of application reads and no stalled server:
+// The kernel copies the window into a file when it is opened, so the interval in which a
+// change is made mixes files opened before and after it: after every change the controller
+// holds for one interval (settling) and judges the change on the interval after that,
+// against the interval before the change (Judge). Changes are therefore at least two
+// intervals apart. Per interval with at least MinStepBytes of application reads and no
+// stalled server:
 //
 //   - a value outside the bounds moves to the nearest bound (at once, without traffic);
-//   - the change of the previous interval is judged against the interval before it
-//     (Judge); a change judged hurt is undone, and the value it left becomes a limit
-//     (a ceiling after a rise, a floor after a cut) for HoldIntervals intervals;
+//   - a change judged hurt is undone, and the value it goes back to becomes a limit (a
+//     ceiling after a rise, a floor after a cut) for HoldIntervals intervals; a probe not
+//     judged helped is undone (no_gain), and one judged helped leaves a ceiling;
 //   - over-read above ShrinkOverRead halves the window (never below MinKB nor a learned
 //     floor) and makes the new value a ceiling for the hold: a window that wasted is not
 //     grown again at once;
-//   - window-bound at WindowBoundAt or more, over MinStepReads READs, with over-read at
-//     most GrowOverRead, doubles it (never above MaxKB nor a learned ceiling);
+//   - streaming traffic (Streaming: READs as large as read-ahead makes them) with over-read
+//     at most GrowOverRead doubles it (never above MaxKB nor a learned ceiling): a window
+//     whose pages are read costs nothing a reader does not use, and the next interval
+//     says whether it hurt;
+//   - streaming traffic that cannot grow, held for ProbeAfter intervals, has its window
+//     halved once (a probe): kept only when judged helped, so a window that grew past its
+//     best without a visible loss comes back down; each probe undone doubles the wait;
 //   - anything else holds.
 //
 // A limit learned again in the same direction holds twice as long as the last one, up
 // to 2^MaxHoldDoublings times HoldIntervals; a rise judged helped forgets the ceilings'
-// count. Changes are at least three quarters of an Interval apart.
+// count.
 type Controller struct {
 	MinKB, MaxKB int
 	Interval     time.Duration
 
-	lastChange       time.Time
-	pending          *pendingStep // the last change, to be judged on the next interval
+	started          time.Time    // the first decision
+	lastChange       time.Time    // the last change; zero before the first
+	pending          *pendingStep // the last change, to be judged after it settles
 	ceiling, floor   learnedLimit
 	ceilings, floors int // limits learned in each direction, for the hold's doubling
+	probes           int // probes undone since the last one kept, for the probe's wait
 }
 
 type pendingStep struct {
@@ -144,6 +170,17 @@ func NewController(minKB, maxKB int, interval time.Duration) *Controller {
 	return &Controller{MinKB: minKB, MaxKB: maxKB, Interval: interval}
 }
 
+// Streaming reports whether e's READs are read-ahead's: at least MinStepReads of them,
+// averaging StreamingREADs or more of the largest READ the window allows (one rsize, or
+// the window itself when smaller).
+func (e Evidence) Streaming() bool {
+	largest := float64(e.ReadAheadKB) * 1024
+	if e.RSize > 0 {
+		largest = min(largest, float64(e.RSize))
+	}
+	return e.Reads >= MinStepReads && largest > 0 && e.AvgReadBytes >= StreamingREADs*largest
+}
+
 // Decide returns the step for the evidence of the interval ending at now; stalled says the
 // mount's server is not answering. It judges the previous change (once: the next call
 // has nothing left to judge). e.ReadAheadKB is the current read-ahead.
@@ -154,66 +191,95 @@ func (c *Controller) Decide(e Evidence, now time.Time, stalled bool) Step {
 		s.Reason, s.Why = r, fmt.Sprintf(format, args...)
 		return s
 	}
+	if c.started.IsZero() {
+		c.started = now
+	}
 	if stalled {
 		c.pending = nil // the interval says nothing about read-ahead
 		return decide(HoldStalled, "the server is not answering")
 	}
-	if !c.lastChange.IsZero() && now.Sub(c.lastChange) < c.Interval*3/4 {
-		return decide(HoldInterval, "last change %s ago, interval %s", now.Sub(c.lastChange).Round(time.Millisecond), c.Interval)
+	since := now.Sub(c.lastChange)
+	changed := !c.lastChange.IsZero()
+	if changed && since < c.Interval*3/4 {
+		return decide(HoldInterval, "last change %s ago, interval %s", since.Round(time.Millisecond), c.Interval)
 	}
 	if cur < c.MinKB || cur > c.MaxKB {
 		c.pending = nil
 		s.ToKB = min(max(cur, c.MinKB), c.MaxKB)
 		return decide(ReasonBounds, "%d KiB is outside the bounds %d..%d KiB", cur, c.MinKB, c.MaxKB)
 	}
+	if changed && since < c.Interval*7/4 {
+		return decide(HoldSettling, "last change %s ago: files opened before it still read with the old window", since.Round(time.Millisecond))
+	}
 	if p := c.pending; p != nil {
 		c.pending = nil
 		if p.step.ToKB == cur {
 			s.Verdict, s.VerdictWhy = Judge(p.before, e)
-			if s.Verdict == Helped && p.step.Direction() == Up {
-				c.ceilings = 0
-			}
-			if s.Verdict == Hurt {
+			switch {
+			case s.Verdict == Hurt:
 				s.ToKB = p.step.FromKB
 				return decide(ReasonHurt, "the change %d -> %d KiB hurt: %s", p.step.FromKB, p.step.ToKB, s.VerdictWhy)
+			case p.step.Reason == ReasonProbe && s.Verdict != Helped:
+				s.ToKB = p.step.FromKB
+				return decide(ReasonNoGain, "the probe %d -> %d KiB did not help (%s): %s", p.step.FromKB, p.step.ToKB, s.Verdict, s.VerdictWhy)
+			case p.step.Reason == ReasonProbe:
+				c.probes = 0 // a smaller window reads faster: keep it, and grow no further for a while
+				c.ceiling = c.learn(&c.ceilings, cur, now)
+			case s.Verdict == Helped && p.step.Direction() == Up:
+				c.ceilings = 0
 			}
 		}
 	}
 	if e.AppReadBytes < MinStepBytes {
 		return decide(HoldTraffic, "application reads %s in %.0f s; a step needs %s", mib(e.AppReadBytes), e.Seconds, mib(MinStepBytes))
 	}
-	figures := fmt.Sprintf("over-read %.2f, window-bound %.2f (%.1f READs in flight, %.1f per window), application reads %.1f MiB/s",
-		e.OverRead, e.WindowBound, e.InFlight, e.WindowReads, e.AppBytesPerSecond/(1<<20))
+	figures := fmt.Sprintf("over-read %.2f, average READ %.0f KiB (rsize %d KiB), %.1f READs in flight, application reads %.1f MiB/s",
+		e.OverRead, e.AvgReadBytes/1024, e.RSize/1024, e.InFlight, e.AppBytesPerSecond/(1<<20))
+	lo, hi := c.MinKB, c.MaxKB
+	if c.floor.active(now) {
+		lo = max(lo, c.floor.kb)
+	}
+	if c.ceiling.active(now) {
+		hi = min(hi, c.ceiling.kb)
+	}
 	switch {
 	case e.OverRead > ShrinkOverRead:
-		lo := c.MinKB
-		if c.floor.active(now) {
-			lo = max(lo, c.floor.kb)
-		}
-		s.ToKB = max(cur/2&^3, lo)
-		if s.ToKB >= cur {
+		if s.ToKB = max(half(cur), lo); s.ToKB >= cur {
 			s.ToKB = cur
 			return decide(HoldLimit, "%s; floor %d KiB", figures, lo)
 		}
 		return decide(ReasonOverRead, "%s: over-read above %.1f", figures, ShrinkOverRead)
-	case e.Reads >= MinStepReads && e.WindowBound >= WindowBoundAt && e.OverRead <= GrowOverRead:
-		hi := c.MaxKB
-		if c.ceiling.active(now) {
-			hi = min(hi, c.ceiling.kb)
-		}
+	case !e.Streaming():
+		return decide(HoldSteady, "%s: not streaming (the average READ is under %.0f %% of what read-ahead makes)", figures, 100*StreamingREADs)
+	case e.OverRead <= GrowOverRead && cur < hi:
 		s.ToKB = min(cur*2, hi)
-		if s.ToKB <= cur {
-			s.ToKB = cur
-			return decide(HoldLimit, "%s; ceiling %d KiB", figures, hi)
-		}
-		return decide(ReasonWindowBound, "%s: window-bound at %.2f or more, over-read at most %.1f", figures, WindowBoundAt, GrowOverRead)
+		return decide(ReasonStreaming, "%s: streaming, over-read at most %.1f", figures, GrowOverRead)
 	}
-	return decide(HoldSteady, "%s", figures)
+	steady := now.Sub(c.started)
+	if changed {
+		steady = since
+	}
+	if steady >= c.probeWait() && e.AppReadBytes >= MinJudgedBytes && half(cur) >= lo {
+		s.ToKB = half(cur)
+		return decide(ReasonProbe, "%s: streaming at %d KiB without growing for %s; trying half", figures, cur, steady.Round(time.Second))
+	}
+	if cur < hi {
+		return decide(HoldSteady, "%s: over-read above %.1f, at most %.1f", figures, GrowOverRead, ShrinkOverRead)
+	}
+	return decide(HoldLimit, "%s; ceiling %d KiB, floor %d KiB", figures, hi, lo)
 }
 
-// Applied records that step s, decided on evidence e, was made at now: the next Decide
-// judges it (unless it was a move into the bounds or an undo), and a cut or an undo
-// teaches a limit.
+// half is kb halved, in whole pages.
+func half(kb int) int { return kb / 2 &^ 3 }
+
+// probeWait is how long a streaming mount that cannot grow holds before the next probe.
+func (c *Controller) probeWait() time.Duration {
+	return c.Interval * time.Duration(min(ProbeAfter<<min(c.probes, 8), HoldIntervals<<MaxHoldDoublings))
+}
+
+// Applied records that step s, decided on evidence e, was made at now: the change settles
+// for an interval, then the next Decide judges it (unless it was a move into the bounds or
+// an undo); a cut or an undo teaches a limit.
 func (c *Controller) Applied(s Step, e Evidence, now time.Time) {
 	if !s.Changed() {
 		return
@@ -227,10 +293,12 @@ func (c *Controller) Applied(s Step, e Evidence, now time.Time) {
 		} else {
 			c.floor = c.learn(&c.floors, s.ToKB, now)
 		}
+	case ReasonNoGain:
+		c.probes++
 	case ReasonOverRead:
 		c.ceiling = c.learn(&c.ceilings, s.ToKB, now)
 		c.pending = &pendingStep{step: s, before: e}
-	case ReasonWindowBound:
+	case ReasonStreaming, ReasonProbe:
 		c.pending = &pendingStep{step: s, before: e}
 	}
 }
