@@ -262,22 +262,23 @@ func TestReadAheadVerdictRandom(t *testing.T) {
 	}
 }
 
-// TestReadAheadWasteSmallCgroup: 16 sequential readers of 48 MiB files in a 64 MiB memory
+// TestReadAheadWasteSmallCgroup: 16 sequential readers of 48 MiB files in a 32 MiB memory
 // cgroup with 15360 KiB of read-ahead each (240 MiB of windows) have their pages evicted
 // before they read them; the server sends well over what they read, and the audit says so
-// (NFS003).
+// (NFS003). In 64 MiB on a 1 ms link the over-read stayed at 1.35 to 1.42 over 13 GiB, under
+// NFS003's 1.5: the windows must outgrow the cgroup by more than that.
 func TestReadAheadWasteSmallCgroup(t *testing.T) {
 	RequireGuest(t)
 	m := Mount(t, MountSpec{Version: "4.2", Options: "rsize=1048576"})
 	logExportSpace(t)
 	files := layout(t, m.Dir, 16, 48)
 	setReadAheadKB(t, m.Device, 15360)
-	Link(t, time.Millisecond, "", 0)
+	Link(t, 2*time.Millisecond, "", 0)
 	var readers []string
 	for _, f := range files {
 		readers = append(readers, "("+seqReaderLoop([]string{f})+") &")
 	}
-	startReader(t, smallCgroup(t, "64M"), strings.Join(readers, " ")+" wait")
+	startReader(t, smallCgroup(t, "32M"), strings.Join(readers, " ")+" wait")
 	// NFS003 needs 256 MiB from the server since the mount.
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
@@ -293,7 +294,7 @@ func TestReadAheadWasteSmallCgroup(t *testing.T) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no NFS003 on %s after 5 min of 16 readers in a 64 MiB cgroup: %v", m.Device, ids)
+			t.Fatalf("no NFS003 on %s after 5 min of 16 readers in a 32 MiB cgroup: %v", m.Device, ids)
 		}
 	}
 }

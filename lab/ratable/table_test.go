@@ -37,8 +37,9 @@ const (
 	cgroupMax  = "64M"
 	warmup     = 5 * time.Second
 	window     = 30 * time.Second
-	// adaptiveRun is how long the agent runs before the measured window: time to settle.
-	adaptiveRun = 30 * time.Second
+	// adaptiveRun is how long the agent runs before the measured window: the minute within
+	// which it should settle (one rsize to the cap is four changes, two intervals each).
+	adaptiveRun = 60 * time.Second
 	// switchPhase is each half of the switching workload, measured whole.
 	switchPhase = 60 * time.Second
 	agentListen = "127.0.0.1:9479"
@@ -122,8 +123,8 @@ func TestReadAheadTable(t *testing.T) {
 			agentLog = startAgent(t, m.Dir)
 		}, nil)
 		r.changes = agentChanges(t, agentLog, r)
-		if n := len(r.changes); n > 0 {
-			r.settled = r.changes[n-1].at - r.switchAt
+		if c, ok := lastMove(r.changes); ok {
+			r.settled = c.at - r.switchAt
 		}
 		results = append(results, r)
 		stopAgentAndRevert(t, m.Device)
@@ -448,6 +449,19 @@ func agentChanges(t *testing.T, logPath string, r result) []change {
 	return out
 }
 
+// lastMove returns the last change that moved the read-ahead for good: a probe undone at
+// its verdict (no_gain) is a look, not a move, and neither it nor its undo counts.
+func lastMove(changes []change) (change, bool) {
+	for i := len(changes) - 1; i >= 0; i-- {
+		c := changes[i]
+		if c.reason == "no_gain" || (c.reason == "probe" && i+1 < len(changes) && changes[i+1].reason == "no_gain") {
+			continue
+		}
+		return c, true
+	}
+	return change{}, false
+}
+
 // render writes the table of docs/benchmarks.md.
 func render(scenarios []scenario, fixed []int, results []result, kernel string, rsizeKB int) string {
 	var b strings.Builder
@@ -503,7 +517,7 @@ func render(scenarios []scenario, fixed []int, results []result, kernel string, 
 			path = append(path, strconv.Itoa(c.toKB))
 		}
 		settled := "-"
-		if len(ad.changes) > 0 {
+		if _, ok := lastMove(ad.changes); ok {
 			settled = fmt.Sprintf("%.0f s", ad.settled.Seconds())
 			if sc.phases != nil {
 				settled += " after the switch"
