@@ -34,6 +34,10 @@ const (
 	// learned ceiling) holds before the controller tries half its window; each probe that
 	// gains nothing doubles the wait, up to HoldIntervals << MaxHoldDoublings.
 	ProbeAfter = 3
+	// ProbeGain is the rise of the application read rate a probe must bring to be kept:
+	// twice the verdict's RateChange. A probe kept leaves a ceiling, so it takes clear
+	// evidence; one undone costs only a later probe.
+	ProbeGain = 2 * RateChange
 )
 
 // Reason says why the controller changed, or held, a mount's read-ahead. The reasons of
@@ -119,8 +123,8 @@ func (s Step) Direction() string {
 //
 //   - a value outside the bounds moves to the nearest bound (at once, without traffic);
 //   - a change judged hurt is undone, and the value it goes back to becomes a limit (a
-//     ceiling after a rise, a floor after a cut) for HoldIntervals intervals; a probe not
-//     judged helped is undone (no_gain), and one judged helped leaves a ceiling;
+//     ceiling after a rise, a floor after a cut) for HoldIntervals intervals; a probe that
+//     did not gain ProbeGain is undone (no_gain), and one that did leaves a ceiling;
 //   - over-read above ShrinkOverRead halves the window (never below MinKB nor a learned
 //     floor) and makes the new value a ceiling for the hold: a window that wasted is not
 //     grown again at once;
@@ -129,8 +133,9 @@ func (s Step) Direction() string {
 //     whose pages are read costs nothing a reader does not use, and the next interval
 //     says whether it hurt;
 //   - streaming traffic that cannot grow, held for ProbeAfter intervals, has its window
-//     halved once (a probe): kept only when judged helped, so a window that grew past its
-//     best without a visible loss comes back down; each probe undone doubles the wait;
+//     halved once (a probe): kept only when the rate rose by ProbeGain, so a window that
+//     grew past its best without a visible loss comes back down; each probe undone doubles
+//     the wait;
 //   - anything else holds.
 //
 // A limit learned again in the same direction holds twice as long as the last one, up
@@ -219,9 +224,9 @@ func (c *Controller) Decide(e Evidence, now time.Time, stalled bool) Step {
 			case s.Verdict == Hurt:
 				s.ToKB = p.step.FromKB
 				return decide(ReasonHurt, "the change %d -> %d KiB hurt: %s", p.step.FromKB, p.step.ToKB, s.VerdictWhy)
-			case p.step.Reason == ReasonProbe && s.Verdict != Helped:
+			case p.step.Reason == ReasonProbe && !gained(p.before, e):
 				s.ToKB = p.step.FromKB
-				return decide(ReasonNoGain, "the probe %d -> %d KiB did not help (%s): %s", p.step.FromKB, p.step.ToKB, s.Verdict, s.VerdictWhy)
+				return decide(ReasonNoGain, "the probe %d -> %d KiB did not read %.0f %% faster (%s): %s", p.step.FromKB, p.step.ToKB, 100*ProbeGain, s.Verdict, s.VerdictWhy)
 			case p.step.Reason == ReasonProbe:
 				c.probes = 0 // a smaller window reads faster: keep it, and grow no further for a while
 				c.ceiling = c.learn(&c.ceilings, cur, now)
@@ -267,6 +272,12 @@ func (c *Controller) Decide(e Evidence, now time.Time, stalled bool) Step {
 		return decide(HoldSteady, "%s: over-read above %.1f, at most %.1f", figures, GrowOverRead, ShrinkOverRead)
 	}
 	return decide(HoldLimit, "%s; ceiling %d KiB, floor %d KiB", figures, hi, lo)
+}
+
+// gained reports whether after reads ProbeGain faster than before, both windows judged.
+func gained(before, after Evidence) bool {
+	v, _ := Judge(before, after)
+	return v == Helped && after.AppBytesPerSecond >= (1+ProbeGain)*before.AppBytesPerSecond
 }
 
 // half is kb halved, in whole pages.
