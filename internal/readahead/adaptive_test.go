@@ -1,6 +1,7 @@
 package readahead
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -325,5 +326,61 @@ func TestControllerStallDropsJudgement(t *testing.T) {
 	now = now.Add(interval)
 	if s := run(c, seqAt(2048, 50, 1.0), now, false); s.Verdict != "" || s.Reason == ReasonHurt {
 		t.Errorf("after the stall: %+v, want no verdict", s)
+	}
+}
+
+// TestControllerJudgesLateEffects: sixteen readers whose files stay open 14 s, each reading
+// with the window it opened its file with, so a change reaches the mount's rate only as
+// the files are opened again. They read 44 MiB/s in all at 4096 KiB or less and 25 above
+// (memory pressure that shows as a lower rate, not as over-read). Judged on the interval
+// after the settling one, each rise to 8192 shows as hurt and is undone: the window is
+// above 4096 KiB for two intervals per try, the tries a learned ceiling's hold apart.
+func TestControllerJudgesLateEffects(t *testing.T) {
+	const streams, fileSeconds, tick = 16, 14.0, 0.1
+	rate := func(kb int) float64 {
+		if kb > 4096 {
+			return 25.0 / streams
+		}
+		return 44.0 / streams
+	}
+	window := make([]int, streams)     // each reader's window, from its file's open
+	reopen := make([]float64, streams) // when each reader opens its next file
+	for i := range window {
+		window[i], reopen[i] = 128, fileSeconds*float64(i)/streams
+	}
+	c := newTestController()
+	now, clock, ra := time.Unix(1_700_000_000, 0), 0.0, 128
+	var path []int
+	for range 24 { // two minutes
+		mib := 0.0
+		for range int(interval.Seconds() / tick) {
+			for i := range window {
+				if clock >= reopen[i] {
+					window[i], reopen[i] = ra, reopen[i]+fileSeconds
+				}
+				mib += rate(window[i]) * tick
+			}
+			clock += tick
+		}
+		now = now.Add(interval)
+		s := run(c, seqAt(ra, mib/interval.Seconds(), 1.0), now, false)
+		ra = s.ToKB
+		path = append(path, ra)
+	}
+	// Each try above 4096 lasts its settling interval and the one that judges it.
+	run := 0
+	for i, kb := range path {
+		if run = 0; kb > 4096 {
+			run = 1
+			for j := i - 1; j >= 0 && path[j] > 4096; j-- {
+				run++
+			}
+		}
+		if run > 2 {
+			t.Fatalf("above 4096 KiB for %d intervals in a row at %s (path %v), want at most 2", run, time.Duration(i+1)*interval, path)
+		}
+	}
+	if !slices.Contains(path, 8192) {
+		t.Errorf("path %v never tried 8192: the case tests nothing", path)
 	}
 }
