@@ -183,9 +183,9 @@ lab-setup:
 
 # lab-test runs lab/labtest and lab/agentlab inside one boot of the guest with the binary
 # built from this tree. LAB_TEST_SKIP are the lab tests lab-test leaves to make
-# readahead-table, which boots the guest with the memory they need: the waste of 16 readers
-# in a small memory cgroup.
-LAB_TEST_SKIP ?= ^TestReadAheadWasteSmallCgroup$$
+# readahead-table, which boots the guest with the memory they need (a 1 MiB rsize): the
+# read-ahead waste case.
+LAB_TEST_SKIP ?= ^TestReadAheadWaste$$
 lab-test: lab-setup
 	GO=$(GO) bash lab/test.sh -test.skip='$(LAB_TEST_SKIP)'
 
@@ -222,7 +222,7 @@ lab-shell: lab-setup
 readahead-table: lab-setup
 	NFSTUNE_LAB_MEMORY=$${NFSTUNE_LAB_MEMORY:-5G} NFSTUNE_LAB_TIMEOUT=$${NFSTUNE_LAB_TIMEOUT:-10800} \
 		LAB_PACKAGES="./lab/labtest ./lab/ratable" GO=$(GO) bash lab/test.sh -test.timeout=3h \
-		-run '^(TestReadAheadTable|TestReadAheadWasteSmallCgroup)$$'
+		-run '^(TestReadAheadTable|TestReadAheadWaste)$$'
 
 # demo shows what read-ahead does on a cloud-like link, with nfstune's audit.
 demo: lab-setup

@@ -262,41 +262,76 @@ func TestReadAheadVerdictRandom(t *testing.T) {
 	}
 }
 
-// TestReadAheadWasteSmallCgroup: 16 sequential readers of 48 MiB files in a 32 MiB memory
-// cgroup with 15360 KiB of read-ahead each (240 MiB of windows) have their pages evicted
-// before they read them; the server sends well over what they read, and the audit says so
-// (NFS003). In 64 MiB on a 1 ms link the over-read stayed at 1.35 to 1.42 over 13 GiB, under
-// NFS003's 1.5: the windows must outgrow the cgroup by more than that.
-func TestReadAheadWasteSmallCgroup(t *testing.T) {
+// TestReadAheadWaste: NFS003 (read-ahead that wastes) follows the kernel's own counters.
+//
+//   - 16 sequential readers of 48 MiB files in a 64 MiB memory cgroup (scenario b of the
+//     read-ahead table) with 15360 KiB of read-ahead each, 240 MiB of windows: whether the
+//     server sends half again what they read depends on how the kernel's read-ahead fares
+//     under the cgroup's reclaim (1.19 to 1.60 in the lab, 3.9 in the field), so the case
+//     asserts that the audit agrees with the counters: NFS003 when over-read since the
+//     mount is above 1.5, none when below (a band of 0.05 either side for the traffic
+//     between the counters' read and the audit's).
+//   - readers that read the first MiB of each file and close it, with 15360 KiB of
+//     read-ahead (a thumbnailer, a file-type sniffer): the kernel's window ramps ahead of
+//     them (256 KiB, then 1 MiB, then 4 MiB) and the server sends several times what they
+//     read; NFS003 must fire, with the figures that predict it.
+func TestReadAheadWaste(t *testing.T) {
 	RequireGuest(t)
-	m := Mount(t, MountSpec{Version: "4.2", Options: "rsize=1048576"})
-	logExportSpace(t)
-	files := layout(t, m.Dir, 16, 48)
-	setReadAheadKB(t, m.Device, 15360)
-	Link(t, 2*time.Millisecond, "", 0)
-	var readers []string
-	for _, f := range files {
-		readers = append(readers, "("+seqReaderLoop([]string{f})+") &")
-	}
-	startReader(t, smallCgroup(t, "32M"), strings.Join(readers, " ")+" wait")
-	// NFS003 needs 256 MiB from the server since the mount.
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
-		time.Sleep(30 * time.Second)
-		app, server := readBytes(t, m.Dir)
-		t.Logf("since the mount: %d MiB from the server, %d MiB read (over-read %.2f)", server>>20, app>>20, float64(server)/float64(max(app, 1)))
+	t.Run("16 readers in a 64 MiB cgroup", func(t *testing.T) {
+		m := Mount(t, MountSpec{Version: "4.2", Options: "rsize=1048576"})
+		logExportSpace(t)
+		files := layout(t, m.Dir, 16, 48)
+		setReadAheadKB(t, m.Device, 15360)
+		Link(t, 2*time.Millisecond, "", 0)
+		var readers []string
+		for _, f := range files {
+			readers = append(readers, "("+seqReaderLoop([]string{f})+") &")
+		}
+		startReader(t, smallCgroup(t, "64M"), strings.Join(readers, " ")+" wait")
+		time.Sleep(90 * time.Second)
 		ids := findings(t, m.Device)
-		if contains(ids, "NFS003") {
-			// The audit read the counters a moment later: allow for the traffic between.
-			if float64(server) < 1.4*float64(app) || server < 200<<20 {
-				t.Errorf("NFS003 without its figures: %d server bytes, %d application bytes", server, app)
+		app, server := readBytes(t, m.Dir)
+		overRead := float64(server) / float64(max(app, 1))
+		t.Logf("since the mount: %d MiB from the server, %d MiB read (over-read %.2f); findings %v", server>>20, app>>20, overRead, ids)
+		if server < 256<<20 {
+			t.Fatalf("only %d MiB from the server in 90 s: the readers did not run", server>>20)
+		}
+		switch has := contains(ids, "NFS003"); {
+		case overRead > readahead.WastefulOverRead+0.05 && !has:
+			t.Errorf("over-read %.2f since the mount and no NFS003: %v", overRead, ids)
+		case overRead < readahead.WastefulOverRead-0.05 && has:
+			t.Errorf("NFS003 at over-read %.2f since the mount", overRead)
+		}
+	})
+	t.Run("readers that stop after the first MiB", func(t *testing.T) {
+		m := Mount(t, MountSpec{Version: "4.2", Options: "rsize=1048576"})
+		files := layout(t, m.Dir, 16, 48)
+		setReadAheadKB(t, m.Device, 15360)
+		Link(t, 2*time.Millisecond, "", 0)
+		startReader(t, "", fmt.Sprintf(`while :; do for f in %s; do dd if="$f" iflag=nocache count=0 status=none; dd if="$f" of=/dev/null bs=64k count=16 status=none; done; done`,
+			strings.Join(files, " ")))
+		// NFS003 needs 256 MiB from the server since the mount.
+		deadline := time.Now().Add(3 * time.Minute)
+		for {
+			time.Sleep(10 * time.Second)
+			if _, server := readBytes(t, m.Dir); server >= 300<<20 {
+				break
 			}
-			return
+			if time.Now().After(deadline) {
+				t.Fatal("under 300 MiB from the server after 3 min of readers")
+			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no NFS003 on %s after 5 min of 16 readers in a 32 MiB cgroup: %v", m.Device, ids)
+		ids := findings(t, m.Device)
+		app, server := readBytes(t, m.Dir)
+		overRead := float64(server) / float64(max(app, 1))
+		t.Logf("since the mount: %d MiB from the server, %d MiB read (over-read %.2f); findings %v", server>>20, app>>20, overRead, ids)
+		if overRead <= 2 {
+			t.Errorf("over-read %.2f: readers of the first MiB under a 15 MiB window should make the server send several times what they read", overRead)
 		}
-	}
+		if !contains(ids, "NFS003") {
+			t.Errorf("over-read %.2f since the mount and no NFS003: %v", overRead, ids)
+		}
+	})
 }
 
 // logExportSpace logs what the server's tmpfs export holds: earlier tests' files that a
