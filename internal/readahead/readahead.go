@@ -7,8 +7,8 @@
 //
 // The counters come from fs/nfs/iostat.h and fs/nfs/super.c nfs_show_stats
 // (/proc/self/mountstats): the bytes: line's normal, direct and server read bytes, the
-// events: line's vfsreadpage and vfsreadpages, and the READ row of the per-op statistics
-// (operations, cumulative RTT in milliseconds).
+// events: line's vfsreadpage and vfsreadpages, and the READ and READ_PLUS rows of the
+// per-op statistics (operations, cumulative RTT in milliseconds).
 package readahead
 
 import (
@@ -60,7 +60,8 @@ type Evidence struct {
 	// ServerReadBytes are the READ payload bytes the server sent (bytes: field 5).
 	ServerReadBytes uint64 `json:"server_read_bytes"`
 	// Reads and ReadRTTSeconds are the READ operations completed and their summed round
-	// trip times (per-op statistics, READ row); zero when the per-op rows were not read.
+	// trip times (per-op statistics, READ and READ_PLUS rows); zero when the per-op rows
+	// were not read.
 	Reads          uint64  `json:"reads"`
 	ReadRTTSeconds float64 `json:"read_rtt_seconds"`
 	// ReadPageEvents counts pages read one at a time (events: vfsreadpage, ->read_folio):
@@ -144,14 +145,17 @@ func (e Evidence) Limiting() bool {
 	return e.Reads >= MinWindowReads && e.WindowBound >= WindowBoundAt && e.OverRead <= WastefulOverRead
 }
 
-// readRow returns the READ row's operations and cumulative RTT in milliseconds.
+// readRow returns the operations and cumulative RTT in milliseconds of the READ and
+// READ_PLUS rows together: an NFSv4.2 client reads with READ_PLUS when the server offers it
+// (Linux 6.4 and later; fs/nfs/nfs42proc.c), and falls back to READ when it does not.
 func readRow(s *inventory.Stats) (ops, rttMS uint64) {
 	for i := range s.Operations {
-		if op := &s.Operations[i]; op.Operation == "READ" {
-			return op.Requests, op.CumulativeTotalResponseMilliseconds
+		if op := &s.Operations[i]; op.Operation == "READ" || op.Operation == "READ_PLUS" {
+			ops += op.Requests
+			rttMS += op.CumulativeTotalResponseMilliseconds
 		}
 	}
-	return 0, 0
+	return ops, rttMS
 }
 
 // wentBack reports whether a counter is lower in cur than in prev.

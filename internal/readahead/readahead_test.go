@@ -177,3 +177,27 @@ func TestBetween(t *testing.T) {
 		t.Errorf("Between = %+v", got)
 	}
 }
+
+// TestMeasureCountsReadPlus: an NFSv4.2 client of Linux 6.4 and later reads with READ_PLUS
+// when the server offers it; its rows count as READs, with READ's, in every figure.
+func TestMeasureCountsReadPlus(t *testing.T) {
+	ra := 1024
+	stats := func(read, readPlus, rttMS uint64, bytes uint64) *inventory.Stats {
+		return &inventory.Stats{Age: time.Minute,
+			Bytes: procfs.NFSBytesStats{Read: bytes, ReadTotal: bytes},
+			Operations: []procfs.NFSOperationStats{
+				{Operation: "READ", Requests: read, CumulativeTotalResponseMilliseconds: rttMS / 4},
+				{Operation: "READ_PLUS", Requests: readPlus, CumulativeTotalResponseMilliseconds: rttMS - rttMS/4},
+			}}
+	}
+	prev := stats(0, 0, 0, 0)
+	// 10 s: 2 READs and 98 READ_PLUS of 1 MiB, 400 ms of RTT in all.
+	m := &inventory.Mount{Device: "0:68", RSize: 1 << 20, ReadAheadKB: &ra, Stats: stats(2, 98, 400, 100<<20)}
+	got := Measure(m, prev, 10*time.Second)
+	if got.Reads != 100 || !near(got.AvgReadBytes, 1<<20) || !near(got.InFlight, 0.04) {
+		t.Errorf("READs %d, average READ %.0f, in flight %.3f; want 100, 1048576, 0.04", got.Reads, got.AvgReadBytes, got.InFlight)
+	}
+	if !got.Streaming() {
+		t.Error("READ_PLUS of one rsize not streaming")
+	}
+}
