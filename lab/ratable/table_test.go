@@ -457,18 +457,20 @@ func agentChanges(t *testing.T, logPath string, r result) []change {
 	for sc.Scan() {
 		var l struct {
 			Time   time.Time `json:"time"`
+			Level  string    `json:"level"`
 			Msg    string    `json:"msg"`
 			From   int       `json:"from_kb"`
 			To     int       `json:"to_kb"`
 			Reason string    `json:"reason"`
 		}
 		if json.Unmarshal(sc.Bytes(), &l) != nil {
+			t.Logf("agent: %s", sc.Text()) // not a log record: a panic's trace, say
 			continue
 		}
 		if first.IsZero() {
 			first = l.Time // "agent started"
 		}
-		if strings.HasPrefix(l.Msg, "adaptive read-ahead") {
+		if strings.HasPrefix(l.Msg, "adaptive read-ahead") || l.Level == "WARN" || l.Level == "ERROR" {
 			t.Logf("agent: %s", sc.Text())
 		}
 		if l.Msg == "adaptive read-ahead changed" {
