@@ -108,6 +108,11 @@ func TestReadAheadTable(t *testing.T) {
 		{name: "c", description: fmt.Sprintf("random 16 KiB reads (4 jobs) over %d MiB in the %s cgroup", randMiB, cgroupMax), start: random},
 		{name: "d", description: fmt.Sprintf("c for %s, then a for %s", switchPhase, switchPhase), phases: []func(*testing.T) func(){random, seqOne}},
 	}
+	if only := os.Getenv("NFSTUNE_LAB_SCENARIOS"); only != "" {
+		// A part of the table, e.g. "a,b": the whole one is half an hour under emulation.
+		scenarios = slices.DeleteFunc(scenarios, func(sc scenario) bool { return !slices.Contains(strings.Split(only, ","), sc.name) })
+		t.Logf("scenarios %s only (NFSTUNE_LAB_SCENARIOS)", only)
+	}
 	fixed := slices.Compact(slices.Sorted(slices.Values([]int{128, 1024, 4096, 15 * rsizeKB})))
 
 	var results []result
