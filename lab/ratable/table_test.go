@@ -414,7 +414,7 @@ rules:
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(labtest.Bin(t), "agent", "--pid", "0", "--config", cfg, "--listen", agentListen, "--log-format", "json")
+	cmd := exec.Command(labtest.Bin(t), "agent", "--pid", "0", "--config", cfg, "--listen", agentListen, "--log-format", "json", "--log-level", "debug")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
