@@ -224,7 +224,7 @@ func (c *Controller) Decide(e Evidence, now time.Time, stalled bool) Step {
 			case s.Verdict == Hurt:
 				s.ToKB = p.step.FromKB
 				return decide(ReasonHurt, "the change %d -> %d KiB hurt: %s", p.step.FromKB, p.step.ToKB, s.VerdictWhy)
-			case p.step.Reason == ReasonProbe && !gained(p.before, e):
+			case p.step.Reason == ReasonProbe && !gained(s.Verdict, p.before, e):
 				s.ToKB = p.step.FromKB
 				return decide(ReasonNoGain, "the probe %d -> %d KiB did not read %.0f %% faster (%s): %s", p.step.FromKB, p.step.ToKB, 100*ProbeGain, s.Verdict, s.VerdictWhy)
 			case p.step.Reason == ReasonProbe:
@@ -274,9 +274,8 @@ func (c *Controller) Decide(e Evidence, now time.Time, stalled bool) Step {
 	return decide(HoldLimit, "%s; ceiling %d KiB, floor %d KiB", figures, hi, lo)
 }
 
-// gained reports whether after reads ProbeGain faster than before, both windows judged.
-func gained(before, after Evidence) bool {
-	v, _ := Judge(before, after)
+// gained reports whether after, judged v against before, reads ProbeGain faster.
+func gained(v Verdict, before, after Evidence) bool {
 	return v == Helped && after.AppBytesPerSecond >= (1+ProbeGain)*before.AppBytesPerSecond
 }
 
