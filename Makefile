@@ -1,6 +1,10 @@
 # nfstune build, test and lab targets. `make verify` is the fast gate (format, vet, lint);
 # `make check` runs it and then every test; `make demo` runs the lab demo.
 GO       ?= go
+# Every go command builds with the toolchain go.mod names (its `toolchain` line), fetched once
+# from the Go module proxy when the installed go differs, so the binaries carry the standard
+# library's fixes whatever Go the machine has.
+export GOTOOLCHAIN := $(shell sed -n 's/^toolchain //p' go.mod)
 BIN      := bin/nfstune
 # VERSION is the release in internal/version/VERSION on its tag, else a pre-release of it,
 # v0.1.0-dev.g<commit>[.dirty] (hack/version.sh); the binaries, image tags and chart carry it.
