@@ -22,6 +22,13 @@ CYCLONEDX_GOMOD := bin/tools/cyclonedx-gomod-$(CYCLONEDX_GOMOD_VERSION)/cycloned
 # machine); shellcheck comes from Debian (.ci/run installs it).
 GOLANGCI_LINT_VERSION ?= v2.15.0
 GOLANGCI_LINT := bin/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint
+# govulncheck reads the Go vulnerability database of a pinned golang.org/x/vulndb module (its
+# OSV files, indexed by the module's own indexdb), so vulncheck's verdict changes with the tree,
+# not with the day. Raise VULNDB_VERSION to learn of newer advisories.
+GOVULNCHECK_VERSION ?= v1.9.0
+GOVULNCHECK := bin/tools/govulncheck-$(GOVULNCHECK_VERSION)/govulncheck
+VULNDB_VERSION ?= v0.0.0-20261105234957-e22db6528018
+VULNDB   := bin/tools/vulndb-$(VULNDB_VERSION)
 # The Python of hack/ (the dashboard drawer, the nfsiostat comparison): pyflakes, from Debian.
 PYTHON_SCRIPTS := $(wildcard hack/*.py hack/*/*.py)
 SHELL_SCRIPTS := $(wildcard lab/*.sh lab/guest/*.sh perf/*/*.sh hack/*.sh hack/*/*.sh) lab/guest/labctl .ci/run
@@ -30,7 +37,7 @@ TAGS     := lab,helm,apiserver,release
 
 PROMTOOL ?= promtool
 
-.PHONY: all host-packages build plugin verify test vet scrape-test rules-test compare-nfsiostat check lab-setup lab-test lab-matrix lab-record lab-shell demo minimal-root-check clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e readahead-table k8s-e2e-long lab-matrix-long check-long release release-binaries image-index chart release-test lab-arm64
+.PHONY: all host-packages build plugin verify test vulncheck vet scrape-test rules-test compare-nfsiostat check lab-setup lab-test lab-matrix lab-record lab-shell demo minimal-root-check clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e readahead-table k8s-e2e-long lab-matrix-long check-long release release-binaries image-index chart release-test lab-arm64
 
 all: build
 
@@ -61,6 +68,20 @@ $(GOLANGCI_LINT):
 test:
 	$(GO) test -count=1 ./...
 
+# vulncheck fails when code of this module (every build tag) reaches a known vulnerability in
+# the standard library or a dependency.
+vulncheck: $(GOVULNCHECK) $(VULNDB)/index/db.json
+	$(GOVULNCHECK) -db file://$(CURDIR)/$(VULNDB) -tags $(TAGS) ./...
+
+$(GOVULNCHECK):
+	GOBIN=$(CURDIR)/$(dir $(GOVULNCHECK)) $(GO) install golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION)
+
+$(VULNDB)/index/db.json:
+	GOBIN=$(CURDIR)/bin/tools/indexdb-$(VULNDB_VERSION) $(GO) install golang.org/x/vulndb/cmd/indexdb@$(VULNDB_VERSION)
+	rm -rf $(VULNDB)
+	bin/tools/indexdb-$(VULNDB_VERSION)/indexdb -out $(VULNDB) \
+		-vulns "$$($(GO) env GOMODCACHE)/golang.org/x/vulndb@$(VULNDB_VERSION)/data/osv"
+
 # scrape-test checks the scrape comparison's fixture in its own module (it builds against
 # node_exporter); the comparison itself is a benchmark, run by hand (README.md).
 scrape-test:
@@ -86,7 +107,7 @@ host-packages:
 # of them on 6.1, a smoke suite on the other kernel lines. The tests start only once verify
 # has passed, with make -j too.
 check: verify
-	$(MAKE) test scrape-test rules-test release helm-lint helm-test apiserver-test lab-test lab-matrix k8s-e2e minimal-root-check
+	$(MAKE) vulncheck test scrape-test rules-test release helm-lint helm-test apiserver-test lab-test lab-matrix k8s-e2e minimal-root-check
 
 # check-long runs what check leaves out to fit CI's budget (about an hour and a half on 2
 # cores): the stuck server's cases on every kernel line, the recovery and node groups cases
