@@ -510,6 +510,19 @@ func TestBoundedSourceServesLastSnapshot(t *testing.T) {
 	}
 }
 
+// TestBoundedSourceBackToBack: a read that starts after the last one returned reads anew,
+// never the last snapshot for a read it takes to be still running.
+func TestBoundedSourceBackToBack(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	src := boundedSource(func(ctx context.Context) (int32, error) { return calls.Add(1), nil }, 0)
+	for i := int32(1); i <= 100000; i++ {
+		if got, err := src(context.Background()); err != nil || got != i {
+			t.Fatalf("read %d returned %d, %v: a stale result", i, got, err)
+		}
+	}
+}
+
 // BenchmarkReactionWork is the agent's share of the reaction time, without the CPU
 // contention of an emulated guest: one mountinfo-triggered reconcile on a host with 50 NFS
 // superblocks (inventory.GenerateTree) that finds one superblock below its profile, reads

@@ -355,7 +355,6 @@ func boundedSource[T any](src func(context.Context) (T, error), fresh time.Durat
 		}
 		done := make(chan result, 1)
 		go func() {
-			defer func() { <-busy }()
 			// Fresh from when the read began, as the gather cache of /metrics counts.
 			start := time.Now()
 			v, err := src(ctx)
@@ -364,6 +363,9 @@ func boundedSource[T any](src func(context.Context) (T, error), fresh time.Durat
 				last, lastAt = &v, start
 				mu.Unlock()
 			}
+			// Free before the result is delivered: the caller's next read, back to back,
+			// must not find this one still running.
+			<-busy
 			done <- result{v, err}
 		}()
 		select {
