@@ -481,6 +481,10 @@ func agentChanges(t *testing.T, logPath string, r result) []change {
 			out = append(out, change{at: l.Time.Sub(first), fromKB: l.From, toKB: l.To, reason: l.Reason})
 		}
 	}
+	if len(out) == 0 {
+		// Not one change: the whole log, to say why.
+		t.Logf("agent made no change; its log:\n%s", b)
+	}
 	return out
 }
 
