@@ -90,6 +90,7 @@ func TestReadAheadTable(t *testing.T) {
 	randFile := write(t, filepath.Join(m.Dir, "random"), randMiB)
 	labtest.Link(t, linkDelay, linkRate, 0)
 	cg := memoryCgroup(t, cgroupMax)
+	agentBin := inMemory(t, labtest.Bin(t))
 
 	seqOne := func(t *testing.T) func() { return startShell(t, "", seqLoop(files)) }
 	seq16 := func(t *testing.T) func() {
@@ -125,7 +126,7 @@ func TestReadAheadTable(t *testing.T) {
 		r := measure(t, m, sc, "adaptive", func() {
 			// A fresh mount's read-ahead, then the agent takes it from there.
 			setReadAhead(t, m.Device, 128)
-			agentLog = startAgent(t, m.Dir)
+			agentLog = startAgent(t, agentBin, m.Dir)
 		}, nil)
 		r.changes = agentChanges(t, agentLog, r)
 		if c, ok := lastMove(r.changes); ok {
@@ -392,7 +393,7 @@ func memoryCgroup(t *testing.T, limit string) string {
 
 // startAgent runs `nfstune agent` with a policy that makes dir's mount adaptive and
 // leaves every other mount alone (observe), logging JSON to a file whose path it returns.
-func startAgent(t *testing.T, dir string) string {
+func startAgent(t *testing.T, bin, dir string) string {
 	t.Helper()
 	tmp := t.TempDir()
 	cfg := filepath.Join(tmp, "policy.yaml")
@@ -413,22 +414,63 @@ rules:
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(labtest.Bin(t), "agent", "--pid", "0", "--config", cfg, "--listen", agentListen, "--log-format", "json", "--log-level", "debug")
+	cmd := exec.Command(bin, "agent", "--pid", "0", "--config", cfg, "--listen", agentListen, "--log-format", "json", "--log-level", "debug")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	running = append(running, cmd)
-	t.Cleanup(func() { stopAgents(); logFile.Close() })
+	running = append(running, agentProc{cmd: cmd, log: logPath})
+	t.Cleanup(func() { stopAgents(t); logFile.Close() })
 	return logPath
 }
 
-var running []*exec.Cmd
+// inMemory copies the binary at path to a tmpfs, as a node has its agent on a local disk.
+// The guest's own files are the host's, over 9p: while 16 readers in a 64 MiB cgroup fault
+// their programs back in through it, the agent's first page faults from there waited for
+// more than the whole 90 s run (Linux 6.12: state D, not one line logged).
+func inMemory(t *testing.T, path string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=128m", "ratable-bin", dir).CombinedOutput(); err != nil {
+		t.Fatalf("mounting a tmpfs for the agent: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", dir).Run() })
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(dir, filepath.Base(path))
+	if err := os.WriteFile(dst, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
 
-func stopAgents() {
-	for _, c := range running {
-		_ = c.Process.Signal(syscall.SIGTERM)
-		_ = c.Wait()
+// agentProc is an agent the table started, with its log.
+type agentProc struct {
+	cmd *exec.Cmd
+	log string
+}
+
+var running []agentProc
+
+// stopAgents stops the agents. One that has logged nothing yet is described first (its
+// state, wait channel and kernel stack, the load) and asked for its goroutines (SIGQUIT).
+func stopAgents(t *testing.T) {
+	for _, a := range running {
+		if fi, err := os.Stat(a.log); err == nil && fi.Size() == 0 {
+			pid := a.cmd.Process.Pid
+			var b strings.Builder
+			for _, f := range []string{fmt.Sprintf("/proc/%d/status", pid), fmt.Sprintf("/proc/%d/wchan", pid), fmt.Sprintf("/proc/%d/stack", pid), "/proc/loadavg", "/proc/pressure/cpu", "/proc/pressure/memory"} {
+				c, err := os.ReadFile(f)
+				fmt.Fprintf(&b, "%s: %s%v\n", f, c, err)
+			}
+			t.Logf("agent %d logged nothing:\n%s", pid, b.String())
+			_ = a.cmd.Process.Signal(syscall.SIGQUIT)
+			time.Sleep(2 * time.Second)
+		}
+		_ = a.cmd.Process.Signal(syscall.SIGTERM)
+		_ = a.cmd.Wait()
 	}
 	running = nil
 }
@@ -437,7 +479,7 @@ func stopAgents() {
 // from before its first change.
 func stopAgentAndRevert(t *testing.T, dev string) {
 	t.Helper()
-	stopAgents()
+	stopAgents(t)
 	r := labtest.RunNfstune(t, "revert")
 	if r.Code != 0 {
 		t.Fatalf("nfstune revert: exit %d: %s", r.Code, r.Stderr)
