@@ -37,6 +37,8 @@ lab_log "building nfstune, the pause and test images and the Kubernetes lab test
 	"$GO" run ./lab/k8slab/mkimages -busybox /bin/busybox -out "$bin/lab-images.tar"
 	CGO_ENABLED=0 "$GO" test -c -tags lab -o "$bin/k8slab.test" ./lab/k8slab
 )
+# The agent's AppArmor profile, which TestAgentAppArmorProfile loads on the node.
+cp "$repo/deploy/apparmor/nfstune-agent" "$bin/nfstune-agent.apparmor"
 mkdir "$bin/release"
 cp -r "$K8S_RELEASE/oci" "$chart" "$bin/release/"
 for pair in $K8S_BINARIES; do

@@ -355,6 +355,54 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[i]
 }
 
+// TestAgentAppArmorProfile runs the agent with agent.blockedProcesses under
+// deploy/apparmor/nfstune-agent: it starts and tunes a new volume without one denial, and a
+// container with the agent's capability, mounts and profile can neither read nor write host
+// files through /host/proc/1/root, while the same container unconfined writes one.
+func TestAgentAppArmorProfile(t *testing.T) {
+	requireAgent(t)
+	pod := confineAgent(t)
+	agentPod = pod
+	pid, err := containerPID(pod.Status.ContainerStatuses[0].ContainerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	label, err := os.ReadFile(fmt.Sprintf("/proc/%d/attr/current", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(strings.TrimRight(string(label), "\x00")); got != "nfstune-agent (enforce)" {
+		t.Fatalf("agent's AppArmor profile = %q, want nfstune-agent (enforce)", got)
+	}
+	logf("agent pod %s Ready under nfstune-agent (enforce), with CAP_SYS_PTRACE", pod.Name)
+	r := startNFSPod(t, nfsPod("nfs-apparmor", inlineNFS("apparmor")), bootTime(), true)
+	if !r.tuned || !r.written {
+		t.Errorf("under the profile the agent did not tune %s: read_ahead_kb %d, write logged %v", r.mount.dev, readAhead(r.mount.dev), r.written)
+	}
+	if d := agentDenials(t); len(d) > 0 {
+		t.Errorf("the profile refused the agent %d times:\n%s", len(d), strings.Join(d, "\n"))
+	}
+
+	bin := copyProbe(t)
+	local := "nfstune-agent"
+	confined := runProbe(t, probePod("apparmor-confined", pod, corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost, LocalhostProfile: &local}, bin))
+	confinedWrote := takeProbeFile()
+	unconfined := runProbe(t, probePod("apparmor-unconfined", pod, corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}, bin))
+	unconfinedWrote := takeProbeFile()
+	summary.AppArmorProbes = map[string]probeResult{"nfstune-agent": confined, "unconfined": unconfined}
+	// Unconfined, the capability makes the container root on the node: what the profile
+	// is for. A probe that cannot show this proves nothing below.
+	if unconfined.ReadThroughRoot != "ok" || unconfined.WriteThroughRoot != "ok" || !unconfinedWrote {
+		t.Errorf("unconfined probe: read %s, write %s, file on the node %v; want both ok and the file written", unconfined.ReadThroughRoot, unconfined.WriteThroughRoot, unconfinedWrote)
+	}
+	if !probeDenied(confined.ReadThroughRoot) || !probeDenied(confined.WriteThroughRoot) || confinedWrote {
+		t.Errorf("under nfstune-agent: read %s, write %s, file on the node %v; want both refused", confined.ReadThroughRoot, confined.WriteThroughRoot, confinedWrote)
+	}
+	if confined.RootLinkText != "ok" || confined.FDInfo != "ok" {
+		t.Errorf("under nfstune-agent the blocked-process view cannot read: root link %s, fdinfo %s", confined.RootLinkText, confined.FDInfo)
+	}
+}
+
 func TestObserveMode(t *testing.T) {
 	requireAgent(t)
 	args := append([]string{"upgrade", "nfstune", registryChart}, chartValues(t, "agent", "observe")...)

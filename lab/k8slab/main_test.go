@@ -47,8 +47,11 @@ var summary struct {
 	FleetNoPodS                 float64  `json:"fleet_no_pod_s"`
 	FleetGroups                 []string `json:"fleet_groups"`
 	InlineDropInOptions         string   `json:"inline_dropin_options"`
-	GuestElapsedS               float64  `json:"guest_elapsed_s"`
-	FailedStep                  string   `json:"failed_step,omitempty"`
+	// AppArmorProbes are what a container with the agent's capability and mounts could do
+	// under the nfstune-agent profile and unconfined.
+	AppArmorProbes map[string]probeResult `json:"apparmor_probes,omitempty"`
+	GuestElapsedS  float64                `json:"guest_elapsed_s"`
+	FailedStep     string                 `json:"failed_step,omitempty"`
 }
 
 // The cluster the tests share: started once by TestMain.
@@ -59,6 +62,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(probeEnv) != "" {
+		// A container's /nfstune (TestAgentAppArmorProfile), not the tests.
+		os.Exit(apparmorProbe())
+	}
 	os.Exit(runMain(m))
 }
 

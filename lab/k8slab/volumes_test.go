@@ -25,7 +25,7 @@ const (
 
 // exportNames are the exports the cases mount, in order.
 func exportNames() []string {
-	names := []string{"pv", "inline", "observe", "installer", "fleet", "fleet-observe", "dropin"}
+	names := []string{"pv", "inline", "observe", "installer", "fleet", "fleet-observe", "dropin", "apparmor"}
 	for i := 1; i <= sequential; i++ {
 		names = append(names, fmt.Sprintf("pod%02d", i))
 	}
