@@ -71,24 +71,7 @@ func confineAgent(t *testing.T) *corev1.Pod {
 	if _, err := helm(args...); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
-		pods, _ := podsWithLabel(chartNS, "app.kubernetes.io/component=agent")
-		for i := range pods {
-			if pods[i].UID != agentPod.UID && pods[i].DeletionTimestamp == nil {
-				p, err := waitPod(chartNS, pods[i].Name, true, time.Until(deadline))
-				if err != nil {
-					t.Fatal(err)
-				}
-				chartPodUIDs[string(p.UID)] = true
-				return p
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no agent pod under the nfstune-agent profile Ready after 5 minutes")
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	return replacedAgent(t, string(agentPod.UID), "nfstune-agent profile")
 }
 
 // agentDenials are the kernel's AppArmor denials of the profile for the agent's binary.

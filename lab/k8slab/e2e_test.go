@@ -161,15 +161,8 @@ func TestAgentInstalled(t *testing.T) {
 
 	// containerd's default AppArmor profile confines the agent: the pod sets no profile,
 	// which means RuntimeDefault.
-	pid, err := containerPID(pod.Status.ContainerStatuses[0].ContainerID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	label, err := os.ReadFile(fmt.Sprintf("/proc/%d/attr/current", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	summary.AgentAppArmorProfile = strings.TrimSpace(strings.TrimRight(string(label), "\x00"))
+	pid, label := appArmorLabel(t, pod)
+	summary.AgentAppArmorProfile = label
 	logf("agent container at Ready: %s", cpuStat(pid))
 	logf("agent process %d runs under AppArmor profile %q", pid, summary.AgentAppArmorProfile)
 	if summary.AgentAppArmorProfile != "cri-containerd.apparmor.d (enforce)" {
@@ -363,15 +356,7 @@ func TestAgentAppArmorProfile(t *testing.T) {
 	requireAgent(t)
 	pod := confineAgent(t)
 	agentPod = pod
-	pid, err := containerPID(pod.Status.ContainerStatuses[0].ContainerID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	label, err := os.ReadFile(fmt.Sprintf("/proc/%d/attr/current", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := strings.TrimSpace(strings.TrimRight(string(label), "\x00")); got != "nfstune-agent (enforce)" {
+	if _, got := appArmorLabel(t, pod); got != "nfstune-agent (enforce)" {
 		t.Fatalf("agent's AppArmor profile = %q, want nfstune-agent (enforce)", got)
 	}
 	logf("agent pod %s Ready under nfstune-agent (enforce), with CAP_SYS_PTRACE", pod.Name)
@@ -411,26 +396,8 @@ func TestObserveMode(t *testing.T) {
 	}
 	logf("helm upgrade to observe mode done")
 	// The DaemonSet replaces the pod: wait for the new one.
-	var pod *corev1.Pod
-	deadline := time.Now().Add(5 * time.Minute)
-	for pod == nil {
-		pods, _ := podsWithLabel(chartNS, "app.kubernetes.io/component=agent")
-		for i := range pods {
-			if pods[i].UID != agentPod.UID && pods[i].DeletionTimestamp == nil {
-				p, err := waitPod(chartNS, pods[i].Name, true, time.Until(deadline))
-				if err != nil {
-					t.Fatal(err)
-				}
-				pod = p
-			}
-		}
-		if pod == nil && time.Now().After(deadline) {
-			t.Fatal("no observe-mode agent pod Ready after 5 minutes")
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	pod := replacedAgent(t, string(agentPod.UID), "observe-mode")
 	agentPod = pod
-	chartPodUIDs[string(pod.UID)] = true
 	before := map[string]int{}
 	ms, _ := readMounts()
 	for _, m := range ms {

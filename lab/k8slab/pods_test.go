@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -291,4 +292,44 @@ func helm(args ...string) (string, error) {
 		return string(out), fmt.Errorf("helm %s: %w\n%s", strings.Join(args, " "), err, out)
 	}
 	return string(out), nil
+}
+
+// replacedAgent waits up to 5 minutes, after a helm install or upgrade, for a Ready agent pod
+// other than the one whose UID is previous ("" for none), records it for the uninstall
+// check and returns it. what names the pod in the failure.
+func replacedAgent(t *testing.T, previous, what string) *corev1.Pod {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		pods, _ := podsWithLabel(chartNS, "app.kubernetes.io/component=agent")
+		for i := range pods {
+			if string(pods[i].UID) != previous && pods[i].DeletionTimestamp == nil {
+				p, err := waitPod(chartNS, pods[i].Name, true, time.Until(deadline))
+				if err != nil {
+					t.Fatal(err)
+				}
+				chartPodUIDs[string(p.UID)] = true
+				return p
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s agent pod Ready after 5 minutes", what)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// appArmorLabel is the AppArmor label of a pod's first container's process, e.g.
+// "cri-containerd.apparmor.d (enforce)", and that process's PID.
+func appArmorLabel(t *testing.T, p *corev1.Pod) (int, string) {
+	t.Helper()
+	pid, err := containerPID(p.Status.ContainerStatuses[0].ContainerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	label, err := os.ReadFile(fmt.Sprintf("/proc/%d/attr/current", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid, strings.TrimSpace(strings.TrimRight(string(label), "\x00"))
 }

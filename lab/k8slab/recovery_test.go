@@ -275,24 +275,7 @@ func installRecoveryAgent(t *testing.T, verb, mode, previous string) *corev1.Pod
 	if _, err := helm(args...); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
-		pods, _ := podsWithLabel(chartNS, "app.kubernetes.io/component=agent")
-		for i := range pods {
-			if string(pods[i].UID) != previous && pods[i].DeletionTimestamp == nil {
-				p, err := waitPod(chartNS, pods[i].Name, true, time.Until(deadline))
-				if err != nil {
-					t.Fatal(err)
-				}
-				chartPodUIDs[string(p.UID)] = true
-				return p
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no agent pod (recovery %s) Ready after 5 minutes", mode)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	return replacedAgent(t, previous, "recovery "+mode)
 }
 
 // deletePod deletes a pod as kubectl delete does, gracefully: the API server keeps it,
