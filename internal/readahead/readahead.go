@@ -140,9 +140,11 @@ func (e Evidence) Wasteful() bool {
 
 // Limiting reports whether the read-ahead window bounds the READs in flight, over enough
 // READs to tell, while read-ahead does not waste: raising a window whose pages are thrown
-// away would only throw away more.
+// away would only throw away more. The READs must be read-ahead's (Streaming): random
+// readers keep one READ in flight per request whatever the window, so 16 readers of 16 KiB
+// fill two windows of 128 KiB without the window limiting anything.
 func (e Evidence) Limiting() bool {
-	return e.Reads >= MinWindowReads && e.WindowBound >= WindowBoundAt && e.OverRead <= WastefulOverRead
+	return e.Reads >= MinWindowReads && e.Streaming() && e.WindowBound >= WindowBoundAt && e.OverRead <= WastefulOverRead
 }
 
 // readRow returns the operations and cumulative RTT in milliseconds of the READ and

@@ -144,15 +144,19 @@ func TestWastefulAndLimiting(t *testing.T) {
 		{"3.9x over 1 GiB", Evidence{ServerReadBytes: 1 << 30, AppReadBytes: (1 << 30) * 10 / 39}, true, false},
 		{"3.9x over 100 MiB: too little", Evidence{ServerReadBytes: 100 << 20, AppReadBytes: (100 << 20) * 10 / 39}, false, false},
 		{"1.2x", Evidence{ServerReadBytes: 1 << 30, AppReadBytes: (1 << 30) * 10 / 12}, false, false},
-		{"window full", Evidence{Reads: 1000, WindowBound: 0.9, OverRead: 1.0}, false, true},
-		{"window full but 50 READs", Evidence{Reads: 50, WindowBound: 0.9, OverRead: 1.0}, false, false},
-		{"window full and wasting", Evidence{Reads: 1000, WindowBound: 0.9, OverRead: 2}, false, false},
-		{"window half used", Evidence{Reads: 1000, WindowBound: 0.5, OverRead: 1.0}, false, false},
+		{"window full", Evidence{Reads: 1000, AvgReadBytes: 128 << 10, WindowBound: 0.9, OverRead: 1.0}, false, true},
+		{"window full but 50 READs", Evidence{Reads: 50, AvgReadBytes: 128 << 10, WindowBound: 0.9, OverRead: 1.0}, false, false},
+		{"window full and wasting", Evidence{Reads: 1000, AvgReadBytes: 128 << 10, WindowBound: 0.9, OverRead: 2}, false, false},
+		{"window half used", Evidence{Reads: 1000, AvgReadBytes: 128 << 10, WindowBound: 0.5, OverRead: 1.0}, false, false},
+		// The random readers of the lab (16 jobs of 16 KiB reads, 50 ms round trip): 18
+		// READs in flight, 8 of 16 KiB per 128 KiB window, and no window would change them.
+		{"random 16 KiB READs", Evidence{Reads: 22000, AvgReadBytes: 16 << 10, WindowBound: 2.3, OverRead: 0.9}, false, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.e.AppReadBytes > 0 {
 				tt.e.OverRead = float64(tt.e.ServerReadBytes) / float64(tt.e.AppReadBytes)
 			}
+			tt.e.ReadAheadKB, tt.e.RSize = 128, 1<<20
 			if got := tt.e.Wasteful(); got != tt.wasteful {
 				t.Errorf("Wasteful() = %v, want %v (over-read %.2f)", got, tt.wasteful, tt.e.OverRead)
 			}
