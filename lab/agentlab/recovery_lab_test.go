@@ -134,20 +134,24 @@ func TestRecovery(t *testing.T) {
 	_ = reader.Process.Kill()
 	_ = reader.Wait()
 	killed := time.Now()
-	statDone := make(chan error, 1)
+	statDone := make(chan struct{}) // closed when the stat has ended, with statErr
+	var statErr error
 	var statOut bytes.Buffer
 	stat := exec.Command("stat", dead.Dir+"/kubelet-was-here")
 	stat.Stdout, stat.Stderr = &statOut, &statOut
 	if err := stat.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() { statDone <- stat.Wait() }()
+	go func() { statErr = stat.Wait(); close(statDone) }()
 	t.Cleanup(func() {
+		// An RPC of a hard mount waits killably, and after the server is back the stat
+		// would wait for its retransmit timer (a minute): end it first.
+		_ = stat.Process.Kill()
 		labtest.ServerBack(t)
 		select {
-		case <-statDone: //nolint:errcheck // its exit status says nothing once the server is back
+		case <-statDone:
 		case <-time.After(60 * time.Second):
-			_ = stat.Process.Kill()
+			t.Errorf("the stat of %s did not end within 60 s of SIGKILL", dead.Dir)
 		}
 	})
 	time.Sleep(agent.DefaultRecoveryEvery + time.Second) // a run without the reader
@@ -193,9 +197,9 @@ func TestRecovery(t *testing.T) {
 			t.Errorf("%s = %q after the shutdown, want 1", attr, v)
 		}
 		select {
-		case err := <-statDone:
-			if err == nil || !strings.Contains(statOut.String(), "Input/output error") {
-				t.Errorf("the blocked stat ended with %v, %q; want EIO (Input/output error)", err, statOut.String())
+		case <-statDone:
+			if statErr == nil || !strings.Contains(statOut.String(), "Input/output error") {
+				t.Errorf("the blocked stat ended with %v, %q; want EIO (Input/output error)", statErr, statOut.String())
 			}
 			t.Logf("the blocked stat ended %s after the shutdown: %q", time.Since(done).Round(100*time.Millisecond), strings.TrimSpace(statOut.String()))
 		case <-time.After(30 * time.Second):
