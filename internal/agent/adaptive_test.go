@@ -144,8 +144,9 @@ func TestAdaptWastefulThenRevert(t *testing.T) {
 	}
 }
 
-// TestAdaptGrowsStreaming: a sequential reader (READs of one rsize) without waste gets its
-// window doubled every other interval; ticks closer than the interval change nothing.
+// TestAdaptGrowsStreaming: a sequential reader (READs of one rsize) without waste whose
+// rate follows its window gets the window doubled every other interval; ticks closer than
+// the interval change nothing.
 func TestAdaptGrowsStreaming(t *testing.T) {
 	t.Parallel()
 	tr := &traffic{age: time.Minute}
@@ -158,10 +159,11 @@ func TestAdaptGrowsStreaming(t *testing.T) {
 	var path []int
 	for range 8 {
 		ra := readAheadKB(t, root, "0:53")
-		tr.run(1, ra, 100, 1.0, 0.9)
+		rate := 100 * float64(ra) / 1024 // window-bound: a window twice as large reads twice as fast
+		tr.run(1, ra, rate, 1.0, 0.9)
 		now = now.Add(time.Second)
 		a.Adapt(context.Background(), now) // too soon: nothing
-		tr.run(4, ra, 100, 1.0, 0.9)
+		tr.run(4, ra, rate, 1.0, 0.9)
 		now = now.Add(4 * time.Second)
 		a.Adapt(context.Background(), now)
 		path = append(path, readAheadKB(t, root, "0:53"))

@@ -61,7 +61,9 @@ const (
 	ReasonProbe Reason = "probe"
 	// ReasonHurt goes back on the previous change, judged hurt (Judge).
 	ReasonHurt Reason = "hurt"
-	// ReasonNoGain goes back on a probe that did not help.
+	// ReasonNoGain goes back on a rise or a probe that did not help: a larger window
+	// costs memory (one per open file, its pages held until read), so it stays only when
+	// the mount reads faster with it.
 	ReasonNoGain Reason = "no_gain"
 )
 
@@ -126,15 +128,17 @@ func (s Step) Direction() string {
 //
 //   - a value outside the bounds moves to the nearest bound (at once, without traffic);
 //   - a change judged hurt is undone, and the value it goes back to becomes a limit (a
-//     ceiling after a rise, a floor after a cut) for HoldIntervals intervals; a probe that
-//     did not gain ProbeGain is undone (no_gain), and one that did leaves a ceiling;
+//     ceiling after a rise, a floor after a cut) for HoldIntervals intervals; a rise judged
+//     no_change is undone too (no_gain), with the same ceiling: a larger window costs
+//     memory, so it stays only when the mount reads faster with it; a probe that did not
+//     gain ProbeGain is undone (no_gain), and one that did leaves a ceiling;
 //   - over-read above ShrinkOverRead halves the window (never below MinKB nor a learned
 //     floor) and makes the new value a ceiling for the hold: a window that wasted is not
 //     grown again at once;
 //   - streaming traffic (Streaming: READs as large as read-ahead makes them) with over-read
 //     at most GrowOverRead doubles it (never above MaxKB nor a learned ceiling): a window
-//     whose pages are read costs nothing a reader does not use, and the next interval
-//     says whether it hurt;
+//     whose pages are read costs nothing a reader does not use, and the interval after
+//     the settling one says whether it helped;
 //   - streaming traffic that cannot grow, held for ProbeAfter intervals, has its window
 //     halved once (a probe): kept only when the rate rose by ProbeGain, so a window that
 //     grew past its best without a visible loss comes back down; each probe undone doubles
@@ -230,6 +234,9 @@ func (c *Controller) Decide(e Evidence, now time.Time, stalled bool) Step {
 			case p.step.Reason == ReasonProbe && !gained(s.Verdict, p.before, e):
 				s.ToKB = p.step.FromKB
 				return decide(ReasonNoGain, "the probe %d -> %d KiB did not read %.0f %% faster (%s): %s", p.step.FromKB, p.step.ToKB, 100*ProbeGain, s.Verdict, s.VerdictWhy)
+			case p.step.Reason == ReasonStreaming && s.Verdict == NoChange:
+				s.ToKB = p.step.FromKB
+				return decide(ReasonNoGain, "the rise %d -> %d KiB did not read %.0f %% faster: %s", p.step.FromKB, p.step.ToKB, 100*RateChange, s.VerdictWhy)
 			case p.step.Reason == ReasonProbe:
 				c.probes = 0 // a smaller window reads faster: keep it, and grow no further for a while
 				c.ceiling = c.learn(&c.ceilings, cur, now)
@@ -307,7 +314,11 @@ func (c *Controller) Applied(s Step, e Evidence, now time.Time) {
 			c.floor = c.learn(&c.floors, s.ToKB, now)
 		}
 	case ReasonNoGain:
-		c.probes++
+		if s.Direction() == Up {
+			c.probes++ // a probe undone
+		} else {
+			c.ceiling = c.learn(&c.ceilings, s.ToKB, now) // a rise undone
+		}
 	case ReasonOverRead:
 		c.ceiling = c.learn(&c.ceilings, s.ToKB, now)
 		c.pending = &pendingStep{step: s, before: e}

@@ -187,6 +187,28 @@ func TestControllerUndoesHurt(t *testing.T) {
 	}
 }
 
+// TestControllerUndoesRiseWithoutGain: a streaming reader that reads as fast at 2048 KiB as
+// at 1024 (a server or memory bound, not the window) gets the rise undone (no_gain) with a
+// ceiling at 1024 for the hold, and the next try only after it.
+func TestControllerUndoesRiseWithoutGain(t *testing.T) {
+	c := newTestController()
+	flat := func(ra int) Evidence { return seqAt(ra, 90, 1.0) }
+	path, changes, _ := runFor(c, 1024, 3+HoldIntervals, time.Unix(1_700_000_000, 0), flat)
+	if len(changes) < 2 || changes[0].ToKB != 2048 || changes[1].Reason != ReasonNoGain || changes[1].ToKB != 1024 ||
+		changes[1].Verdict != NoChange {
+		t.Fatalf("changes %+v, want a rise to 2048 undone (no_gain, verdict no_change)", changes)
+	}
+	// The undo comes at the third interval; the ceiling holds for HoldIntervals from there.
+	for i, ra := range path[3 : 2+HoldIntervals] {
+		if ra != 1024 {
+			t.Fatalf("at %d KiB %s after the undo (path %v), want 1024 for the hold", ra, time.Duration(i+1)*interval, path)
+		}
+	}
+	if got := path[len(path)-1]; got != 2048 {
+		t.Errorf("path %v: want one more try of 2048 when the hold ends", path)
+	}
+}
+
 // TestControllerUndoesHurtCut: a cut judged hurt is undone, and the value before it becomes
 // a floor.
 func TestControllerUndoesHurtCut(t *testing.T) {
@@ -331,17 +353,23 @@ func TestControllerStallDropsJudgement(t *testing.T) {
 
 // TestControllerJudgesLateEffects: sixteen readers whose files stay open 14 s, each reading
 // with the window it opened its file with, so a change reaches the mount's rate only as
-// the files are opened again. They read 44 MiB/s in all at 4096 KiB or less and 25 above
-// (memory pressure that shows as a lower rate, not as over-read). Judged on the interval
-// after the settling one, each rise to 8192 shows as hurt and is undone: the window is
-// above 4096 KiB for two intervals per try, the tries a learned ceiling's hold apart.
+// the files are opened again. They read 22 MiB/s in all at 1024 KiB, 32 at 2048, 44 at
+// 4096 and 25 above (memory pressure that shows as a lower rate, not as over-read). Judged
+// on the interval after the settling one, the rises to 4096 help and each rise to 8192
+// shows as hurt and is undone: the window is above 4096 KiB for two intervals per try, the
+// tries a learned ceiling's hold apart.
 func TestControllerJudgesLateEffects(t *testing.T) {
 	const streams, fileSeconds, tick = 16, 14.0, 0.1
 	rate := func(kb int) float64 {
-		if kb > 4096 {
+		switch {
+		case kb > 4096:
 			return 25.0 / streams
+		case kb > 2048:
+			return 44.0 / streams
+		case kb > 1024:
+			return 32.0 / streams
 		}
-		return 44.0 / streams
+		return 22.0 / streams
 	}
 	window := make([]int, streams)     // each reader's window, from its file's open
 	reopen := make([]float64, streams) // when each reader opens its next file
