@@ -70,7 +70,7 @@ func NewMetrics() *Metrics {
 		}, []string{"state"}),
 		AdaptiveChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "readahead_adaptive_changes_total",
-			Help: "Adaptive read-ahead changes made, by direction (up, down) and reason: bounds (into the rule's bounds), over_read (halved: fetched much more than read), streaming (doubled: the READs are read-ahead's and what it fetches is read), probe (halved: a streaming mount that cannot grow tries a smaller window), hurt (undone: the change before made the mount slower or more wasteful), no_gain (undone: the probe before did not make the mount faster).",
+			Help: "Adaptive read-ahead changes made, by direction (up, down) and reason: bounds (into the rule's bounds), over_read (halved: fetched much more than read), streaming (doubled: the READs are read-ahead's and what it fetches is read), probe (halved: a streaming mount that cannot grow tries a smaller window), hurt (undone: the change before made the mount slower or more wasteful), no_gain (undone: the rise or probe before did not make the mount faster).",
 		}, []string{"direction", "reason"}),
 	}
 }
@@ -113,7 +113,8 @@ func (m *Metrics) Register(reg prometheus.Registerer) error {
 	for _, c := range [][2]string{
 		{readahead.Up, string(readahead.ReasonBounds)}, {readahead.Down, string(readahead.ReasonBounds)},
 		{readahead.Down, string(readahead.ReasonOverRead)}, {readahead.Up, string(readahead.ReasonStreaming)},
-		{readahead.Down, string(readahead.ReasonProbe)}, {readahead.Up, string(readahead.ReasonNoGain)},
+		{readahead.Down, string(readahead.ReasonProbe)},
+		{readahead.Up, string(readahead.ReasonNoGain)}, {readahead.Down, string(readahead.ReasonNoGain)},
 		{readahead.Up, string(readahead.ReasonHurt)}, {readahead.Down, string(readahead.ReasonHurt)},
 	} {
 		m.AdaptiveChanges.WithLabelValues(c[0], c[1])
