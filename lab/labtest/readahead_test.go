@@ -60,6 +60,17 @@ func setReadAheadKB(t *testing.T, dev string, kb int) {
 	}
 }
 
+// requireReadAheadKB ends the test when dev's read_ahead_kb is no longer want: a case that
+// measures a read-ahead must not pass on another one. It names what in the guest could
+// have written it.
+func requireReadAheadKB(t *testing.T, dev string, want int) {
+	t.Helper()
+	if got := ReadAheadKB(t, dev); got != want {
+		out, _ := exec.Command("sh", "-c", "grep -ls read_ahead_kb /etc/udev/rules.d/* /usr/lib/udev/rules.d/* /run/udev/rules.d/* 2>/dev/null; ps -eo pid,args | grep -E 'udev|nfstune' | grep -v grep").CombinedOutput()
+		t.Fatalf("bdi %s: read_ahead_kb = %d, set to %d by the test; udev rules and processes that could write it:\n%s", dev, got, want, out)
+	}
+}
+
 // layout writes n files of mib MiB each under dir, and returns their paths. They are
 // removed at the end of the test (after the readers, which start later, are stopped): the
 // export is a tmpfs of 1 GiB that every test shares.
@@ -309,7 +320,10 @@ func TestReadAheadWaste(t *testing.T) {
 			readers = append(readers, "("+seqReaderLoop([]string{f})+") &")
 		}
 		startReader(t, smallCgroup(t, "64M"), strings.Join(readers, " ")+" wait")
-		time.Sleep(90 * time.Second)
+		for range 90 {
+			time.Sleep(time.Second)
+			requireReadAheadKB(t, m.Device, 15360)
+		}
 		ids := findings(t, m.Device)
 		app, server := readBytes(t, m.Dir)
 		overRead := float64(server) / float64(max(app, 1))
@@ -337,6 +351,7 @@ func TestReadAheadWaste(t *testing.T) {
 		deadline := time.Now().Add(3 * time.Minute)
 		for {
 			time.Sleep(10 * time.Second)
+			requireReadAheadKB(t, m.Device, 15360)
 			if _, server := readBytes(t, m.Dir); server >= 300<<20 {
 				break
 			}
