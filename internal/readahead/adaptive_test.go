@@ -209,6 +209,27 @@ func TestControllerUndoesRiseWithoutGain(t *testing.T) {
 	}
 }
 
+// TestControllerKeepsSmallGains: a rise that reads 7 % faster is kept (under the verdicts'
+// 10 %, over RiseGain), one that reads 3 % faster is undone.
+func TestControllerKeepsSmallGains(t *testing.T) {
+	for _, tt := range []struct {
+		gain float64
+		kept bool
+	}{{1.07, true}, {1.03, false}} {
+		c := newTestController()
+		now := time.Unix(1_700_000_000, 0)
+		run(c, seqAt(1024, 90, 1.0), now, false)
+		run(c, seqAt(2048, 90, 1.0), now.Add(interval), false)
+		s := run(c, seqAt(2048, 90*tt.gain, 1.0), now.Add(2*interval), false)
+		if s.Verdict != NoChange {
+			t.Fatalf("gain %.2f: %+v, want the rise judged no_change", tt.gain, s)
+		}
+		if kept := s.ToKB >= 2048 && s.Reason != ReasonNoGain; kept != tt.kept {
+			t.Errorf("gain %.2f: %+v; want the rise kept: %v", tt.gain, s, tt.kept)
+		}
+	}
+}
+
 // TestControllerUndoesHurtCut: a cut judged hurt is undone, and the value before it becomes
 // a floor.
 func TestControllerUndoesHurtCut(t *testing.T) {
