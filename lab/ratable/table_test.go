@@ -110,7 +110,7 @@ func TestReadAheadTable(t *testing.T) {
 		{name: "d", description: fmt.Sprintf("c for %s, then a for %s", switchPhase, switchPhase), phases: []func(*testing.T) func(){random, seqOne}},
 	}
 	if only := os.Getenv("NFSTUNE_LAB_SCENARIOS"); only != "" {
-		// A part of the table, e.g. "a,b": the whole one is half an hour under emulation.
+		// A part of the table, e.g. "a,b": the whole one is about an hour under emulation.
 		scenarios = slices.DeleteFunc(scenarios, func(sc scenario) bool { return !slices.Contains(strings.Split(only, ","), sc.name) })
 		t.Logf("scenarios %s only (NFSTUNE_LAB_SCENARIOS)", only)
 	}
@@ -556,7 +556,10 @@ func bestFixed(results []result, scenario string) fixedResult {
 func lastMove(changes []change) (change, bool) {
 	for i := len(changes) - 1; i >= 0; i-- {
 		c := changes[i]
-		if c.reason == "no_gain" || (c.reason == "probe" && i+1 < len(changes) && changes[i+1].reason == "no_gain") {
+		// A probe undone is a look: the probe and its undo (no_gain, up) leave the value
+		// where it was. A rise undone (no_gain, down) is a move like any other.
+		undoneProbe := c.reason == "no_gain" && c.toKB > c.fromKB
+		if undoneProbe || (c.reason == "probe" && i+1 < len(changes) && changes[i+1].reason == "no_gain") {
 			continue
 		}
 		return c, true
