@@ -237,10 +237,10 @@ func (c *Controller) Decide(e Evidence, now time.Time, stalled bool) Step {
 			case s.Verdict == Hurt:
 				s.ToKB = p.step.FromKB
 				return decide(ReasonHurt, "the change %d -> %d KiB hurt: %s", p.step.FromKB, p.step.ToKB, s.VerdictWhy)
-			case p.step.Reason == ReasonProbe && !gained(s.Verdict, p.before, e):
+			case p.step.Reason == ReasonProbe && !(s.Verdict == Helped && readsFaster(p.before, e, ProbeGain)):
 				s.ToKB = p.step.FromKB
 				return decide(ReasonNoGain, "the probe %d -> %d KiB did not read %.0f %% faster (%s): %s", p.step.FromKB, p.step.ToKB, 100*ProbeGain, s.Verdict, s.VerdictWhy)
-			case p.step.Reason == ReasonStreaming && s.Verdict == NoChange && e.AppBytesPerSecond < (1+RiseGain)*p.before.AppBytesPerSecond:
+			case p.step.Reason == ReasonStreaming && s.Verdict == NoChange && !readsFaster(p.before, e, RiseGain):
 				s.ToKB = p.step.FromKB
 				return decide(ReasonNoGain, "the rise %d -> %d KiB did not read %.0f %% faster: %s", p.step.FromKB, p.step.ToKB, 100*RiseGain, s.VerdictWhy)
 			case p.step.Reason == ReasonProbe:
@@ -290,9 +290,10 @@ func (c *Controller) Decide(e Evidence, now time.Time, stalled bool) Step {
 	return decide(HoldLimit, "%s; ceiling %d KiB, floor %d KiB", figures, hi, lo)
 }
 
-// gained reports whether after, judged v against before, reads ProbeGain faster.
-func gained(v Verdict, before, after Evidence) bool {
-	return v == Helped && after.AppBytesPerSecond >= (1+ProbeGain)*before.AppBytesPerSecond
+// readsFaster reports whether after's application read rate is at least by (a fraction)
+// above before's.
+func readsFaster(before, after Evidence, by float64) bool {
+	return after.AppBytesPerSecond >= (1+by)*before.AppBytesPerSecond
 }
 
 // half is kb halved, in whole pages.
