@@ -3,11 +3,14 @@
 package labtest
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -47,9 +50,83 @@ func PodCgroup(t *testing.T, root, rel string) string {
 	return dir
 }
 
+// MemoryCgroup returns a cgroup whose memory.max is limit, as a pod's memory limit is, in a
+// cgroup2 hierarchy mounted for the test; name is its directory.
+func MemoryCgroup(t *testing.T, name, limit string) string {
+	t.Helper()
+	root := Cgroup2(t)
+	if err := os.WriteFile(filepath.Join(root, "cgroup.subtree_control"), []byte("+memory"), 0o644); err != nil {
+		t.Fatalf("enabling the memory controller: %v", err)
+	}
+	dir := PodCgroup(t, root, name)
+	if err := os.WriteFile(filepath.Join(dir, "memory.max"), []byte(limit), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// StartReaders runs sh -c script in a process group of its own, in the cgroup at
+// cgroupDir when it is not empty (the shell moves itself there first, and its children
+// inherit it). The returned function, also run at the end of the test, kills the group
+// and then every process left in the cgroup, and waits up to 60 s for the cgroup to empty:
+// fio's job processes call setsid(), so killing the group kills fio and leaves its jobs
+// reading. A reader killed in an NFS READ leaves when the READ ends.
+func StartReaders(t *testing.T, cgroupDir, script string) (stop func()) {
+	t.Helper()
+	if cgroupDir != "" {
+		script = "echo $$ > " + ShellQuote(cgroupDir+"/cgroup.procs") + " && " + script
+	}
+	cmd := exec.Command("sh", "-c", script)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %q: %v", script, err)
+	}
+	var once bool
+	stop = func() {
+		if once {
+			return
+		}
+		once = true
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		if cgroupDir == "" {
+			return
+		}
+		left := killCgroup(cgroupDir, 60*time.Second)
+		if len(left) > 0 {
+			t.Errorf("readers %v still in %s 60 s after they were killed", left, cgroupDir)
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// killCgroup sends SIGKILL to every process of the cgroup at dir until none is left, or
+// until limit has passed; it returns the processes left.
+func killCgroup(dir string, limit time.Duration) []int {
+	var pids []int
+	for deadline := time.Now().Add(limit); ; {
+		pids = pids[:0]
+		b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		if err != nil {
+			return nil
+		}
+		for _, f := range bytes.Fields(b) {
+			if pid, err := strconv.Atoi(string(f)); err == nil {
+				pids = append(pids, pid)
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		if len(pids) == 0 || time.Now().After(deadline) {
+			return pids
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // StartIn starts sh -c script in the cgroup at dir: the shell moves itself there before
 // running the script. It is killed and waited for at the end of the test, after the
-// server is back.
+// server is back, and so is whatever it left in the cgroup (a child of a loop).
 func StartIn(t *testing.T, dir, script string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command("sh", "-c", "echo $$ > "+ShellQuote(dir+"/cgroup.procs")+" && "+script)
@@ -65,6 +142,9 @@ func StartIn(t *testing.T, dir, script string) *exec.Cmd {
 		case <-done: //nolint:errcheck // killed above: the exit status says so
 		case <-time.After(60 * time.Second):
 			t.Errorf("process %d (%q) did not end within 60 s of the server's return", cmd.Process.Pid, script)
+		}
+		if left := killCgroup(dir, 10*time.Second); len(left) > 0 {
+			t.Logf("processes %v of %q still in %s 10 s after they were killed", left, script, dir)
 		}
 	})
 	return cmd

@@ -13,7 +13,6 @@ package labtest
 // 128 KiB a round trip is 2.5 MiB/s.
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -21,7 +20,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -124,35 +122,6 @@ func readBytes(t *testing.T, dir string) (app, server uint64) {
 	return 0, 0
 }
 
-// startReader runs script in a shell of its own process group until the end of the test,
-// in the cgroup at cgroupDir when it is not empty (the shell moves itself there first, and
-// its children inherit it); at the end the whole group is killed and the shell waited for.
-func startReader(t *testing.T, cgroupDir, script string) {
-	t.Helper()
-	if cgroupDir != "" {
-		script = "echo $$ > " + ShellQuote(cgroupDir+"/cgroup.procs") + " && " + script
-	}
-	cmd := exec.Command("sh", "-c", script)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %q: %v", script, err)
-	}
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-		// Give the killed readers time to leave the cgroup (a reader waiting on a READ
-		// goes when the reply comes) and release the mount.
-		time.Sleep(2 * time.Second)
-		for deadline := time.Now().Add(30 * time.Second); cgroupDir != "" && time.Now().Before(deadline); {
-			b, err := os.ReadFile(filepath.Join(cgroupDir, "cgroup.procs"))
-			if err != nil || len(bytes.TrimSpace(b)) == 0 {
-				break
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	})
-}
-
 // seqReaderLoop reads each file in turn, 64 KiB at a time with dd, its pages dropped first
 // (iflag=nocache count=0: POSIX_FADV_DONTNEED): every pass opens the file again, so it reads
 // from the server with the read-ahead in force when it starts. dd gives no access advice
@@ -167,21 +136,6 @@ func seqReaderLoop(files []string) string {
 // what an application that gives no advice gets).
 func randReaderLoop(file string) string {
 	return "while :; do fio --name=rand --rw=randread --bs=16k --ioengine=psync --numjobs=16 --fadvise_hint=0 --invalidate=1 --time_based --runtime=3600 --filename=" + file + " --output=/dev/null; done"
-}
-
-// smallCgroup returns a cgroup limited to limit of memory, as a pod's limit is, in a cgroup2
-// hierarchy mounted for the test.
-func smallCgroup(t *testing.T, limit string) string {
-	t.Helper()
-	cg := Cgroup2(t)
-	if err := os.WriteFile(filepath.Join(cg, "cgroup.subtree_control"), []byte("+memory"), 0o644); err != nil {
-		t.Fatalf("enabling the memory controller: %v", err)
-	}
-	small := PodCgroup(t, cg, "nfstune-readahead-small")
-	if err := os.WriteFile(filepath.Join(small, "memory.max"), []byte(limit), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return small
 }
 
 // applyMeasure runs apply --measure with raPolicy and returns the verdict on dev.
@@ -252,7 +206,7 @@ func TestReadAheadVerdictSequential(t *testing.T) {
 	files := layout(t, m.Dir, 4, 64)
 	setReadAheadKB(t, m.Device, 128)
 	Link(t, raDelay, "", 0)
-	startReader(t, "", seqReaderLoop(files))
+	StartReaders(t, "", seqReaderLoop(files))
 	if ids := findings(t, m.Device, "--traffic-window", "20s"); !contains(ids, "NFS004") {
 		t.Errorf("audit --traffic-window 20s at 128 KiB: findings %v, want NFS004", ids)
 	}
@@ -275,7 +229,7 @@ func TestReadAheadVerdictRandom(t *testing.T) {
 	files := layout(t, m.Dir, 1, 512)
 	setReadAheadKB(t, m.Device, 128)
 	Link(t, raDelay, "", 0)
-	startReader(t, smallCgroup(t, "128M"), randReaderLoop(files[0]))
+	StartReaders(t, MemoryCgroup(t, "nfstune-readahead-small", "128M"), randReaderLoop(files[0]))
 	time.Sleep(10 * time.Second)
 	app0, server0 := readBytes(t, m.Dir)
 	ids := findings(t, m.Device, "--traffic-window", "20s")
@@ -319,7 +273,7 @@ func TestReadAheadWaste(t *testing.T) {
 		for _, f := range files {
 			readers = append(readers, "("+seqReaderLoop([]string{f})+") &")
 		}
-		startReader(t, smallCgroup(t, "64M"), strings.Join(readers, " ")+" wait")
+		StartReaders(t, MemoryCgroup(t, "nfstune-readahead-small", "64M"), strings.Join(readers, " ")+" wait")
 		for range 90 {
 			time.Sleep(time.Second)
 			requireReadAheadKB(t, m.Device, 15360)
@@ -345,7 +299,7 @@ func TestReadAheadWaste(t *testing.T) {
 		files := layout(t, m.Dir, 16, 48)
 		setReadAheadKB(t, m.Device, 15360)
 		Link(t, 2*time.Millisecond, "", 0)
-		startReader(t, "", fmt.Sprintf(`while :; do for f in %s; do dd if="$f" iflag=nocache count=0 status=none; dd if="$f" of=/dev/null bs=64k count=16 status=none; done; done`,
+		StartReaders(t, "", fmt.Sprintf(`while :; do for f in %s; do dd if="$f" iflag=nocache count=0 status=none; dd if="$f" of=/dev/null bs=64k count=16 status=none; done; done`,
 			strings.Join(files, " ")))
 		// NFS003 needs 256 MiB from the server since the mount.
 		deadline := time.Now().Add(3 * time.Minute)

@@ -89,19 +89,19 @@ func TestReadAheadTable(t *testing.T) {
 	}
 	randFile := write(t, filepath.Join(m.Dir, "random"), randMiB)
 	labtest.Link(t, linkDelay, linkRate, 0)
-	cg := memoryCgroup(t, cgroupMax)
+	cg := labtest.MemoryCgroup(t, "nfstune-readahead-table", cgroupMax)
 	agentBin := inMemory(t, labtest.Bin(t))
 
-	seqOne := func(t *testing.T) func() { return startShell(t, "", seqLoop(files)) }
+	seqOne := func(t *testing.T) func() { return labtest.StartReaders(t, "", seqLoop(files)) }
 	seq16 := func(t *testing.T) func() {
 		var readers []string
 		for _, f := range files {
 			readers = append(readers, "("+seqLoop([]string{f})+") &")
 		}
-		return startShell(t, cg, strings.Join(readers, " ")+" wait")
+		return labtest.StartReaders(t, cg, strings.Join(readers, " ")+" wait")
 	}
 	random := func(t *testing.T) func() {
-		return startShell(t, cg, "exec fio --name=rand --rw=randread --bs=16k --ioengine=psync --numjobs=4 --fadvise_hint=0 --invalidate=1 --time_based --runtime=86400 --filename="+randFile+" --output=/dev/null")
+		return labtest.StartReaders(t, cg, "exec fio --name=rand --rw=randread --bs=16k --ioengine=psync --numjobs=4 --fadvise_hint=0 --invalidate=1 --time_based --runtime=86400 --filename="+randFile+" --output=/dev/null")
 	}
 	scenarios := []scenario{
 		{name: "a", description: "one sequential reader, 64 KiB reads", start: seqOne},
@@ -309,30 +309,6 @@ func seqLoop(files []string) string {
 	return b.String()
 }
 
-// startShell runs script in a process group of its own, in the cgroup at cgroupDir when
-// not empty; the returned function kills the group and waits.
-func startShell(t *testing.T, cgroupDir, script string) func() {
-	t.Helper()
-	if cgroupDir != "" {
-		script = "echo $$ > " + shellQuote(cgroupDir+"/cgroup.procs") + " && " + script
-	}
-	cmd := exec.Command("sh", "-c", script)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %q: %v", script, err)
-	}
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			_ = cmd.Wait()
-			waitEmpty(cgroupDir)
-		})
-	}
-	t.Cleanup(stop)
-	return stop
-}
-
 // drain waits, up to 90 s, until the server has sent nothing to the mount at dir for 2 s:
 // READs that the last run's readers left in flight (a 15 MiB window each) are not counted
 // to the next setting, nor slow its start. It logs a wait of more than a second.
@@ -351,44 +327,6 @@ func drain(t *testing.T, dir string) {
 	if d := time.Since(start) - 2*time.Second; d > time.Second {
 		t.Logf("the last run's READs drained in %s", d.Round(100*time.Millisecond))
 	}
-}
-
-// waitEmpty waits up to 60 s for the killed readers to leave the cgroup: a reader killed
-// in an NFS READ leaves when the READ ends.
-func waitEmpty(dir string) {
-	if dir == "" {
-		return
-	}
-	for range 600 {
-		b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-		if err != nil || len(bytes.TrimSpace(b)) == 0 {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// memoryCgroup makes a cgroup with memory.max limit in a cgroup2 hierarchy mounted for the
-// test, as a pod's memory limit does, and removes both at the end.
-func memoryCgroup(t *testing.T, limit string) string {
-	t.Helper()
-	root := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "cgroup2", "cgroup2", root).CombinedOutput(); err != nil {
-		t.Fatalf("mounting cgroup2: %v: %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", root).Run() })
-	if err := os.WriteFile(filepath.Join(root, "cgroup.subtree_control"), []byte("+memory"), 0o644); err != nil {
-		t.Fatalf("enabling the memory controller: %v", err)
-	}
-	dir := filepath.Join(root, "nfstune-readahead-table")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.Remove(dir) })
-	if err := os.WriteFile(filepath.Join(dir, "memory.max"), []byte(limit), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir
 }
 
 // startAgent runs `nfstune agent` with a policy that makes dir's mount adaptive and
