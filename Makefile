@@ -241,7 +241,7 @@ lab-shell: lab-setup
 	bash lab/vm.sh --shell --scenario
 
 # readahead-table measures adaptive read-ahead against fixed values in one boot
-# (lab/ratable, docs/benchmarks.md): about an hour under emulation, not part of check. The
+# (lab/ratable, docs/benchmarks.md): about half an hour under emulation, not part of check. The
 # guest gets 5 GiB so that nfsd grants a 1 MiB rsize; the table goes to
 # lab/.cache/readahead-table-<kernel>.md. NFSTUNE_LAB_KERNEL picks the kernel line.
 readahead-table: lab-setup

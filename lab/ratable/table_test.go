@@ -110,7 +110,7 @@ func TestReadAheadTable(t *testing.T) {
 		{name: "d", description: fmt.Sprintf("c for %s, then a for %s", switchPhase, switchPhase), phases: []func(*testing.T) func(){random, seqOne}},
 	}
 	if only := os.Getenv("NFSTUNE_LAB_SCENARIOS"); only != "" {
-		// A part of the table, e.g. "a,b": the whole one is about an hour under emulation.
+		// A part of the table, e.g. "a,b": the whole one is about half an hour under emulation.
 		scenarios = slices.DeleteFunc(scenarios, func(sc scenario) bool { return !slices.Contains(strings.Split(only, ","), sc.name) })
 		t.Logf("scenarios %s only (NFSTUNE_LAB_SCENARIOS)", only)
 	}
@@ -119,14 +119,15 @@ func TestReadAheadTable(t *testing.T) {
 	var results []result
 	for _, sc := range scenarios {
 		for _, kb := range fixed {
-			r := measure(t, m, sc, strconv.Itoa(kb), func() {}, func() { setReadAhead(t, m.Device, kb) })
+			r := measure(t, m, sc, strconv.Itoa(kb), func() {}, fixedUnderAgent(t, agentBin, m, kb))
+			stopAgents(t)
 			results = append(results, r)
 		}
 		var agentLog string
 		r := measure(t, m, sc, "adaptive", func() {
 			// A fresh mount's read-ahead, then the agent takes it from there.
 			setReadAhead(t, m.Device, 128)
-			agentLog = startAgent(t, agentBin, m.Dir)
+			agentLog = startAgent(t, agentBin, m.Dir, enforce)
 		}, nil)
 		r.changes = agentChanges(t, agentLog, r)
 		if c, ok := lastMove(r.changes); ok {
@@ -137,7 +138,8 @@ func TestReadAheadTable(t *testing.T) {
 		// The best fixed value once more, next to the adaptive run in time: on a shared
 		// machine the load drifts over a scenario's minutes, and the table shows by how much.
 		best := bestFixed(results, sc.name)
-		again := measure(t, m, sc, strconv.Itoa(best.kb), func() {}, func() { setReadAhead(t, m.Device, best.kb) })
+		again := measure(t, m, sc, strconv.Itoa(best.kb), func() {}, fixedUnderAgent(t, agentBin, m, best.kb))
+		stopAgents(t)
 		again.setting = "again"
 		results = append(results, again)
 	}
@@ -329,9 +331,28 @@ func drain(t *testing.T, dir string) {
 	}
 }
 
-// startAgent runs `nfstune agent` with a policy that makes dir's mount adaptive and
-// leaves every other mount alone (observe), logging JSON to a file whose path it returns.
-func startAgent(t *testing.T, bin, dir string) string {
+// fixedUnderAgent returns the setup of a fixed value's run: kb written to the mount, and
+// the agent started with the adaptive rule in observe mode, which reads and decides as in
+// the adaptive run but writes nothing. The agent shares the guest's two emulated CPUs with
+// the readers (about 5 % of one CPU at a 5 s interval), so every row pays for it, as every
+// node that runs it does.
+func fixedUnderAgent(t *testing.T, bin string, m labtest.Mounted, kb int) func() {
+	return func() {
+		setReadAhead(t, m.Device, kb)
+		startAgent(t, bin, m.Dir, observe)
+	}
+}
+
+// The modes of startAgent's rule.
+const (
+	enforce = "enforce"
+	observe = "observe"
+)
+
+// startAgent runs `nfstune agent` with a policy that makes dir's mount adaptive, in mode
+// (enforce or observe), and leaves every other mount alone (observe), logging JSON to a
+// file whose path it returns.
+func startAgent(t *testing.T, bin, dir, mode string) string {
 	t.Helper()
 	tmp := t.TempDir()
 	cfg := filepath.Join(tmp, "policy.yaml")
@@ -341,9 +362,9 @@ defaults:
   mode: observe
 rules:
   - match: {mountpoint: %q}
-    mode: enforce
+    mode: %s
     readAheadAdaptive: {}
-`, dir)
+`, dir, mode)
 	if err := os.WriteFile(cfg, []byte(policy), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +378,7 @@ rules:
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	running = append(running, agentProc{cmd: cmd, log: logPath})
+	running = append(running, agentProc{cmd: cmd, log: logPath, started: time.Now()})
 	t.Cleanup(func() { stopAgents(t); logFile.Close() })
 	return logPath
 }
@@ -386,8 +407,9 @@ func inMemory(t *testing.T, path string) string {
 
 // agentProc is an agent the table started, with its log.
 type agentProc struct {
-	cmd *exec.Cmd
-	log string
+	cmd     *exec.Cmd
+	log     string
+	started time.Time
 }
 
 var running []agentProc
@@ -409,6 +431,10 @@ func stopAgents(t *testing.T) {
 		}
 		_ = a.cmd.Process.Signal(syscall.SIGTERM)
 		_ = a.cmd.Wait()
+		// The agent shares the guest's emulated CPUs with the readers it measures: its
+		// cost is a part of the adaptive row.
+		wall, cpu := time.Since(a.started), a.cmd.ProcessState.UserTime()+a.cmd.ProcessState.SystemTime()
+		t.Logf("agent %d: %.1f s of CPU in %s (%.1f %% of one CPU)", a.cmd.Process.Pid, cpu.Seconds(), wall.Round(time.Second), 100*cpu.Seconds()/wall.Seconds())
 	}
 	running = nil
 }
