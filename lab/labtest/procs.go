@@ -32,7 +32,8 @@ func Cgroup2(t *testing.T) string {
 }
 
 // PodCgroup creates the cgroup rel (and its parents) under the hierarchy at root, and
-// removes them, deepest first, at the end of the test.
+// removes them, deepest first, at the end of the test. A parent that another PodCgroup
+// still uses is left to that one's cleanup.
 func PodCgroup(t *testing.T, root, rel string) string {
 	t.Helper()
 	dir := filepath.Join(root, rel)
@@ -40,10 +41,13 @@ func PodCgroup(t *testing.T, root, rel string) string {
 		t.Fatalf("creating cgroup %s: %v", rel, err)
 	}
 	t.Cleanup(func() {
-		for d := dir; d != root; d = filepath.Dir(d) {
-			if err := os.Remove(d); err != nil {
-				t.Logf("removing cgroup %s: %v", d, err)
-				return
+		if err := os.Remove(dir); err != nil {
+			t.Logf("removing cgroup %s: %v", dir, err)
+			return
+		}
+		for d := filepath.Dir(dir); d != root; d = filepath.Dir(d) {
+			if os.Remove(d) != nil {
+				return // still used by another PodCgroup, whose cleanup removes it
 			}
 		}
 	})
