@@ -201,7 +201,12 @@ func measure(t *testing.T, m labtest.Mounted, sc scenario, setting string, start
 		r.overRead = float64(b.server-a.server) / app
 	}
 	r.finalKB = readAhead(t, m.Device)
-	t.Logf("%s %-8s %7.1f MiB/s over-read %.2f (read-ahead now %d KiB; seen %s)", sc.name, setting, r.mibps, r.overRead, r.finalKB, samples.String())
+	seen := samples.String()
+	t.Logf("%s %-8s %7.1f MiB/s over-read %.2f (read-ahead now %d KiB; seen %s)", sc.name, setting, r.mibps, r.overRead, r.finalKB, seen)
+	if setFixed != nil && seen != setting {
+		// The agent of a fixed run observes: anything that moved the value spoils the row.
+		t.Errorf("%s at %s KiB: read-ahead seen %s during the run", sc.name, setting, seen)
+	}
 	return r
 }
 
