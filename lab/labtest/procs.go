@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -85,22 +86,16 @@ func StartReaders(t *testing.T, cgroupDir, script string) (stop func()) {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %q: %v", script, err)
 	}
-	var once bool
-	stop = func() {
-		if once {
-			return
-		}
-		once = true
+	stop = sync.OnceFunc(func() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Wait()
 		if cgroupDir == "" {
 			return
 		}
-		left := killCgroup(cgroupDir, 60*time.Second)
-		if len(left) > 0 {
+		if left := killCgroup(cgroupDir, 60*time.Second); len(left) > 0 {
 			t.Errorf("readers %v still in %s 60 s after they were killed", left, cgroupDir)
 		}
-	}
+	})
 	t.Cleanup(stop)
 	return stop
 }

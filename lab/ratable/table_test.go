@@ -310,7 +310,7 @@ func seqLoop(files []string) string {
 	var b strings.Builder
 	b.WriteString("while :; do for f in")
 	for _, f := range files {
-		b.WriteString(" " + shellQuote(f))
+		b.WriteString(" " + labtest.ShellQuote(f))
 	}
 	b.WriteString(`; do dd if="$f" iflag=nocache count=0 status=none; dd if="$f" of=/dev/null bs=64k status=none; done; done`)
 	return b.String()
@@ -437,7 +437,7 @@ func stopAgents(t *testing.T) {
 		_ = a.cmd.Process.Signal(syscall.SIGTERM)
 		_ = a.cmd.Wait()
 		// The agent shares the guest's emulated CPUs with the readers it measures: its
-		// cost is a part of the adaptive row.
+		// cost is a part of every row (fixedUnderAgent).
 		wall, cpu := time.Since(a.started), a.cmd.ProcessState.UserTime()+a.cmd.ProcessState.SystemTime()
 		t.Logf("agent %d: %.1f s of CPU in %s (%.1f %% of one CPU)", a.cmd.Process.Pid, cpu.Seconds(), wall.Round(time.Second), 100*cpu.Seconds()/wall.Seconds())
 	}
@@ -669,8 +669,6 @@ func kernelRelease(t *testing.T) string {
 	}
 	return b.String()
 }
-
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // logExportSpace logs what the server's tmpfs export holds: earlier tests' files that a
 // process still held when they were removed stay there (as .nfs* files) until it closes them.
