@@ -71,7 +71,7 @@ func TestAdaptiveRevert(t *testing.T) {
 		stop()
 		RunNfstune(t, "revert")
 	})
-	StartReaders(t, "", seqReaderLoop(files))
+	StartReaders(t, "", SeqReaderLoop(files))
 
 	// Into the bounds at the first step, then at least one step on the reader's evidence
 	// or its hold: wait for the test mount to leave 128 KiB and for 20 s of steps.

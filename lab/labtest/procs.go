@@ -149,6 +149,20 @@ func StartIn(t *testing.T, dir, script string) *exec.Cmd {
 	return cmd
 }
 
+// SeqReaderLoop is a shell loop for StartReaders that reads files in turn, forever, 64 KiB
+// at a time with dd, each after dropping its pages (iflag=nocache count=0:
+// POSIX_FADV_DONTNEED): every pass opens the file again and reads it from the server with
+// the read-ahead in force then. dd gives no access advice (fio's default fadvise_hint
+// doubles the window of a sequential job).
+func SeqReaderLoop(files []string) string {
+	quoted := make([]string, len(files))
+	for i, f := range files {
+		quoted[i] = ShellQuote(f)
+	}
+	return `while :; do for f in ` + strings.Join(quoted, " ") +
+		`; do dd if="$f" iflag=nocache count=0 status=none; dd if="$f" of=/dev/null bs=64k status=none; done; done`
+}
+
 // ShellQuote quotes s for sh.
 func ShellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"

@@ -122,15 +122,6 @@ func readBytes(t *testing.T, dir string) (app, server uint64) {
 	return 0, 0
 }
 
-// seqReaderLoop reads each file in turn, 64 KiB at a time with dd, its pages dropped first
-// (iflag=nocache count=0: POSIX_FADV_DONTNEED): every pass opens the file again, so it reads
-// from the server with the read-ahead in force when it starts. dd gives no access advice
-// (fio's default fadvise_hint doubles the window of a sequential job).
-func seqReaderLoop(files []string) string {
-	return fmt.Sprintf(`while :; do for f in %s; do dd if="$f" iflag=nocache count=0 status=none; dd if="$f" of=/dev/null bs=64k status=none; done; done`,
-		strings.Join(files, " "))
-}
-
 // randReaderLoop reads 16 KiB at random offsets with 16 jobs, an hour per fio run, without
 // access advice (fio's default POSIX_FADV_RANDOM would turn read-ahead off, which is not
 // what an application that gives no advice gets).
@@ -206,7 +197,7 @@ func TestReadAheadVerdictSequential(t *testing.T) {
 	files := layout(t, m.Dir, 4, 64)
 	setReadAheadKB(t, m.Device, 128)
 	Link(t, raDelay, "", 0)
-	StartReaders(t, "", seqReaderLoop(files))
+	StartReaders(t, "", SeqReaderLoop(files))
 	if ids := findings(t, m.Device, "--traffic-window", "20s"); !contains(ids, "NFS004") {
 		t.Errorf("audit --traffic-window 20s at 128 KiB: findings %v, want NFS004", ids)
 	}
@@ -271,7 +262,7 @@ func TestReadAheadWaste(t *testing.T) {
 		Link(t, 2*time.Millisecond, "", 0)
 		var readers []string
 		for _, f := range files {
-			readers = append(readers, "("+seqReaderLoop([]string{f})+") &")
+			readers = append(readers, "("+SeqReaderLoop([]string{f})+") &")
 		}
 		StartReaders(t, MemoryCgroup(t, "nfstune-readahead-small", "64M"), strings.Join(readers, " ")+" wait")
 		for range 90 {

@@ -92,11 +92,11 @@ func TestReadAheadTable(t *testing.T) {
 	cg := labtest.MemoryCgroup(t, "nfstune-readahead-table", cgroupMax)
 	agentBin := inMemory(t, labtest.Bin(t))
 
-	seqOne := func(t *testing.T) func() { return labtest.StartReaders(t, "", seqLoop(files)) }
+	seqOne := func(t *testing.T) func() { return labtest.StartReaders(t, "", labtest.SeqReaderLoop(files)) }
 	seq16 := func(t *testing.T) func() {
 		var readers []string
 		for _, f := range files {
-			readers = append(readers, "("+seqLoop([]string{f})+") &")
+			readers = append(readers, "("+labtest.SeqReaderLoop([]string{f})+") &")
 		}
 		return labtest.StartReaders(t, cg, strings.Join(readers, " ")+" wait")
 	}
@@ -301,19 +301,6 @@ func (s *raSamples) String() string {
 		parts[i] = strconv.Itoa(v)
 	}
 	return strings.Join(parts, " -> ")
-}
-
-// seqLoop reads files in turn, forever, 64 KiB at a time, each after dropping its pages
-// (dd iflag=nocache count=0: POSIX_FADV_DONTNEED): every pass opens the file again and
-// reads it from the server with the read-ahead in force then.
-func seqLoop(files []string) string {
-	var b strings.Builder
-	b.WriteString("while :; do for f in")
-	for _, f := range files {
-		b.WriteString(" " + labtest.ShellQuote(f))
-	}
-	b.WriteString(`; do dd if="$f" iflag=nocache count=0 status=none; dd if="$f" of=/dev/null bs=64k status=none; done; done`)
-	return b.String()
 }
 
 // drain waits, up to 90 s, until the server has sent nothing to the mount at dir for 2 s:
