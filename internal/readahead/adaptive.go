@@ -84,6 +84,7 @@ const (
 	HoldSettling Reason = "settling"
 	HoldLimit    Reason = "learned_limit"
 	HoldSteady   Reason = "steady"
+	HoldBaseline Reason = "baseline"
 )
 
 // Directions of a change: label values of nfstune_agent_readahead_adaptive_changes_total.
@@ -144,7 +145,10 @@ func (s Step) Direction() string {
 //   - streaming traffic (Streaming: READs as large as read-ahead makes them) with over-read
 //     at most GrowOverRead doubles it (never above MaxKB nor a learned ceiling): a window
 //     whose pages are read costs nothing a reader does not use, and the interval after
-//     the settling one says whether it helped;
+//     the settling one says whether it helped. After a rise kept on a gain under ProbeGain
+//     the next rise waits an interval (baseline): the interval that kept it was chosen for
+//     reading fast, and as the next rise's "before" it would make that rise look slower
+//     than it is;
 //   - streaming traffic that cannot grow, held for ProbeAfter intervals, has its window
 //     halved once (a probe): kept only when the rate rose by ProbeGain, so a window that
 //     grew past its best without a visible loss comes back down; each probe undone doubles
@@ -164,6 +168,9 @@ type Controller struct {
 	ceiling, floor   learnedLimit
 	ceilings, floors int // limits learned in each direction, for the hold's doubling
 	probes           int // probes undone since the last one kept, for the probe's wait
+	// baseline is set when a rise was kept: the interval that judged it is not the next
+	// rise's "before" (it was chosen for reading fast), a fresh one is.
+	baseline bool
 }
 
 type pendingStep struct {
@@ -233,6 +240,9 @@ func (c *Controller) Decide(e Evidence, now time.Time, stalled bool) Step {
 		c.pending = nil
 		if p.step.ToKB == cur {
 			s.Verdict, s.VerdictWhy = Judge(p.before, e)
+			// Unless undone below. A gain of ProbeGain is not noise's pick: the climb of a
+			// window-bound reader goes on at once.
+			c.baseline = p.step.Reason == ReasonStreaming && !readsFaster(p.before, e, ProbeGain)
 			switch {
 			case s.Verdict == Hurt:
 				s.ToKB = p.step.FromKB
@@ -272,6 +282,9 @@ func (c *Controller) Decide(e Evidence, now time.Time, stalled bool) Step {
 		return decide(ReasonOverRead, "%s: over-read above %.1f", figures, ShrinkOverRead)
 	case !e.Streaming():
 		return decide(HoldSteady, "%s: not streaming (the average READ is under %.0f %% of what read-ahead makes)", figures, 100*StreamingREADs)
+	case e.OverRead <= GrowOverRead && cur < hi && c.baseline:
+		c.baseline = false
+		return decide(HoldBaseline, "%s: the rise to %d KiB was kept on this interval's reads; the next rise is measured against a fresh interval", figures, cur)
 	case e.OverRead <= GrowOverRead && cur < hi:
 		s.ToKB = min(cur*2, hi)
 		return decide(ReasonStreaming, "%s: streaming, over-read at most %.1f", figures, GrowOverRead)
@@ -312,7 +325,7 @@ func (c *Controller) Applied(s Step, e Evidence, now time.Time) {
 		return
 	}
 	c.lastChange = now
-	c.pending = nil
+	c.pending, c.baseline = nil, false
 	switch s.Reason {
 	case ReasonHurt:
 		if s.Direction() == Down {

@@ -230,6 +230,38 @@ func TestControllerKeepsSmallGains(t *testing.T) {
 	}
 }
 
+// TestControllerMeasuresBaseline: a rise kept on a small gain is not the next rise's
+// "before". The interval that kept the rise to 2048 KiB read 97 MiB/s, 5 above what 2048
+// reads; against it the rise to 4096 (97) would gain nothing and be undone. The controller
+// holds an interval (baseline), rises from the fresh 92, and keeps 4096. A rise kept on a
+// gain of ProbeGain goes on at once.
+func TestControllerMeasuresBaseline(t *testing.T) {
+	c := newTestController()
+	now := time.Unix(1_700_000_000, 0)
+	steps := []struct {
+		e      Evidence
+		wantKB int
+		reason Reason
+	}{
+		{seqAt(1024, 90, 1.0), 2048, ReasonStreaming},
+		{seqAt(2048, 92, 1.0), 2048, HoldSettling},
+		{seqAt(2048, 97, 1.0), 2048, HoldBaseline}, // +8 %: kept
+		{seqAt(2048, 92, 1.0), 4096, ReasonStreaming},
+		{seqAt(4096, 97, 1.0), 4096, HoldSettling},
+		{seqAt(4096, 97, 1.0), 4096, HoldBaseline}, // +5 % against 92: kept
+		{seqAt(4096, 97, 1.0), 8192, ReasonStreaming},
+		{seqAt(8192, 97, 1.0), 8192, HoldSettling},
+		{seqAt(8192, 120, 1.0), 15360, ReasonStreaming}, // +24 %: at once
+	}
+	for i, st := range steps {
+		s := run(c, st.e, now, false)
+		if s.ToKB != st.wantKB || s.Reason != st.reason {
+			t.Fatalf("interval %d: %d -> %d KiB (%s: %s), want %d KiB (%s)", i, s.FromKB, s.ToKB, s.Reason, s.Why, st.wantKB, st.reason)
+		}
+		now = now.Add(interval)
+	}
+}
+
 // TestControllerUndoesHurtCut: a cut judged hurt is undone, and the value before it becomes
 // a floor.
 func TestControllerUndoesHurtCut(t *testing.T) {
