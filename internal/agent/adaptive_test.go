@@ -145,8 +145,8 @@ func TestAdaptWastefulThenRevert(t *testing.T) {
 }
 
 // TestAdaptGrowsStreaming: a sequential reader (READs of one rsize) without waste whose
-// rate follows its window gets the window doubled every other interval; ticks closer than
-// the interval change nothing.
+// rate follows its window gets the window doubled every third interval (the change, its
+// settling, the baseline after it is kept); ticks closer than the interval change nothing.
 func TestAdaptGrowsStreaming(t *testing.T) {
 	t.Parallel()
 	tr := &traffic{age: time.Minute}
@@ -157,7 +157,7 @@ func TestAdaptGrowsStreaming(t *testing.T) {
 	now := time.Now() // the start's step is taken at the reconcile's end
 	a.Reconcile(context.Background(), TriggerStart, now)
 	var path []int
-	for range 8 {
+	for range 11 {
 		ra := readAheadKB(t, root, "0:53")
 		rate := 100 * float64(ra) / 1024 // window-bound: a window twice as large reads twice as fast
 		tr.run(1, ra, rate, 1.0, 0.9)
@@ -168,7 +168,7 @@ func TestAdaptGrowsStreaming(t *testing.T) {
 		a.Adapt(context.Background(), now)
 		path = append(path, readAheadKB(t, root, "0:53"))
 	}
-	want := []int{2048, 2048, 4096, 4096, 8192, 8192, 15360, 15360}
+	want := []int{2048, 2048, 2048, 4096, 4096, 4096, 8192, 8192, 8192, 15360, 15360}
 	for i := range want {
 		if path[i] != want[i] {
 			t.Fatalf("read-ahead after each interval %v, want %v", path, want)

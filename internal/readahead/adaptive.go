@@ -145,10 +145,9 @@ func (s Step) Direction() string {
 //   - streaming traffic (Streaming: READs as large as read-ahead makes them) with over-read
 //     at most GrowOverRead doubles it (never above MaxKB nor a learned ceiling): a window
 //     whose pages are read costs nothing a reader does not use, and the interval after
-//     the settling one says whether it helped. After a rise kept on a gain under ProbeGain
-//     the next rise waits an interval (baseline): the interval that kept it was chosen for
-//     reading fast, and as the next rise's "before" it would make that rise look slower
-//     than it is;
+//     the settling one says whether it helped. After a rise is kept the next rise waits an
+//     interval (baseline): the interval that kept it was chosen for reading fast, and as
+//     the next rise's "before" it would make that rise look slower than it is;
 //   - streaming traffic that cannot grow, held for ProbeAfter intervals, has its window
 //     halved once (a probe): kept only when the rate rose by ProbeGain, so a window that
 //     grew past its best without a visible loss comes back down; each probe undone doubles
@@ -240,9 +239,7 @@ func (c *Controller) Decide(e Evidence, now time.Time, stalled bool) Step {
 		c.pending = nil
 		if p.step.ToKB == cur {
 			s.Verdict, s.VerdictWhy = Judge(p.before, e)
-			// Unless undone below. A gain of ProbeGain is not noise's pick: the climb of a
-			// window-bound reader goes on at once.
-			c.baseline = p.step.Reason == ReasonStreaming && !readsFaster(p.before, e, ProbeGain)
+			c.baseline = p.step.Reason == ReasonStreaming // unless undone below
 			switch {
 			case s.Verdict == Hurt:
 				s.ToKB = p.step.FromKB

@@ -38,8 +38,8 @@ const (
 	warmup     = 5 * time.Second
 	window     = 30 * time.Second
 	// adaptiveRun is how long the agent runs before the measured window: the minute within
-	// which it should settle (one rsize to the cap is four changes, two or three intervals
-	// each: a settling one, and a baseline after a small gain).
+	// which it should settle (one rsize to the cap is four changes, three intervals each:
+	// the change's, a settling one, and a baseline once kept).
 	adaptiveRun = 60 * time.Second
 	// switchPhase is each half of the switching workload, measured whole.
 	switchPhase = 60 * time.Second
