@@ -279,10 +279,11 @@ func (c *Controller) Decide(e Evidence, now time.Time, stalled bool) Step {
 		return decide(ReasonOverRead, "%s: over-read above %.1f", figures, ShrinkOverRead)
 	case !e.Streaming():
 		return decide(HoldSteady, "%s: not streaming (the average READ is under %.0f %% of what read-ahead makes)", figures, 100*StreamingREADs)
-	case e.OverRead <= GrowOverRead && cur < hi && c.baseline:
-		c.baseline = false
-		return decide(HoldBaseline, "%s: the rise to %d KiB was kept on this interval's reads; the next rise is measured against a fresh interval", figures, cur)
 	case e.OverRead <= GrowOverRead && cur < hi:
+		if c.baseline {
+			c.baseline = false
+			return decide(HoldBaseline, "%s: the rise to %d KiB was kept on this interval's reads; the next rise is measured against a fresh interval", figures, cur)
+		}
 		s.ToKB = min(cur*2, hi)
 		return decide(ReasonStreaming, "%s: streaming, over-read at most %.1f", figures, GrowOverRead)
 	}
