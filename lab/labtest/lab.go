@@ -369,3 +369,34 @@ func Transports(t testing.TB) map[string]int {
 	}
 	return out
 }
+
+// ReadBytes returns the application and server read bytes of the mount at dir since it was
+// mounted, from its bytes: line in /proc/self/mountstats (fs/nfs/iostat.h: normal and
+// direct read bytes, fields 1 and 3; the READ payload, field 5), read independently of
+// nfstune.
+func ReadBytes(t *testing.T, dir string) (app, server uint64) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountstats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := false
+	for line := range strings.Lines(string(b)) {
+		if strings.HasPrefix(line, "device ") {
+			in = strings.Contains(line, " mounted on "+dir+" with fstype nfs")
+			continue
+		}
+		if f := strings.Fields(line); in && len(f) >= 6 && f[0] == "bytes:" {
+			n := func(i int) uint64 {
+				v, err := strconv.ParseUint(f[i], 10, 64)
+				if err != nil {
+					t.Fatalf("mountstats %q: %v", line, err)
+				}
+				return v
+			}
+			return n(1) + n(3), n(5)
+		}
+	}
+	t.Fatalf("no bytes: line for %s in mountstats", dir)
+	return 0, 0
+}

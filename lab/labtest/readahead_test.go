@@ -18,7 +18,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -89,37 +88,6 @@ func layout(t *testing.T, dir string, n, mib int) []string {
 		}
 	}
 	return files
-}
-
-// readBytes returns the application and server read bytes of the mount at dir since it was
-// mounted, from its bytes: line in /proc/self/mountstats (fs/nfs/iostat.h: normal and
-// direct read bytes, fields 1 and 3; the READ payload, field 5), read independently of
-// nfstune.
-func readBytes(t *testing.T, dir string) (app, server uint64) {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/mountstats")
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := false
-	for line := range strings.Lines(string(b)) {
-		if strings.HasPrefix(line, "device ") {
-			in = strings.Contains(line, " mounted on "+dir+" with fstype nfs")
-			continue
-		}
-		if f := strings.Fields(line); in && len(f) >= 6 && f[0] == "bytes:" {
-			n := func(i int) uint64 {
-				v, err := strconv.ParseUint(f[i], 10, 64)
-				if err != nil {
-					t.Fatalf("mountstats %q: %v", line, err)
-				}
-				return v
-			}
-			return n(1) + n(3), n(5)
-		}
-	}
-	t.Fatalf("no bytes: line for %s in mountstats", dir)
-	return 0, 0
 }
 
 // randReaderLoop reads 16 KiB at random offsets with 16 jobs, an hour per fio run, without
@@ -222,9 +190,9 @@ func TestReadAheadVerdictRandom(t *testing.T) {
 	Link(t, raDelay, "", 0)
 	StartReaders(t, MemoryCgroup(t, "nfstune-readahead-small", "128M"), randReaderLoop(files[0]))
 	time.Sleep(10 * time.Second)
-	app0, server0 := readBytes(t, m.Dir)
+	app0, server0 := ReadBytes(t, m.Dir)
 	ids := findings(t, m.Device, "--traffic-window", "20s")
-	app, server := readBytes(t, m.Dir)
+	app, server := ReadBytes(t, m.Dir)
 	window := float64(server-server0) / float64(max(app-app0, 1))
 	sinceMount := float64(server) / float64(max(app, 1))
 	t.Logf("over the audit's window: %d MiB read, over-read %.2f; since the mount %.2f", (app-app0)>>20, window, sinceMount)
@@ -270,7 +238,7 @@ func TestReadAheadWaste(t *testing.T) {
 			requireReadAheadKB(t, m.Device, 15360)
 		}
 		ids := findings(t, m.Device)
-		app, server := readBytes(t, m.Dir)
+		app, server := ReadBytes(t, m.Dir)
 		overRead := float64(server) / float64(max(app, 1))
 		t.Logf("since the mount: %d MiB from the server, %d MiB read (over-read %.2f); findings %v", server>>20, app>>20, overRead, ids)
 		if server < 256<<20 {
@@ -297,7 +265,7 @@ func TestReadAheadWaste(t *testing.T) {
 		for {
 			time.Sleep(10 * time.Second)
 			requireReadAheadKB(t, m.Device, 15360)
-			if _, server := readBytes(t, m.Dir); server >= 300<<20 {
+			if _, server := ReadBytes(t, m.Dir); server >= 300<<20 {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -305,7 +273,7 @@ func TestReadAheadWaste(t *testing.T) {
 			}
 		}
 		ids := findings(t, m.Device)
-		app, server := readBytes(t, m.Dir)
+		app, server := ReadBytes(t, m.Dir)
 		overRead := float64(server) / float64(max(app, 1))
 		t.Logf("since the mount: %d MiB from the server, %d MiB read (over-read %.2f); findings %v", server>>20, app>>20, overRead, ids)
 		if overRead <= 2 {

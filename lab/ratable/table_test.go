@@ -217,36 +217,12 @@ type counters struct {
 	app, server uint64
 }
 
-// readCounters reads the bytes: line of the mount at dir in /proc/self/mountstats: normal
-// and direct read bytes (fields 1 and 3) are what applications read, field 5 what the
-// server sent (fs/nfs/iostat.h).
+// readCounters reads the mount's application and server read bytes now
+// (labtest.ReadBytes: the kernel's counters, not nfstune's).
 func readCounters(t *testing.T, dir string) counters {
 	t.Helper()
-	b, err := os.ReadFile("/proc/self/mountstats")
-	if err != nil {
-		t.Fatal(err)
-	}
 	c := counters{at: time.Now()}
-	in := false
-	for line := range strings.Lines(string(b)) {
-		if strings.HasPrefix(line, "device ") {
-			in = strings.Contains(line, " mounted on "+dir+" with fstype nfs")
-			continue
-		}
-		f := strings.Fields(line)
-		if in && len(f) >= 6 && f[0] == "bytes:" {
-			n := func(i int) uint64 {
-				v, err := strconv.ParseUint(f[i], 10, 64)
-				if err != nil {
-					t.Fatalf("mountstats bytes: %q: %v", line, err)
-				}
-				return v
-			}
-			c.app, c.server = n(1)+n(3), n(5)
-			return c
-		}
-	}
-	t.Fatalf("no bytes: line for %s in mountstats", dir)
+	c.app, c.server = labtest.ReadBytes(t, dir)
 	return c
 }
 
