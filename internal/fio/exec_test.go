@@ -3,7 +3,13 @@ package fio
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -38,6 +44,61 @@ func TestExecInterrupt(t *testing.T) {
 	}
 	if d := time.Since(start); d > 4*time.Second {
 		t.Errorf("took %v to stop", d)
+	}
+}
+
+// A fio that does not stop on SIGINT, with a job that called setsid(): after the grace
+// both are killed, the job by its own handle (no process group reaches it).
+func TestExecKillsJobsAfterGrace(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Fatalf("setsid (util-linux) is needed: %v", err)
+	}
+	pidFile := filepath.Join(t.TempDir(), "job.pid")
+	script := `trap '' INT TERM
+setsid sh -c 'trap "" INT TERM; echo $$ > ` + pidFile + `; exec sleep 60' &
+wait`
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			if b, err := os.ReadFile(pidFile); err == nil && strings.HasSuffix(string(b), "\n") {
+				cancel()
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	start := time.Now()
+	if _, err := execGrace(ctx, 300*time.Millisecond, "sh", "-c", script); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("took %v to stop", d)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The job is gone, or a zombie where nothing reaps orphans (a container's PID 1).
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return
+		}
+		if f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:])); len(f) > 0 && f[0] == "Z" {
+			return
+		}
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("job %d still runs after fio was stopped: %s", pid, st)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
