@@ -30,6 +30,13 @@ const (
 	// again in the same direction doubles it, up to MaxHoldDoublings times.
 	HoldIntervals    = 12
 	MaxHoldDoublings = 5
+	// RetryRiseAfter is how many intervals the ceiling left by a rise undone for no gain
+	// holds at first (then doubling as the others). Such a rise read about as fast as the
+	// value under it: the window no longer bounds the reader, or the spread of one interval
+	// hid a gain (one lab reader spreads 3 to 5 % per interval, and a doubling worth 7 %
+	// reads under RiseGain about a third of the time). Trying it again costs two intervals
+	// at a window that reads as fast, so it comes sooner than after a hurt one.
+	RetryRiseAfter = 4
 	// ProbeAfter is how many intervals a streaming mount that cannot grow (at the cap or a
 	// learned ceiling) holds before the controller tries half its window; each probe that
 	// gains nothing doubles the wait, up to HoldIntervals << MaxHoldDoublings. A probe
@@ -136,8 +143,9 @@ func (s Step) Direction() string {
 //   - a value outside the bounds moves to the nearest bound (at once, without traffic);
 //   - a change judged hurt is undone, and the value it goes back to becomes a limit (a
 //     ceiling after a rise, a floor after a cut) for HoldIntervals intervals; a rise that
-//     did not read RiseGain faster is undone too (no_gain), with the same ceiling: a larger
-//     window costs memory, so it stays only when the mount reads faster with it; a probe
+//     did not read RiseGain faster is undone too (no_gain), with a ceiling for
+//     RetryRiseAfter intervals: a larger window costs memory, so it stays only when the
+//     mount reads faster with it, and it is tried again sooner than a harmful one; a probe
 //     that did not gain ProbeGain is undone (no_gain), and one that did leaves a ceiling;
 //   - over-read above ShrinkOverRead halves the window (never below MinKB nor a learned
 //     floor) and makes the new value a ceiling for the hold: a window that wasted is not
@@ -335,7 +343,7 @@ func (c *Controller) Applied(s Step, e Evidence, now time.Time) {
 		if s.Direction() == Up {
 			c.probes++ // a probe undone
 		} else {
-			c.ceiling = c.learn(&c.ceilings, s.ToKB, now) // a rise undone
+			c.ceiling = c.learnFor(RetryRiseAfter, &c.ceilings, s.ToKB, now) // a rise undone
 		}
 	case ReasonOverRead:
 		c.ceiling = c.learn(&c.ceilings, s.ToKB, now)
@@ -347,7 +355,13 @@ func (c *Controller) Applied(s Step, e Evidence, now time.Time) {
 
 // learn returns a limit at kb held from now, counting it in *n.
 func (c *Controller) learn(n *int, kb int, now time.Time) learnedLimit {
-	hold := time.Duration(HoldIntervals) * c.Interval << min(*n, MaxHoldDoublings)
+	return c.learnFor(HoldIntervals, n, kb, now)
+}
+
+// learnFor returns a limit at kb held from now for intervals, doubled for each limit
+// already counted in *n (up to MaxHoldDoublings times), and counts it.
+func (c *Controller) learnFor(intervals int, n *int, kb int, now time.Time) learnedLimit {
+	hold := time.Duration(intervals) * c.Interval << min(*n, MaxHoldDoublings)
 	*n++
 	return learnedLimit{kb: kb, until: now.Add(hold)}
 }

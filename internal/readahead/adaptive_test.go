@@ -191,23 +191,49 @@ func TestControllerUndoesHurt(t *testing.T) {
 
 // TestControllerUndoesRiseWithoutGain: a streaming reader that reads as fast at 2048 KiB as
 // at 1024 (a server or memory bound, not the window) gets the rise undone (no_gain) with a
-// ceiling at 1024 for the hold, and the next try only after it.
+// ceiling at 1024 for RetryRiseAfter intervals; each later try that gains nothing holds
+// twice as long, up to 2^MaxHoldDoublings times, so over an hour the tries come ever
+// further apart.
 func TestControllerUndoesRiseWithoutGain(t *testing.T) {
 	c := newTestController()
-	flat := func(ra int) Evidence { return seqAt(ra, 90, 1.0) }
-	path, changes, _ := runFor(c, 1024, 3+HoldIntervals, time.Unix(1_700_000_000, 0), flat)
-	if len(changes) < 2 || changes[0].ToKB != 2048 || changes[1].Reason != ReasonNoGain || changes[1].ToKB != 1024 ||
-		changes[1].Verdict != NoChange {
-		t.Fatalf("changes %+v, want a rise to 2048 undone (no_gain, verdict no_change)", changes)
+	now := time.Unix(1_700_000_000, 0)
+	ra := 1024
+	var rises, undos []int // interval numbers
+	for i := range int(time.Hour / interval) {
+		s := run(c, seqAt(ra, 90, 1.0), now, false)
+		switch {
+		case s.Reason == ReasonStreaming && s.ToKB == 2048:
+			rises = append(rises, i)
+		case s.Reason == ReasonNoGain && s.ToKB == 1024:
+			if s.Verdict != NoChange {
+				t.Fatalf("interval %d: %+v, want the verdict no_change", i, s)
+			}
+			undos = append(undos, i)
+		case s.Changed():
+			t.Fatalf("interval %d: %+v, want only rises to 2048 and their undos", i, s)
+		}
+		ra = s.ToKB
+		now = now.Add(interval)
 	}
-	// The undo comes at the third interval; the ceiling holds for HoldIntervals from there.
-	for i, ra := range path[3 : 2+HoldIntervals] {
-		if ra != 1024 {
-			t.Fatalf("at %d KiB %s after the undo (path %v), want 1024 for the hold", ra, time.Duration(i+1)*interval, path)
+	if len(rises) == 0 || rises[0] != 0 || len(undos) < len(rises)-1 {
+		t.Fatalf("rises at %v, undos at %v: want a rise at once, each undone", rises, undos)
+	}
+	for n, u := range undos {
+		if n+1 >= len(rises) {
+			break
+		}
+		// The undo is judged two intervals after its rise; the ceiling holds from there.
+		if u != rises[n]+2 {
+			t.Errorf("rise %d at interval %d undone at %d, want %d", n, rises[n], u, rises[n]+2)
+		}
+		if want := RetryRiseAfter << min(n, MaxHoldDoublings); rises[n+1]-u != want {
+			t.Errorf("try %d came %d intervals after the undo at %d, want %d (rises %v, undos %v)", n+2, rises[n+1]-u, u, want, rises, undos)
 		}
 	}
-	if got := path[len(path)-1]; got != 2048 {
-		t.Errorf("path %v: want one more try of 2048 when the hold ends", path)
+	// Tries at intervals 0, 6, 16, 34, 68, 134, then every 130: 10 in an hour's 720, where
+	// a rise and its undo without the ceiling would come every third interval (240).
+	if len(rises) > 10 {
+		t.Errorf("%d tries of 2048 KiB in an hour (at %v), want at most 10", len(rises), rises)
 	}
 }
 
