@@ -484,18 +484,21 @@ func bestFixed(results []result, scenario string) fixedResult {
 	return best
 }
 
-// lastMove returns the last change that moved the read-ahead for good: a probe undone at
-// its verdict (no_gain) is a look, not a move, and neither it nor its undo counts.
+// lastMove returns the last change that moved the read-ahead for good. A try undone for
+// no gain is a look, not a move: a probe (halving) or a rise (doubling) that read no
+// faster, and its undo (no_gain), leave the value where it was and the rate as it was, so
+// neither counts. A change undone because it hurt (hurt) is a move: it cost throughput.
 func lastMove(changes []change) (change, bool) {
+	look := func(i int) bool { // changes[i] and changes[i+1] are a try and its undo for no gain
+		return i+1 < len(changes) && changes[i+1].reason == "no_gain" &&
+			(changes[i].reason == "probe" || changes[i].reason == "streaming") &&
+			changes[i+1].toKB == changes[i].fromKB
+	}
 	for i := len(changes) - 1; i >= 0; i-- {
-		c := changes[i]
-		// A probe undone is a look: the probe and its undo (no_gain, up) leave the value
-		// where it was. A rise undone (no_gain, down) is a move like any other.
-		undoneProbe := c.reason == "no_gain" && c.toKB > c.fromKB
-		if undoneProbe || (c.reason == "probe" && i+1 < len(changes) && changes[i+1].reason == "no_gain") {
+		if look(i) || (i > 0 && look(i-1)) {
 			continue
 		}
-		return c, true
+		return changes[i], true
 	}
 	return change{}, false
 }
