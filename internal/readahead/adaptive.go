@@ -359,11 +359,13 @@ func (c *Controller) learn(n *int, kb int, now time.Time) learnedLimit {
 }
 
 // learnFor returns a limit at kb held from now for intervals, doubled for each limit
-// already counted in *n (up to MaxHoldDoublings times), and counts it.
+// already counted in *n (up to MaxHoldDoublings times), and counts it. The limit ends a
+// quarter interval early: the agent's ticks come a few milliseconds late or early, and a
+// hold of N intervals must end at the N-th tick, not at the N-th or the next by chance.
 func (c *Controller) learnFor(intervals int, n *int, kb int, now time.Time) learnedLimit {
 	hold := time.Duration(intervals) * c.Interval << min(*n, MaxHoldDoublings)
 	*n++
-	return learnedLimit{kb: kb, until: now.Add(hold)}
+	return learnedLimit{kb: kb, until: now.Add(hold - c.Interval/4)}
 }
 
 // Limits returns the learned ceiling and floor in force at now, 0 for none.

@@ -237,6 +237,34 @@ func TestControllerUndoesRiseWithoutGain(t *testing.T) {
 	}
 }
 
+// TestControllerHoldEndsOnItsTick: the agent's ticks drift by milliseconds. A ceiling
+// learned on a tick that came 3 ms late still ends at the tick RetryRiseAfter intervals
+// on, though that one comes 3 ms early.
+func TestControllerHoldEndsOnItsTick(t *testing.T) {
+	c := newTestController()
+	t0 := time.Unix(1_700_000_000, 0)
+	ra := 1024
+	for i := range 8 {
+		jitter := -3 * time.Millisecond
+		if i <= 2 {
+			jitter = 3 * time.Millisecond
+		}
+		s := run(c, seqAt(ra, 90, 1.0), t0.Add(time.Duration(i)*interval+jitter), false)
+		ra = s.ToKB
+		switch i {
+		case 2:
+			if s.Reason != ReasonNoGain {
+				t.Fatalf("tick 2: %+v, want the rise undone", s)
+			}
+		case 2 + RetryRiseAfter:
+			if s.Reason != ReasonStreaming {
+				t.Fatalf("tick %d, %d intervals after the undo: %+v, want the rise tried again", i, RetryRiseAfter, s)
+			}
+			return
+		}
+	}
+}
+
 // TestControllerKeepsSmallGains: a rise that reads 7 % faster is kept (under the verdicts'
 // 10 %, over RiseGain), one that reads 3 % faster is undone.
 func TestControllerKeepsSmallGains(t *testing.T) {
