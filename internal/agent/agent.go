@@ -330,8 +330,11 @@ func (a *Agent) Run(ctx context.Context, hangup <-chan struct{}) error {
 			a.Recover(ctx, now)
 		case <-hangup:
 			reload()
-		case at := <-adapt:
-			a.Adapt(ctx, at)
+		case <-adapt:
+			// The time of the reading, not the tick's: a tick handled late (the loop busy,
+			// the CPU short) would otherwise count the bytes of a longer interval over the
+			// ticker's period, and the next interval's over a shorter one.
+			a.Adapt(ctx, time.Now())
 		}
 	}
 }
