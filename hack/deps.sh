@@ -35,6 +35,7 @@ table() {
 	verify  sort                 coreutils        make release: SHA256SUMS in a fixed order
 	verify  find                 findutils        make release: the files SHA256SUMS lists
 	verify  xargs                findutils        make release: SHA256SUMS
+	verify  setsid               util-linux       go test of internal/fio: a job that leaves fio's session
 	lab     python3              python3          lab-setup (virtme-ng's venv), lab/k8s-e2e.sh
 	lab     probe:venv           python3-venv     lab-setup: python3 -m venv
 	lab     debootstrap          debootstrap      lab-setup: the guest root
