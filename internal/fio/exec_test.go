@@ -3,7 +3,6 @@ package fio
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 func TestExecKeepsStderr(t *testing.T) {
@@ -87,16 +88,17 @@ wait`
 	// The job is gone, or a zombie where nothing reaps orphans (a container's PID 1).
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		p, err := procfs.NewProc(pid)
 		if err != nil {
 			return
 		}
-		if f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:])); len(f) > 0 && f[0] == "Z" {
+		st, err := p.Stat()
+		if err != nil || st.State == "Z" {
 			return
 		}
 		if time.Now().After(deadline) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("job %d still runs after fio was stopped: %s", pid, st)
+			t.Fatalf("job %d (%s) still runs in state %s after fio was stopped", pid, st.Comm, st.State)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
