@@ -70,6 +70,21 @@ done
 export PATH="$LAB_VENV/bin:$PATH"
 step_name() { cat "$run/step" 2>/dev/null || true; }
 
+# failed_tests prints each failed Go test of the console with its last logged lines (go test
+# -v: "=== RUN/CONT/NAME" says whose lines follow, "--- FAIL" ends a failed test). A failure's
+# message sits among the lines the test logged, which a long run's tail no longer shows.
+failed_tests() {
+	sed 's/\r$//' "$console" | awk -v keep=25 '
+		/^=== (RUN|CONT|NAME) / { cur = $3; next }
+		/^ +[^ ]+\.go:[0-9]+: / && cur != "" { n[cur]++; line[cur, n[cur]] = $0; next }
+		/^ *--- FAIL: / {
+			t = $3; print "--- FAIL: " t
+			from = n[t] > keep ? n[t] - keep + 1 : 1
+			if (from > 1) print "    (" from - 1 " earlier lines in the console log)"
+			for (i = from; i <= n[t]; i++) print line[t, i]
+		}'
+}
+
 if ((shell)); then
 	cd "$repo"
 	"$LAB_VNG" "${kvm[@]}" "${append[@]}" --force-9p --verbose --root "$LAB_ROOT" -r "$kernel" \
@@ -108,6 +123,10 @@ if [[ -f $run/status ]]; then
 	lab_log "guest command exited $rc after ${elapsed}s"
 	if [[ $rc != 0 ]]; then
 		[[ -s $run/dmesg.log ]] && { lab_log "last kernel messages:"; cat "$run/dmesg.log" >&2; }
+		if grep -q -- '--- FAIL: ' "$console"; then
+			lab_log "failed tests, each with the last lines it logged:"
+			failed_tests >&2
+		fi
 		keep=1
 	fi
 	if ((keep)); then
