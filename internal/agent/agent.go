@@ -212,10 +212,12 @@ const (
 	TriggerSettle Trigger = "settle"
 )
 
-// settleAfter are the delays after a new superblock was tuned at which it is checked again.
-// A settle reconcile reads the read-ahead of such superblocks only; the others keep the
-// value of the last reconcile until the next resync or mount table change.
-var settleAfter = []time.Duration{250 * time.Millisecond, time.Second, 3 * time.Second, 10 * time.Second}
+// settleAfter are the delays after a new superblock was tuned at which it is checked again:
+// nfs-utils' udev rule (nfsrahead) writes read_ahead_kb once after the bdi appears, in the
+// lab from a fraction of a second to about 15 s later on a loaded machine. A settle reconcile
+// reads the read-ahead of such superblocks only; the others keep the value of the last
+// reconcile until the next resync or mount table change.
+var settleAfter = []time.Duration{250 * time.Millisecond, time.Second, 3 * time.Second, 10 * time.Second, 20 * time.Second}
 
 // settleFor is how long a new superblock counts as settling: past the last re-check, with
 // room for a timer that fired late.
@@ -326,8 +328,8 @@ func (a *Agent) Run(ctx context.Context, hangup <-chan struct{}) error {
 			if a.policyChanged() {
 				reload()
 			}
-		case now := <-recovery.C:
-			a.Recover(ctx, now)
+		case <-recovery.C:
+			a.Recover(ctx, time.Now()) // the time of the reading, as for Adapt below
 		case <-hangup:
 			reload()
 		case <-adapt:
@@ -455,7 +457,7 @@ func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time)
 		if reason == "drift" {
 			m.Drifts.Inc()
 		}
-		log := a.cfg.Logger.With("device", mnt.Device, "mountpoint", first(mnt.MountPoints), "current_kb", cur, "want_kb", want.ReadAheadKB, "reason", reason)
+		log := a.cfg.Logger.With("device", mnt.Device, "mountpoint", first(mnt.MountPoints), "current_kb", cur, "want_kb", want.ReadAheadKB, "reason", reason, "trigger", trigger)
 		if want.Mode == policy.ModeObserve {
 			log.Info("read-ahead differs from profile; observe mode, left alone")
 			continue
