@@ -286,6 +286,28 @@ func TestControllerKeepsSmallGains(t *testing.T) {
 	}
 }
 
+// TestControllerUndoesRiseThatWastes: a rise that reads 9 % faster is kept while over-read
+// holds, undone when over-read rose by RiseWaste (the window outgrew its readers' memory),
+// and kept again when it read RateChange faster.
+func TestControllerUndoesRiseThatWastes(t *testing.T) {
+	for _, tt := range []struct {
+		gain, overRead float64
+		kept           bool
+	}{{1.09, 1.01, true}, {1.09, 1.05, false}, {1.09, 1.10, false}, {1.12, 1.10, true}} {
+		c := newTestController()
+		now := time.Unix(1_700_000_000, 0)
+		run(c, seqAt(1024, 90, 1.0), now, false)
+		run(c, seqAt(2048, 90, 1.0), now.Add(interval), false)
+		s := run(c, seqAt(2048, 90*tt.gain, tt.overRead), now.Add(2*interval), false)
+		if kept := s.ToKB >= 2048 && s.Reason != ReasonNoGain; kept != tt.kept {
+			t.Errorf("gain %.2f, over-read 1.00 -> %.2f: %+v; want the rise kept: %v", tt.gain, tt.overRead, s, tt.kept)
+		}
+		if !tt.kept && s.ToKB != 1024 {
+			t.Errorf("gain %.2f, over-read 1.00 -> %.2f: %+v, want 1024 KiB back", tt.gain, tt.overRead, s)
+		}
+	}
+}
+
 // TestControllerMeasuresBaseline: a rise kept on a small gain is not the next rise's
 // "before". The interval that kept the rise to 2048 KiB read 97 MiB/s, 5 above what 2048
 // reads; against it the rise to 4096 (97) would gain nothing and be undone. The controller
