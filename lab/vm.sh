@@ -10,8 +10,9 @@
 # without kernel log lines. The exit status is the guest command's, read from a status file
 # the guest writes: no status file means the guest never finished, and this script fails
 # naming the step that did not complete (qemu start, kernel boot, modprobe, nfsd start,
-# mount, command) with the last 40 console lines. A kernel panic before the guest command
-# starts is retried once (NFSTUNE_LAB_BOOT_RETRY=1 marks the second boot).
+# mount, command) with the last 40 console lines. A failed command's Go test failures are
+# printed last, each with the lines it logged (failed_tests). A kernel panic before the guest
+# command starts is retried once (NFSTUNE_LAB_BOOT_RETRY=1 marks the second boot).
 #
 # Env: NFSTUNE_LAB_CACHE (guest root cache), NFSTUNE_LAB_TIMEOUT (seconds, default 900),
 # NFSTUNE_LAB_MEMORY (2G), NFSTUNE_LAB_CPUS (2), NFSTUNE_LAB_KERNEL (5.10, 6.1, 6.12 or 7.2;
