@@ -13,6 +13,7 @@ import (
 
 	"github.com/moby/sys/mountinfo"
 
+	"github.com/nfstune/nfstune/internal/fio"
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
 )
@@ -169,7 +170,24 @@ func (rm *remounter) apply(ctx context.Context, v Variant) error {
 		}
 	}
 	rm.r.logger().Info("client group mounted", "variant", v.Name, "mounts", len(rm.mounts))
+	rm.waitUdev(ctx)
 	return nil
+}
+
+// udevSettleTimeout bounds the wait for udev after a remount.
+const udevSettleTimeout = 30 * time.Second
+
+// waitUdev waits until udev has handled the events of the mounts just made. A udev rule
+// may write read_ahead_kb of each new bdi (nfs-utils' nfsrahead in 99-nfs.rules does, and
+// on a busy host it runs seconds after the mount returns); a value the sweep writes before
+// that would be overwritten under its run. A host without udevadm (a container) has no
+// such rule to wait for, and a failed wait is logged: the run's own check that read-ahead
+// held (checkReadAheadHeld) still catches a late writer.
+func (rm *remounter) waitUdev(ctx context.Context) {
+	timeout := fmt.Sprintf("--timeout=%d", int(udevSettleTimeout.Seconds()))
+	if _, err := rm.r.Exec(ctx, "udevadm", "settle", timeout); err != nil && !errors.Is(err, fio.ErrNotFound) {
+		rm.r.logger().Warn("waiting for udev after the remount", "err", err)
+	}
 }
 
 // mountMissing mounts, with their original options, the group's mounts that are not

@@ -36,7 +36,13 @@ type fakeNFS struct {
 	onLayout func()
 	// pinned keeps the client listed in nfsfs/servers, as another mount would.
 	pinned bool
+	// udevPending are the bdis of new mounts whose udev event has not run: like
+	// nfsrahead's rule, it writes udevReadAheadKB when udevadm settle waits for it, or
+	// else late, at the next fio run.
+	udevPending []string
 }
+
+const udevReadAheadKB = 96
 
 type fakeMount struct {
 	mp, dev string
@@ -163,7 +169,12 @@ func (f *fakeNFS) exec(ctx context.Context, name string, args ...string) ([]byte
 			opts["nconnect"] = f.mounts[0].opts["nconnect"]
 		}
 		f.mount(args[5], opts, 128) // a new bdi starts at the kernel default
+		f.udevPending = append(f.udevPending, f.mounts[len(f.mounts)-1].dev)
 		f.sync()
+		return nil, nil
+	case name == "udevadm" && len(args) > 0 && args[0] == "settle":
+		f.commands = append(f.commands, "udevadm settle")
+		f.runUdev()
 		return nil, nil
 	case name == "fio" && contains(args, "--create_only=1"):
 		if f.onLayout != nil {
@@ -173,6 +184,7 @@ func (f *fakeNFS) exec(ctx context.Context, name string, args ...string) ([]byte
 	case name == "fio":
 		m := argMap(args)
 		dir := m["directory"]
+		f.runUdev() // events nobody waited for run late, under the measured run
 		tgt := f.mounts[0]
 		ra, err := hostfs.ReadInt(f.root.Sys("class", "bdi", tgt.dev, "read_ahead_kb"))
 		if err != nil {
@@ -194,6 +206,17 @@ func (f *fakeNFS) exec(ctx context.Context, name string, args ...string) ([]byte
 		return []byte(bwRE.ReplaceAllString(seqReadJSON, fmt.Sprintf(`"bw_bytes" : %d`, bw))), nil
 	}
 	return nil, fmt.Errorf("unexpected command %s %v", name, args)
+}
+
+// runUdev runs the pending udev events of mounted bdis.
+func (f *fakeNFS) runUdev() {
+	for _, dev := range f.udevPending {
+		p := f.root.Sys("class", "bdi", dev, "read_ahead_kb")
+		if _, err := os.Stat(p); err == nil {
+			writeFile(f.t, p, strconv.Itoa(udevReadAheadKB)+"\n")
+		}
+	}
+	f.udevPending = nil
 }
 
 func (f *fakeNFS) runner() *Runner {
@@ -291,12 +314,13 @@ func TestSweepRemountsClientGroup(t *testing.T) {
 	}
 	want := []string{
 		"umount " + other, "umount " + mp,
-		"mount " + opts(1) + " " + mp + " nfs.example:/export", "mount " + opts(2) + " " + other + " nfs.example:/export",
+		"mount " + opts(1) + " " + mp + " nfs.example:/export", "mount " + opts(2) + " " + other + " nfs.example:/export", "udevadm settle",
 		"umount " + other, "umount " + mp,
-		"mount " + opts(8) + " " + mp + " nfs.example:/export", "mount " + opts(2) + " " + other + " nfs.example:/export",
+		"mount " + opts(8) + " " + mp + " nfs.example:/export", "mount " + opts(2) + " " + other + " nfs.example:/export", "udevadm settle",
 		// back to the original options
 		"umount " + other, "umount " + mp,
 		"mount " + opts(2) + " " + mp + " nfs.example:/export", "mount " + opts(2) + " " + other + " nfs.example:/export",
+		"udevadm settle",
 	}
 	if got := strings.Join(f.commands, "\n"); got != strings.Join(want, "\n") {
 		t.Errorf("commands:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))

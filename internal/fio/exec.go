@@ -17,6 +17,9 @@ import (
 // RunFunc runs name with args and returns its standard output; tests pass a fake.
 type RunFunc func(ctx context.Context, name string, args ...string) ([]byte, error)
 
+// ErrNotFound is in the chain of a RunError whose program is not installed.
+var ErrNotFound = exec.ErrNotFound
+
 // RunError is a failed command with its standard error kept for the message.
 type RunError struct {
 	Cmd    []string

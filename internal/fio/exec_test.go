@@ -30,6 +30,17 @@ func TestExecKeepsStderr(t *testing.T) {
 	}
 }
 
+func TestExecNotFound(t *testing.T) {
+	t.Parallel()
+	_, err := Exec(context.Background(), "nfstune-no-such-program")
+	if !errors.Is(err, ErrNotFound) {
+		t.Errorf("err = %v, want ErrNotFound in its chain", err)
+	}
+	if _, err := Exec(context.Background(), "sh", "-c", "exit 127"); errors.Is(err, ErrNotFound) {
+		t.Errorf("a program that ran and failed: err = %v matches ErrNotFound", err)
+	}
+}
+
 func TestExecInterrupt(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
