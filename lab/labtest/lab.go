@@ -142,6 +142,17 @@ func Mount(t testing.TB, spec MountSpec) Mounted {
 	return m
 }
 
+// WaitUdev waits until udev has handled its queued events. A test that writes read_ahead_kb
+// of a new mount waits first: nfs-common's rule (99-nfs.rules, nfsrahead) writes its own
+// value to each new bdi, and on a busy guest that can come seconds after the mount, over
+// the test's.
+func WaitUdev(t testing.TB) {
+	t.Helper()
+	if out, err := exec.Command("udevadm", "settle", "--timeout=60").CombinedOutput(); err != nil {
+		t.Fatalf("udevadm settle: %v: %s", err, out)
+	}
+}
+
 // Umount unmounts dir, lazily and with force if a plain umount does not finish in 30 s
 // (a hung server). A dir the test unmounted itself is left alone.
 func Umount(t testing.TB, dir string) {

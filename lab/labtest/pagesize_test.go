@@ -21,6 +21,7 @@ func TestReadAheadPageRounding(t *testing.T) {
 	// A superblock of its own: the scenario's mounts keep their read-ahead.
 	m := Mount(t, MountSpec{Version: "4.2", Options: "nosharecache"})
 	attr := "/sys/class/bdi/" + m.Device + "/read_ahead_kb"
+	WaitUdev(t)
 	old := ReadAheadKB(t, m.Device)
 	t.Cleanup(func() {
 		if err := os.WriteFile(attr, []byte(strconv.Itoa(old)+"\n"), 0o644); err != nil {

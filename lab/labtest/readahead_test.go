@@ -43,15 +43,11 @@ rules:
     readAheadKB: 4096
 `
 
-// setReadAheadKB writes read_ahead_kb of dev, as a user would before the test. It first
-// waits for udev to handle the new bdi: nfs-common's rule (99-nfs.rules, nfsrahead) writes
-// its own value when it does, and on a busy guest that can come seconds after the mount,
-// over the test's.
+// setReadAheadKB writes read_ahead_kb of dev, as a user would before the test, once udev
+// has handled the new bdi (WaitUdev).
 func setReadAheadKB(t *testing.T, dev string, kb int) {
 	t.Helper()
-	if out, err := exec.Command("udevadm", "settle", "--timeout=60").CombinedOutput(); err != nil {
-		t.Fatalf("udevadm settle: %v: %s", err, out)
-	}
+	WaitUdev(t)
 	if err := os.WriteFile("/sys/class/bdi/"+dev+"/read_ahead_kb", []byte(fmt.Sprint(kb)), 0o644); err != nil {
 		t.Fatal(err)
 	}
