@@ -116,6 +116,17 @@ func TestReadAheadTable(t *testing.T) {
 		t.Logf("scenarios %s only (NFSTUNE_LAB_SCENARIOS)", only)
 	}
 	fixed := slices.Compact(slices.Sorted(slices.Values([]int{128, 1024, 4096, 15 * rsizeKB})))
+	pairs := 1
+	if v := os.Getenv("NFSTUNE_LAB_PAIRS"); v != "" {
+		// Adaptive runs per scenario, each followed by the best fixed value again: their
+		// means compare the two over the same stretch of the machine's drifting load.
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("NFSTUNE_LAB_PAIRS=%q: want a number of runs, at least 1", v)
+		}
+		pairs = n
+		t.Logf("%d adaptive runs per scenario, each followed by the best fixed value (NFSTUNE_LAB_PAIRS)", pairs)
+	}
 
 	var results []result
 	for _, sc := range scenarios {
@@ -124,25 +135,28 @@ func TestReadAheadTable(t *testing.T) {
 			stopAgents(t)
 			results = append(results, r)
 		}
-		var agentLog string
-		r := measure(t, m, sc, "adaptive", func() {
-			// A fresh mount's read-ahead, then the agent takes it from there.
-			setReadAhead(t, m.Device, 128)
-			agentLog = startAgent(t, agentBin, m.Dir, enforce)
-		}, nil)
-		r.changes = agentChanges(t, agentLog, r)
-		if c, ok := lastMove(r.changes); ok {
-			r.settled = c.at - r.switchAt
-		}
-		results = append(results, r)
-		stopAgentAndRevert(t, m.Device)
-		// The best fixed value once more, next to the adaptive run in time: on a shared
-		// machine the load drifts over a scenario's minutes, and the table shows by how much.
+		// Each adaptive run is followed by the best fixed value once more, next to it in
+		// time: on a shared machine the load drifts over a scenario's minutes, and the
+		// table shows by how much. With pairs > 1 the two alternate.
 		best := bestFixed(results, sc.name)
-		again := measure(t, m, sc, strconv.Itoa(best.kb), func() {}, fixedUnderAgent(t, agentBin, m, best.kb))
-		stopAgents(t)
-		again.setting = "again"
-		results = append(results, again)
+		for range pairs {
+			var agentLog string
+			r := measure(t, m, sc, "adaptive", func() {
+				// A fresh mount's read-ahead, then the agent takes it from there.
+				setReadAhead(t, m.Device, 128)
+				agentLog = startAgent(t, agentBin, m.Dir, enforce)
+			}, nil)
+			r.changes = agentChanges(t, agentLog, r)
+			if c, ok := lastMove(r.changes); ok {
+				r.settled = c.at - r.switchAt
+			}
+			results = append(results, r)
+			stopAgentAndRevert(t, m.Device)
+			again := measure(t, m, sc, strconv.Itoa(best.kb), func() {}, fixedUnderAgent(t, agentBin, m, best.kb))
+			stopAgents(t)
+			again.setting = "again"
+			results = append(results, again)
+		}
 	}
 	table := render(scenarios, fixed, results, kernelRelease(t), rsizeKB)
 	t.Logf("\n%s", table)
@@ -503,7 +517,8 @@ func lastMove(changes []change) (change, bool) {
 	return change{}, false
 }
 
-// render writes the table of docs/benchmarks.md.
+// render writes the table of docs/benchmarks.md. A scenario run with several adaptive
+// runs (NFSTUNE_LAB_PAIRS) shows their means, and each run's ratio, changes and settling.
 func render(scenarios []scenario, fixed []int, results []result, kernel string, rsizeKB int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Kernel %s, rsize %d KiB, link %s each way (%s round trip), %s; MiB/s of application reads (mountstats), over-read = server READ bytes / application bytes.\n\n",
@@ -512,74 +527,114 @@ func render(scenarios []scenario, fixed []int, results []result, kernel string, 
 	for _, kb := range fixed {
 		fmt.Fprintf(&b, " %d KiB |", kb)
 	}
-	b.WriteString(" adaptive | adaptive / best fixed | best fixed again, after the adaptive run | adaptive / mean of the best fixed value's two runs | changes (reasons) | settled |\n|---|")
+	b.WriteString(" adaptive | adaptive / best fixed | best fixed again, after each adaptive run | adaptive / mean of the best fixed value's runs | each adaptive run / the best fixed run after it | changes (reasons) | settled |\n|---|")
 	for range fixed {
 		b.WriteString("---|")
 	}
-	b.WriteString("---|---|---|---|---|---|\n")
+	b.WriteString("---|---|---|---|---|---|---|\n")
 	for _, sc := range scenarios {
 		fmt.Fprintf(&b, "| %s: %s |", sc.name, sc.description)
-		best := 0.0
-		var ad, again result
+		var best result
+		var ads, agains []result
 		for _, r := range results {
 			if r.scenario != sc.name {
 				continue
 			}
 			switch r.setting {
 			case "adaptive":
-				ad = r
+				ads = append(ads, r)
 				continue
 			case "again":
-				again = r
+				agains = append(agains, r)
 				continue
 			}
-			best = max(best, r.mibps)
+			if r.mibps > best.mibps {
+				best = r
+			}
 			fmt.Fprintf(&b, " %.1f (%.2f) |", r.mibps, r.overRead)
 		}
-		reasons := map[string]int{}
-		var order []string
-		for _, c := range ad.changes {
-			k := c.reason
-			if c.toKB > c.fromKB {
-				k += " up"
-			} else {
-				k += " down"
+		var ends, paired, changes, settled []string
+		for i, ad := range ads {
+			ends = append(ends, strconv.Itoa(ad.finalKB))
+			if i < len(agains) && agains[i].mibps > 0 {
+				paired = append(paired, fmt.Sprintf("%.0f %%", 100*ad.mibps/agains[i].mibps))
 			}
-			if reasons[k] == 0 {
-				order = append(order, k)
+			changes = append(changes, changeSummary(ad.changes))
+			st := "-"
+			if _, ok := lastMove(ad.changes); ok {
+				st = fmt.Sprintf("%.0f s", ad.settled.Seconds())
+				if sc.phases != nil {
+					st += " after the switch"
+				}
 			}
-			reasons[k]++
+			settled = append(settled, st)
 		}
-		var parts []string
-		for _, k := range order {
-			parts = append(parts, fmt.Sprintf("%s %d", k, reasons[k]))
-		}
-		path := []string{}
-		for i, c := range ad.changes {
-			if i == 0 {
-				path = append(path, strconv.Itoa(c.fromKB))
-			}
-			path = append(path, strconv.Itoa(c.toKB))
-		}
-		settled := "-"
-		if _, ok := lastMove(ad.changes); ok {
-			settled = fmt.Sprintf("%.0f s", ad.settled.Seconds())
-			if sc.phases != nil {
-				settled += " after the switch"
-			}
-		}
-		// The best fixed value was measured before the adaptive run and again right after
-		// it: their mean is its rate at the adaptive run's time, when the load drifts.
+		// The best fixed value was measured before the adaptive runs and again right after
+		// each: their mean is its rate over the adaptive runs' time, when the load drifts.
+		adMean, againMean := meanRate(ads), meanRate(agains)
 		ratio, bracketed := 0.0, 0.0
-		if best > 0 {
-			ratio = ad.mibps / best
-			bracketed = ad.mibps / ((best + again.mibps) / 2)
+		if best.mibps > 0 {
+			ratio = adMean / best.mibps
+			bracketed = adMean / meanRate(append([]result{best}, agains...))
 		}
-		fmt.Fprintf(&b, " %.1f (%.2f), ends at %d KiB | %.0f %% | %d KiB: %.1f (%.2f) | %.0f %% | %d: %s (%s) | %s |\n",
-			ad.mibps, ad.overRead, ad.finalKB, 100*ratio, again.finalKB, again.mibps, again.overRead, 100*bracketed,
-			len(ad.changes), strings.Join(path, " -> "), strings.Join(parts, ", "), settled)
+		againKB := 0
+		if len(agains) > 0 {
+			againKB = agains[0].finalKB
+		}
+		fmt.Fprintf(&b, " %.1f (%.2f), ends at %s KiB | %.0f %% | %d KiB: %.1f (%.2f) | %.0f %% | %s | %s | %s |\n",
+			adMean, meanOverRead(ads), strings.Join(ends, ", "), 100*ratio, againKB, againMean, meanOverRead(agains), 100*bracketed,
+			strings.Join(paired, ", "), strings.Join(changes, "; "), strings.Join(settled, ", "))
 	}
 	return b.String()
+}
+
+// changeSummary is one adaptive run's changes: their number, the values it went through
+// and the count of each reason, e.g. "3: 128 -> 256 -> 512 -> 256 (streaming up 2, hurt down 1)".
+func changeSummary(changes []change) string {
+	if len(changes) == 0 {
+		return "0"
+	}
+	reasons := map[string]int{}
+	var order, path []string
+	for i, c := range changes {
+		k := c.reason + " down"
+		if c.toKB > c.fromKB {
+			k = c.reason + " up"
+		}
+		if reasons[k] == 0 {
+			order = append(order, k)
+		}
+		reasons[k]++
+		if i == 0 {
+			path = append(path, strconv.Itoa(c.fromKB))
+		}
+		path = append(path, strconv.Itoa(c.toKB))
+	}
+	var parts []string
+	for _, k := range order {
+		parts = append(parts, fmt.Sprintf("%s %d", k, reasons[k]))
+	}
+	return fmt.Sprintf("%d: %s (%s)", len(changes), strings.Join(path, " -> "), strings.Join(parts, ", "))
+}
+
+// meanRate and meanOverRead are the means over runs, 0 for none.
+func meanRate(rs []result) float64 {
+	return mean(rs, func(r result) float64 { return r.mibps })
+}
+
+func meanOverRead(rs []result) float64 {
+	return mean(rs, func(r result) float64 { return r.overRead })
+}
+
+func mean(rs []result, f func(result) float64) float64 {
+	if len(rs) == 0 {
+		return 0
+	}
+	var sum float64
+	for _, r := range rs {
+		sum += f(r)
+	}
+	return sum / float64(len(rs))
 }
 
 // write makes a file of mib MiB at path, removed at the end of the test.
