@@ -30,6 +30,7 @@ import (
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/policy"
+	"github.com/nfstune/nfstune/lab/labtest"
 )
 
 // source is the lab's tmpfs export as NFSv4 names it (lab/guest/lib.sh: /srv/tmp under the
@@ -394,14 +395,7 @@ func TestChurn(t *testing.T) {
 	known0 := la.a.Known()
 
 	untuned := 0
-	cycles := 30
-	if s := os.Getenv("NFSTUNE_LAB_CHURN"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("NFSTUNE_LAB_CHURN=%q: want a number of cycles", s)
-		}
-		cycles = n
-	}
+	cycles := labtest.EnvCount(t, "NFSTUNE_LAB_CHURN", 30)
 	for i := range cycles {
 		opts := "vers=4.2"
 		if i%2 == 1 {

@@ -142,6 +142,21 @@ func Mount(t testing.TB, spec MountSpec) Mounted {
 	return m
 }
 
+// EnvCount returns the whole number of at least 1 in the environment variable name, def
+// when it is unset, and ends the test on any other value.
+func EnvCount(t testing.TB, name string, def int) int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a whole number of at least 1", name, v)
+	}
+	return n
+}
+
 // WaitUdev waits until udev has handled its queued events. A test that writes read_ahead_kb
 // of a new mount waits first: nfs-common's rule (99-nfs.rules, nfsrahead) writes its own
 // value to each new bdi, and on a busy guest that can come seconds after the mount, over

@@ -116,17 +116,10 @@ func TestReadAheadTable(t *testing.T) {
 		t.Logf("scenarios %s only (NFSTUNE_LAB_SCENARIOS)", only)
 	}
 	fixed := slices.Compact(slices.Sorted(slices.Values([]int{128, 1024, 4096, 15 * rsizeKB})))
-	pairs := 1
-	if v := os.Getenv("NFSTUNE_LAB_PAIRS"); v != "" {
-		// Adaptive runs per scenario, each followed by the best fixed value again: their
-		// means compare the two over the same stretch of the machine's drifting load.
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			t.Fatalf("NFSTUNE_LAB_PAIRS=%q: want a number of runs, at least 1", v)
-		}
-		pairs = n
-		t.Logf("%d adaptive runs per scenario, each followed by the best fixed value (NFSTUNE_LAB_PAIRS)", pairs)
-	}
+	// Adaptive runs per scenario, each followed by the best fixed value again: their means
+	// compare the two over the same stretch of the machine's drifting load.
+	pairs := labtest.EnvCount(t, "NFSTUNE_LAB_PAIRS", 1)
+	t.Logf("%d adaptive runs per scenario, each followed by the best fixed value (NFSTUNE_LAB_PAIRS)", pairs)
 
 	var results []result
 	for _, sc := range scenarios {
