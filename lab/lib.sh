@@ -56,6 +56,9 @@ LAB_MEMORY=${NFSTUNE_LAB_MEMORY:-2G}
 LAB_CPUS=${NFSTUNE_LAB_CPUS:-2}
 # Whole-boot time limit, seconds; a guest that has not finished by then is killed.
 LAB_TIMEOUT=${NFSTUNE_LAB_TIMEOUT:-900}
+# A CPU stuck in a soft lockup this long, seconds, means a hung kernel: lab/vm.sh stops the
+# guest and boots once more.
+LAB_LOCKUP=${NFSTUNE_LAB_LOCKUP:-120}
 
 lab_log() { printf 'lab: %s\n' "$*" >&2; }
 lab_die() {

@@ -12,9 +12,12 @@
 # naming the step that did not complete (qemu start, kernel boot, modprobe, nfsd start,
 # mount, command) with the last 40 console lines. A failed command's Go test failures are
 # printed last, each with the lines it logged (failed_tests). A kernel panic before the guest
-# command starts is retried once (NFSTUNE_LAB_BOOT_RETRY=1 marks the second boot).
+# command starts is retried once (NFSTUNE_LAB_BOOT_RETRY=1 marks the second boot), and so is a
+# kernel that stopped scheduling: a CPU held in a soft lockup for NFSTUNE_LAB_LOCKUP seconds
+# (default 120) stops the guest there, and its first report is printed with its stack.
 #
 # Env: NFSTUNE_LAB_CACHE (guest root cache), NFSTUNE_LAB_TIMEOUT (seconds, default 900),
+# NFSTUNE_LAB_LOCKUP (seconds a soft lockup may last before the guest is stopped, default 120),
 # NFSTUNE_LAB_MEMORY (2G), NFSTUNE_LAB_CPUS (2), NFSTUNE_LAB_KERNEL (5.10, 6.1, 6.12 or 7.2;
 # default 6.1), NFSTUNE_LAB_KVM=1 to try KVM (hangs on the project's machines; TCG is the
 # default), NFSTUNE_LAB_GUEST (nfs, k8s or arm64: which cached root, lab/lib.sh; arm64 boots
@@ -71,6 +74,31 @@ done
 export PATH="$LAB_VENV/bin:$PATH"
 step_name() { cat "$run/step" 2>/dev/null || true; }
 
+# watch_lockup stops the guest once the console reports a CPU stuck in a soft lockup for
+# LAB_LOCKUP seconds or more, and keeps that report's first line in $run/lockup. Under TCG
+# both vCPUs have hung this way for half an hour while kubelet started (kubelet and
+# systemd-udevd each "stuck for 2276s"): such a guest never finishes, and waiting for its
+# whole-boot limit spent the rest of CI's time.
+watch_lockup() {
+	local stuck
+	while kill -0 "$tpid" 2>/dev/null; do
+		sleep 5
+		stuck=$(sed -n 's/.*soft lockup - CPU#[0-9]* stuck for \([0-9]*\)s!.*/\1/p' "$console" |
+			sort -n | tail -n 1)
+		if [[ -n $stuck ]] && ((stuck >= LAB_LOCKUP)); then
+			grep -m 1 -E 'soft lockup - CPU#[0-9]+ stuck for [0-9]+s!' "$console" | sed 's/\r$//' >"$run/lockup"
+			kill -TERM -- -"$tpid" 2>/dev/null || kill -TERM "$tpid" 2>/dev/null || true
+			return
+		fi
+	done
+}
+
+# first_lockup prints the console's first soft lockup report: the line and the registers and
+# stack the kernel printed after it.
+first_lockup() {
+	sed 's/\r$//' "$console" | awk '/soft lockup - CPU#[0-9]+ stuck for [0-9]+s!/ && !seen { seen = 1 } seen && n++ < 60'
+}
+
 # failed_tests prints each failed Go test of the console with its last logged lines (go test
 # -v: "=== RUN/CONT/NAME" says whose lines follow, "--- FAIL" ends a failed test). A failure's
 # message sits among the lines the test logged, which a long run's tail no longer shows.
@@ -109,13 +137,17 @@ mkfifo "$run/console.fifo"
 		--exec "/lab/lab/guest/run.sh $grun ${scenario[*]} -- $(printf '%q ' "$@")"
 ) </dev/null >"$run/console.fifo" 2>&1 &
 tpid=$!
-trap 'kill -TERM -- -$tpid 2>/dev/null; kill -TERM $tpid 2>/dev/null' INT TERM HUP
+watch_lockup &
+wpid=$!
+trap 'kill -TERM -- -$tpid 2>/dev/null; kill -TERM $tpid 2>/dev/null; kill $wpid 2>/dev/null' INT TERM HUP
 # GNU sed and grep, unbuffered: mawk would hold the stream back in blocks.
 tee "$console" <"$run/console.fifo" |
 	sed -u -n -e 's/\r$//' -e '/^nfstune-lab: guest up/,$p' |
 	grep --line-buffered -v -E '^\[ *[0-9]+\.[0-9]+\]' || true
 vng_rc=0
 wait "$tpid" || vng_rc=$?
+kill "$wpid" 2>/dev/null || true
+wait "$wpid" 2>/dev/null || true
 trap - INT TERM HUP
 elapsed=$(($(date +%s) - start))
 
@@ -147,11 +179,22 @@ else
 	failed=$(step_name)
 fi
 [[ $vng_rc == 124 || $vng_rc == 137 ]] && failed="$failed; killed after ${LAB_TIMEOUT}s"
+if [[ -s $run/lockup ]]; then
+	failed="$failed; the kernel hung (a CPU in a soft lockup for ${LAB_LOCKUP}s or more)"
+	lab_log "the guest kernel stopped scheduling; its first soft lockup report:"
+	first_lockup >&2
+fi
 # A kernel that panics before the guest's first command says nothing about the code under
 # test: under TCG a boot has now and then died in early kernel text patching (an int3 oops) or
 # on the IO-APIC timer. Boot once more, and say so.
 if [[ $failed == "kernel boot"* && ${NFSTUNE_LAB_BOOT_RETRY:-0} == 0 ]] && grep -q 'Kernel panic' "$console"; then
 	lab_log "the kernel panicked before the guest command started (console: $console); booting once more"
+	NFSTUNE_LAB_BOOT_RETRY=1 exec bash "$here/vm.sh" "${args[@]}"
+fi
+# A hung kernel's guest is killed whatever step it was at, and its command never finished:
+# boot once more, and say so. The report above stays in this run's kept directory.
+if [[ -s $run/lockup && ${NFSTUNE_LAB_BOOT_RETRY:-0} == 0 ]]; then
+	lab_log "FAILED: $failed; run directory kept: $run; booting once more"
 	NFSTUNE_LAB_BOOT_RETRY=1 exec bash "$here/vm.sh" "${args[@]}"
 fi
 lab_log "FAILED: the guest did not finish; failed step: $failed"
