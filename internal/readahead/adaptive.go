@@ -100,6 +100,7 @@ const (
 	HoldLimit    Reason = "learned_limit"
 	HoldSteady   Reason = "steady"
 	HoldBaseline Reason = "baseline"
+	HoldJudging  Reason = "judging"
 )
 
 // Directions of a change: label values of nfstune_agent_readahead_adaptive_changes_total.
@@ -154,7 +155,9 @@ func (s Step) Direction() string {
 //     did not read RiseGain faster, or that raised over-read by RiseWaste without being
 //     judged helped, is undone too (no_gain), with a ceiling for
 //     RetryRiseAfter intervals: a larger window costs memory, so it stays only when the
-//     mount reads faster with it, and it is tried again sooner than a harmful one; a probe
+//     mount reads faster with it, and it is tried again sooner than a harmful one. A rise
+//     that did not read RiseGain faster is first judged again over two intervals, its
+//     first and the next (judging): one interval's spread hides a small gain; a probe
 //     that did not gain ProbeGain is undone (no_gain), and one that did leaves a ceiling;
 //   - over-read above ShrinkOverRead halves the window (never below MinKB nor a learned
 //     floor) and makes the new value a ceiling for the hold: a window that wasted is not
@@ -192,6 +195,9 @@ type Controller struct {
 type pendingStep struct {
 	step   Step
 	before Evidence
+	// first is the interval that judged a rise once without the gain to keep it: the
+	// rise is judged again on it and the next interval together.
+	first *Evidence
 }
 
 // learnedLimit is a value the read-ahead must not pass until a time.
@@ -255,7 +261,11 @@ func (c *Controller) Decide(e Evidence, now time.Time, stalled bool) Step {
 	if p := c.pending; p != nil {
 		c.pending = nil
 		if p.step.ToKB == cur {
-			s.Verdict, s.VerdictWhy = Judge(p.before, e)
+			after := e
+			if p.first != nil {
+				after = combine(*p.first, e)
+			}
+			s.Verdict, s.VerdictWhy = Judge(p.before, after)
 			c.baseline = p.step.Reason == ReasonStreaming // unless undone below
 			switch {
 			case s.Verdict == Hurt:
@@ -264,10 +274,17 @@ func (c *Controller) Decide(e Evidence, now time.Time, stalled bool) Step {
 			case p.step.Reason == ReasonProbe && !(s.Verdict == Helped && readsFaster(p.before, e, ProbeGain)):
 				s.ToKB = p.step.FromKB
 				return decide(ReasonNoGain, "the probe %d -> %d KiB did not read %.0f %% faster (%s): %s", p.step.FromKB, p.step.ToKB, 100*ProbeGain, s.Verdict, s.VerdictWhy)
-			case p.step.Reason == ReasonStreaming && s.Verdict == NoChange && !readsFaster(p.before, e, RiseGain):
+			case p.step.Reason == ReasonStreaming && s.Verdict == NoChange && !readsFaster(p.before, after, RiseGain):
+				if p.first == nil {
+					// One interval's spread can hide the gain: judge on two.
+					c.pending = &pendingStep{step: p.step, before: p.before, first: &e}
+					why := s.VerdictWhy
+					s.Verdict, s.VerdictWhy = "", ""
+					return decide(HoldJudging, "the rise %d -> %d KiB did not read %.0f %% faster on one interval (%s); judged again with the next", p.step.FromKB, p.step.ToKB, 100*RiseGain, why)
+				}
 				s.ToKB = p.step.FromKB
-				return decide(ReasonNoGain, "the rise %d -> %d KiB did not read %.0f %% faster: %s", p.step.FromKB, p.step.ToKB, 100*RiseGain, s.VerdictWhy)
-			case p.step.Reason == ReasonStreaming && s.Verdict == NoChange && e.OverRead-p.before.OverRead >= RiseWaste:
+				return decide(ReasonNoGain, "the rise %d -> %d KiB did not read %.0f %% faster over two intervals: %s", p.step.FromKB, p.step.ToKB, 100*RiseGain, s.VerdictWhy)
+			case p.step.Reason == ReasonStreaming && s.Verdict == NoChange && after.OverRead-p.before.OverRead >= RiseWaste:
 				s.ToKB = p.step.FromKB
 				return decide(ReasonNoGain, "the rise %d -> %d KiB fetched more than was read without reading %.0f %% faster: %s", p.step.FromKB, p.step.ToKB, 100*RateChange, s.VerdictWhy)
 			case p.step.Reason == ReasonProbe:

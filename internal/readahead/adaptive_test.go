@@ -190,10 +190,10 @@ func TestControllerUndoesHurt(t *testing.T) {
 }
 
 // TestControllerUndoesRiseWithoutGain: a streaming reader that reads as fast at 2048 KiB as
-// at 1024 (a server or memory bound, not the window) gets the rise undone (no_gain) with a
-// ceiling at 1024 for RetryRiseAfter intervals; each later try that gains nothing holds
-// twice as long, up to 2^MaxHoldDoublings times, so over an hour the tries come ever
-// further apart.
+// at 1024 (a server or memory bound, not the window) gets the rise undone (no_gain), once
+// judged on two intervals, with a ceiling at 1024 for RetryRiseAfter intervals; each later
+// try that gains nothing holds twice as long, up to 2^MaxHoldDoublings times, so over an
+// hour the tries come ever further apart.
 func TestControllerUndoesRiseWithoutGain(t *testing.T) {
 	c := newTestController()
 	now := time.Unix(1_700_000_000, 0)
@@ -222,16 +222,17 @@ func TestControllerUndoesRiseWithoutGain(t *testing.T) {
 		if n+1 >= len(rises) {
 			break
 		}
-		// The undo is judged two intervals after its rise; the ceiling holds from there.
-		if u != rises[n]+2 {
-			t.Errorf("rise %d at interval %d undone at %d, want %d", n, rises[n], u, rises[n]+2)
+		// The undo comes three intervals after its rise (settling, judging, the verdict);
+		// the ceiling holds from there.
+		if u != rises[n]+3 {
+			t.Errorf("rise %d at interval %d undone at %d, want %d", n, rises[n], u, rises[n]+3)
 		}
 		if want := RetryRiseAfter << min(n, MaxHoldDoublings); rises[n+1]-u != want {
 			t.Errorf("try %d came %d intervals after the undo at %d, want %d (rises %v, undos %v)", n+2, rises[n+1]-u, u, want, rises, undos)
 		}
 	}
-	// Tries at intervals 0, 6, 16, 34, 68, 134, then every 130: 10 in an hour's 720, where
-	// a rise and its undo without the ceiling would come every third interval (240).
+	// Tries at intervals 0, 7, 18, 37, 72, 139, then every 131: 10 in an hour's 720, where
+	// a rise and its undo without the ceiling would come every fourth interval (180).
 	if len(rises) > 10 {
 		t.Errorf("%d tries of 2048 KiB in an hour (at %v), want at most 10", len(rises), rises)
 	}
@@ -246,17 +247,17 @@ func TestControllerHoldEndsOnItsTick(t *testing.T) {
 	ra := 1024
 	for i := range 8 {
 		jitter := -3 * time.Millisecond
-		if i <= 2 {
+		if i <= 3 {
 			jitter = 3 * time.Millisecond
 		}
 		s := run(c, seqAt(ra, 90, 1.0), t0.Add(time.Duration(i)*interval+jitter), false)
 		ra = s.ToKB
 		switch i {
-		case 2:
+		case 3:
 			if s.Reason != ReasonNoGain {
-				t.Fatalf("tick 2: %+v, want the rise undone", s)
+				t.Fatalf("tick 3: %+v, want the rise undone", s)
 			}
-		case 2 + RetryRiseAfter:
+		case 3 + RetryRiseAfter:
 			if s.Reason != ReasonStreaming {
 				t.Fatalf("tick %d, %d intervals after the undo: %+v, want the rise tried again", i, RetryRiseAfter, s)
 			}
@@ -265,23 +266,40 @@ func TestControllerHoldEndsOnItsTick(t *testing.T) {
 	}
 }
 
-// TestControllerKeepsSmallGains: a rise that reads 7 % faster is kept (under the verdicts'
-// 10 %, over RiseGain), one that reads 3 % faster is undone.
+// TestControllerKeepsSmallGains: a rise that reads 7 % faster is kept at once (under the
+// verdicts' 10 %, over RiseGain). One that reads 3 % faster is judged again with the next
+// interval, without a verdict yet, and then kept when the two read RiseGain faster
+// together, undone otherwise.
 func TestControllerKeepsSmallGains(t *testing.T) {
 	for _, tt := range []struct {
-		gain float64
-		kept bool
-	}{{1.07, true}, {1.03, false}} {
+		first, second float64 // the intervals after settling, over the rate before the rise
+		judging       bool    // the first holds for a second interval
+		kept          bool
+	}{
+		{1.07, 0, false, true},
+		{1.03, 1.03, true, false},
+		{1.03, 1.10, true, true},
+		{0.95, 1.04, true, false},
+	} {
 		c := newTestController()
 		now := time.Unix(1_700_000_000, 0)
 		run(c, seqAt(1024, 90, 1.0), now, false)
 		run(c, seqAt(2048, 90, 1.0), now.Add(interval), false)
-		s := run(c, seqAt(2048, 90*tt.gain, 1.0), now.Add(2*interval), false)
+		s := run(c, seqAt(2048, 90*tt.first, 1.0), now.Add(2*interval), false)
+		if tt.judging {
+			if s.Changed() || s.Reason != HoldJudging || s.Verdict != "" {
+				t.Fatalf("gain %.2f: %+v, want a hold (judging) without a verdict", tt.first, s)
+			}
+			s = run(c, seqAt(2048, 90*tt.second, 1.0), now.Add(3*interval), false)
+		}
 		if s.Verdict != NoChange {
-			t.Fatalf("gain %.2f: %+v, want the rise judged no_change", tt.gain, s)
+			t.Fatalf("gains %.2f, %.2f: %+v, want the rise judged no_change", tt.first, tt.second, s)
 		}
 		if kept := s.ToKB >= 2048 && s.Reason != ReasonNoGain; kept != tt.kept {
-			t.Errorf("gain %.2f: %+v; want the rise kept: %v", tt.gain, s, tt.kept)
+			t.Errorf("gains %.2f, %.2f: %+v; want the rise kept: %v", tt.first, tt.second, s, tt.kept)
+		}
+		if !tt.kept && s.ToKB != 1024 {
+			t.Errorf("gains %.2f, %.2f: %+v, want 1024 KiB back", tt.first, tt.second, s)
 		}
 	}
 }

@@ -114,6 +114,25 @@ func Measure(m *inventory.Mount, prev *inventory.Stats, elapsed time.Duration) E
 	return e
 }
 
+// combine returns the evidence of two consecutive intervals, a then b, as one: their
+// counters summed over both lengths, the read-ahead and rsize at b's end.
+func combine(a, b Evidence) Evidence {
+	e := Evidence{
+		Seconds:         a.Seconds + b.Seconds,
+		SinceMount:      a.SinceMount,
+		ReadAheadKB:     b.ReadAheadKB,
+		RSize:           b.RSize,
+		AppReadBytes:    a.AppReadBytes + b.AppReadBytes,
+		ServerReadBytes: a.ServerReadBytes + b.ServerReadBytes,
+		Reads:           a.Reads + b.Reads,
+		ReadRTTSeconds:  a.ReadRTTSeconds + b.ReadRTTSeconds,
+		ReadPageEvents:  a.ReadPageEvents + b.ReadPageEvents,
+		ReadaheadEvents: a.ReadaheadEvents + b.ReadaheadEvents,
+	}
+	e.derive()
+	return e
+}
+
 // derive fills in the figures computed from the counters.
 func (e *Evidence) derive() {
 	if e.AppReadBytes > 0 {

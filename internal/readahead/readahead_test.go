@@ -205,3 +205,23 @@ func TestMeasureCountsReadPlus(t *testing.T) {
 		t.Error("READ_PLUS of one rsize not streaming")
 	}
 }
+
+// TestCombine: two intervals as one are their counters summed over both lengths, with the
+// figures derived again (not averaged).
+func TestCombine(t *testing.T) {
+	a := Evidence{Seconds: 5, ReadAheadKB: 1024, RSize: 1 << 20, AppReadBytes: 400 << 20, ServerReadBytes: 400 << 20, Reads: 400, ReadRTTSeconds: 2}
+	b := Evidence{Seconds: 5, ReadAheadKB: 2048, RSize: 1 << 20, AppReadBytes: 600 << 20, ServerReadBytes: 900 << 20, Reads: 450, ReadRTTSeconds: 4.5}
+	a.derive()
+	b.derive()
+	e := combine(a, b)
+	// 1000 MiB read over 10 s; 1300 MiB fetched in 850 READs taking 6.5 s in all.
+	if e.Seconds != 10 || e.ReadAheadKB != 2048 || e.AppReadBytes != 1000<<20 {
+		t.Fatalf("combine: %+v", e)
+	}
+	if e.AppBytesPerSecond != 100<<20 || e.OverRead != 1.3 || e.InFlight != 0.65 {
+		t.Errorf("rate %.0f B/s, over-read %.2f, in flight %.2f; want 100 MiB/s, 1.30, 0.65", e.AppBytesPerSecond, e.OverRead, e.InFlight)
+	}
+	if want := 1300.0 * (1 << 20) / 850; e.AvgReadBytes != want {
+		t.Errorf("average READ %.0f, want %.0f", e.AvgReadBytes, want)
+	}
+}
