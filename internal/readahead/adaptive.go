@@ -153,11 +153,11 @@ func (s Step) Direction() string {
 //   - a change judged hurt is undone, and the value it goes back to becomes a limit (a
 //     ceiling after a rise, a floor after a cut) for HoldIntervals intervals; a rise that
 //     did not read RiseGain faster, or that raised over-read by RiseWaste without being
-//     judged helped, is undone too (no_gain), with a ceiling for
-//     RetryRiseAfter intervals: a larger window costs memory, so it stays only when the
-//     mount reads faster with it, and it is tried again sooner than a harmful one. A rise
-//     that did not read RiseGain faster is first judged again over two intervals, its
-//     first and the next (judging): one interval's spread hides a small gain; a probe
+//     judged helped, is undone too (no_gain), with a ceiling for RetryRiseAfter
+//     intervals: a larger window costs memory, so it stays only when the mount reads
+//     faster with it, and it is tried again sooner than a harmful one. One interval's
+//     spread can hide a small gain, so a rise that fell short of RiseGain on its first
+//     interval holds for the next (judging) and is judged on the two together; a probe
 //     that did not gain ProbeGain is undone (no_gain), and one that did leaves a ceiling;
 //   - over-read above ShrinkOverRead halves the window (never below MinKB nor a learned
 //     floor) and makes the new value a ceiling for the hold: a window that wasted is not
