@@ -266,7 +266,6 @@ func (c *Controller) Decide(e Evidence, now time.Time, stalled bool) Step {
 				after = combine(*p.first, e)
 			}
 			s.Verdict, s.VerdictWhy = Judge(p.before, after)
-			c.baseline = p.step.Reason == ReasonStreaming // unless undone below
 			switch {
 			case s.Verdict == Hurt:
 				s.ToKB = p.step.FromKB
@@ -293,6 +292,7 @@ func (c *Controller) Decide(e Evidence, now time.Time, stalled bool) Step {
 			case s.Verdict == Helped && p.step.Direction() == Up:
 				c.ceilings = 0
 			}
+			c.baseline = p.step.Reason == ReasonStreaming // a rise kept
 		}
 	}
 	if e.AppReadBytes < MinStepBytes {

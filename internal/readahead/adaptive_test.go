@@ -501,6 +501,33 @@ func TestControllerStallDropsJudgement(t *testing.T) {
 	}
 }
 
+// TestControllerStallDropsJudging: a stall while a rise is being judged on a second
+// interval drops that judgement, and leaves no baseline behind: the rise was never kept,
+// so the next streaming interval rises at once.
+func TestControllerStallDropsJudging(t *testing.T) {
+	c := newTestController()
+	now := time.Unix(1_700_000_000, 0)
+	steps := []struct {
+		e       Evidence
+		stalled bool
+		wantKB  int
+		reason  Reason
+	}{
+		{seqAt(1024, 90, 1.0), false, 2048, ReasonStreaming},
+		{seqAt(2048, 90, 1.0), false, 2048, HoldSettling},
+		{seqAt(2048, 92, 1.0), false, 2048, HoldJudging}, // +2 %
+		{intervalAt(2048, 0, 0, 1024), true, 2048, HoldStalled},
+		{seqAt(2048, 92, 1.0), false, 4096, ReasonStreaming},
+	}
+	for i, st := range steps {
+		s := run(c, st.e, now, st.stalled)
+		if s.ToKB != st.wantKB || s.Reason != st.reason {
+			t.Fatalf("interval %d: %d -> %d KiB (%s: %s), want %d KiB (%s)", i, s.FromKB, s.ToKB, s.Reason, s.Why, st.wantKB, st.reason)
+		}
+		now = now.Add(interval)
+	}
+}
+
 // TestControllerJudgesLateEffects: sixteen readers whose files stay open 14 s, each reading
 // with the window it opened its file with, so a change reaches the mount's rate only as
 // the files are opened again. They read 22 MiB/s in all at 1024 KiB, 32 at 2048, 44 at
