@@ -79,14 +79,15 @@ step_name() { cat "$run/step" 2>/dev/null || true; }
 # both vCPUs have hung this way for half an hour while kubelet started (kubelet and
 # systemd-udevd each "stuck for 2276s"): such a guest never finishes, and waiting for its
 # whole-boot limit spent the rest of CI's time.
+lockup_re='soft lockup - CPU#[0-9]+ stuck for [0-9]+s!'
 watch_lockup() {
 	local stuck
 	while kill -0 "$tpid" 2>/dev/null; do
 		sleep 5
-		stuck=$(sed -n 's/.*soft lockup - CPU#[0-9]* stuck for \([0-9]*\)s!.*/\1/p' "$console" |
+		stuck=$(awk -v re="$lockup_re" '$0 ~ re { sub(/.* stuck for /, ""); print $0 + 0 }' "$console" |
 			sort -n | tail -n 1)
 		if [[ -n $stuck ]] && ((stuck >= LAB_LOCKUP)); then
-			grep -m 1 -E 'soft lockup - CPU#[0-9]+ stuck for [0-9]+s!' "$console" | sed 's/\r$//' >"$run/lockup"
+			grep -m 1 -E "$lockup_re" "$console" | sed 's/\r$//' >"$run/lockup"
 			kill -TERM -- -"$tpid" 2>/dev/null || kill -TERM "$tpid" 2>/dev/null || true
 			return
 		fi
@@ -96,7 +97,7 @@ watch_lockup() {
 # first_lockup prints the console's first soft lockup report: the line and the registers and
 # stack the kernel printed after it.
 first_lockup() {
-	sed 's/\r$//' "$console" | awk '/soft lockup - CPU#[0-9]+ stuck for [0-9]+s!/ && !seen { seen = 1 } seen && n++ < 60'
+	sed 's/\r$//' "$console" | awk -v re="$lockup_re" '$0 ~ re && !seen { seen = 1 } seen && n++ < 60'
 }
 
 # failed_tests prints each failed Go test of the console with its last logged lines (go test
