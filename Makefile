@@ -110,8 +110,9 @@ check: verify
 	$(MAKE) vulncheck test scrape-test rules-test release helm-lint helm-test apiserver-test lab-test lab-matrix k8s-e2e minimal-root-check
 
 # check-long runs what check leaves out to fit CI's budget (about an hour and a half on 2
-# cores): the stuck server's cases on every kernel line, the recovery and node groups cases
-# on a real kubelet (Linux 6.12), and the read-ahead table. Run it before a release.
+# cores): the stuck server's and the recovery cases on every kernel line, the recovery,
+# AppArmor, kubectl nfstune, node groups and nfsmount.conf drop-in cases on a real kubelet
+# (Linux 6.12), and the read-ahead table. Run it before a release.
 check-long:
 	$(MAKE) lab-matrix-long k8s-e2e-long readahead-table
 
@@ -207,16 +208,18 @@ lab-setup:
 	bash lab/setup.sh
 
 # lab-test runs lab/labtest and lab/agentlab inside one boot of the guest with the binary
-# built from this tree. LAB_TEST_SKIP are the lab tests lab-test leaves to make
-# readahead-table, which boots the guest with the memory they need (a 1 MiB rsize): the
-# read-ahead waste case.
-LAB_TEST_SKIP ?= ^TestReadAheadWaste$$
+# built from this tree. LAB_TEST_SKIP are the lab tests lab-test leaves to others: the
+# read-ahead waste case to make readahead-table, which boots the guest with the memory it
+# needs (a 1 MiB rsize); the recovery case to lab-matrix, on 7.2 (the shutdown path), and
+# lab-matrix-long, on 5.10 too (the report path of 6.1).
+LAB_TEST_SKIP ?= ^(TestReadAheadWaste|TestRecovery)$$
 lab-test: lab-setup
 	GO=$(GO) bash lab/test.sh -test.skip='$(LAB_TEST_SKIP)'
 
 # lab-matrix runs the lab's smoke suite, what depends on the kernel, on the 5.10, 6.12 and
-# 7.2 kernels, one boot each (LAB_KERNELS="5.10" to pick); lab-setup fetches and caches each
-# kernel on first use. lab-matrix-long adds the stuck server's cases (LAB_SMOKE=long).
+# 7.2 kernels, one boot each (LAB_KERNELS="5.10" to pick), the recovery case on 7.2 only;
+# lab-setup fetches and caches each kernel on first use. lab-matrix-long adds the stuck
+# server's cases and the recovery case on each line (LAB_SMOKE=long).
 LAB_KERNELS ?=
 lab-matrix: lab-setup
 	GO=$(GO) bash lab/matrix.sh $(LAB_KERNELS)
@@ -298,8 +301,11 @@ $(REGISTRY):
 k8s-tools: $(KUBE_APISERVER) $(ETCD) $(KUBELET) $(KUBE_CM) $(KUBE_SCHEDULER) $(HELM) $(REGISTRY)
 # K8S_E2E_LONG are the cases k8s-e2e leaves to k8s-e2e-long, which boots the cluster on Linux
 # 6.12: the recovery case needs Linux 6.6 to shut a superblock down (lab/k8slab/recovery_test.go,
-# docs/agent.md, Recovery), and the node groups case relabels the node three times.
-K8S_E2E_LONG := TestRecovery|TestFleetNodeGroups
+# docs/agent.md, Recovery); the agent under its AppArmor profile, the kubectl nfstune cases
+# (apiserver-test runs the plugin against a real kube-apiserver and agents in make check)
+# and the installer's nfsmount.conf drop-in (lab-test runs the drop-in on the kernel) each
+# install the chart once more, 2 to 7 minutes each under emulation.
+K8S_E2E_LONG := TestRecovery|TestAgentAppArmorProfile|TestFleet|TestInlineVolumeNFSMountConf
 K8S_E2E_SKIP ?= ^($(K8S_E2E_LONG))
 k8s-e2e: image-index chart k8s-tools
 	NFSTUNE_LAB_GUEST=k8s bash lab/setup.sh
@@ -307,15 +313,18 @@ k8s-e2e: image-index chart k8s-tools
 		K8S_BINARIES="kubelet=$(KUBELET) kube-apiserver=$(KUBE_APISERVER) kube-controller-manager=$(KUBE_CM) kube-scheduler=$(KUBE_SCHEDULER) etcd=$(ETCD) helm=$(HELM) registry=$(REGISTRY)" \
 		bash lab/k8s-e2e.sh -skip '$(K8S_E2E_SKIP)'
 
-# k8s-e2e-long runs K8S_E2E_LONG on the same cluster booted with Linux 6.12: a pod deleted
-# while its NFS server is gone stays Terminating under the observe-mode policy and is removed
-# once the policy enforces (bin/k8s-e2e/recovery.json), and each node group's agent gets
-# its own policy.
+# k8s-e2e-long runs K8S_E2E_LONG, after the agent's install, on the same cluster booted with
+# Linux 6.12: the agent under deploy/apparmor/nfstune-agent tunes a volume while a container
+# under the profile cannot reach host files through /proc/1/root; kubectl nfstune reports
+# the node compliant, then an untuned mount, then an unreachable agent; each node group's
+# agent gets its own policy; an inline volume mounts with the installer's nfsmount.conf
+# drop-in; a pod deleted while its NFS server is gone stays Terminating under the
+# observe-mode policy and is removed once the policy enforces (bin/k8s-e2e/recovery.json).
 k8s-e2e-long: image-index chart k8s-tools
 	NFSTUNE_LAB_GUEST=k8s NFSTUNE_LAB_KERNEL=6.12 bash lab/setup.sh
 	NFSTUNE_LAB_KERNEL=6.12 GO=$(GO) K8S_RELEASE=$(RELEASE_DIR) K8S_VERSION=$(VERSION) \
 		K8S_BINARIES="kubelet=$(KUBELET) kube-apiserver=$(KUBE_APISERVER) kube-controller-manager=$(KUBE_CM) kube-scheduler=$(KUBE_SCHEDULER) etcd=$(ETCD) helm=$(HELM) registry=$(REGISTRY)" \
-		bash lab/k8s-e2e.sh -run '^($(K8S_E2E_LONG))'
+		bash lab/k8s-e2e.sh -run '^(TestAgentInstalled|$(K8S_E2E_LONG))'
 
 clean:
 	rm -rf bin
