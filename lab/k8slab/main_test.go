@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -80,6 +81,14 @@ func runMain(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "k8slab: %s is not set: run make k8s-e2e\n", env)
 			return 2
 		}
+	}
+	if s := os.Getenv(envPods); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 100 {
+			fmt.Fprintf(os.Stderr, "k8slab: %s=%q: want a number of pods from 1 to 100\n", envPods, s)
+			return 2
+		}
+		sequential = n
 	}
 	summary.AgentCPULimit = agentCPULimit
 	theNode = &node{bin: "/run/k8slab/bin"}

@@ -22,6 +22,8 @@ const (
 	envBin = "NFSTUNE_K8S_BIN"
 	// envSummary is where summary.json goes (envRelease and envVersion: registry_test.go).
 	envSummary = "NFSTUNE_K8S_SUMMARY"
+	// envPods is how many pods TestSequentialPods starts (sequential).
+	envPods = "NFSTUNE_K8S_PODS"
 )
 
 // The node's fixed names and addresses.

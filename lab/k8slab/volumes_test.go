@@ -19,9 +19,12 @@ import (
 // NFSv4.1 client detects trunking and shares the superblock.)
 const (
 	exportBase = "/srv/k8s"
-	sequential = 20 // pods started one after another
 	wantKB     = 15360
 )
+
+// sequential is how many pods TestSequentialPods starts one after another: runMain sets it
+// from NFSTUNE_K8S_PODS (make k8s-e2e's K8S_PODS).
+var sequential = 10
 
 // exportNames are the exports the cases mount, in order.
 func exportNames() []string {
