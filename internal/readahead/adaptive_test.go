@@ -36,6 +36,29 @@ func run(c *Controller, e Evidence, now time.Time, stalled bool) Step {
 	return s
 }
 
+// scriptStep is one interval of a scripted run: the evidence, whether the server stalled, and
+// the step the controller must take.
+type scriptStep struct {
+	e       Evidence
+	stalled bool
+	kb      int
+	reason  Reason
+}
+
+// runScript feeds the controller each interval in turn and fails at the first step that
+// is not the one wanted.
+func runScript(t *testing.T, c *Controller, script []scriptStep) {
+	t.Helper()
+	now := time.Unix(1_700_000_000, 0)
+	for i, w := range script {
+		s := run(c, w.e, now, w.stalled)
+		if s.ToKB != w.kb || s.Reason != w.reason {
+			t.Fatalf("interval %d: %d -> %d KiB (%s: %s), want %d KiB (%s)", i, s.FromKB, s.ToKB, s.Reason, s.Why, w.kb, w.reason)
+		}
+		now = now.Add(interval)
+	}
+}
+
 // runFor feeds the controller n intervals of workload(ra) from now, and returns the
 // read-ahead after each and the steps that changed it.
 func runFor(c *Controller, ra, n int, now time.Time, workload func(ra int) Evidence) (path []int, changes []Step, end time.Time) {
@@ -332,31 +355,18 @@ func TestControllerUndoesRiseThatWastes(t *testing.T) {
 // holds an interval (baseline), rises from the fresh 92, and keeps 4096. A large gain
 // (+30 %) is followed by a baseline too: part of it may be noise as well.
 func TestControllerMeasuresBaseline(t *testing.T) {
-	c := newTestController()
-	now := time.Unix(1_700_000_000, 0)
-	steps := []struct {
-		e      Evidence
-		wantKB int
-		reason Reason
-	}{
-		{seqAt(1024, 90, 1.0), 2048, ReasonStreaming},
-		{seqAt(2048, 92, 1.0), 2048, HoldSettling},
-		{seqAt(2048, 97, 1.0), 2048, HoldBaseline}, // +8 %: kept
-		{seqAt(2048, 92, 1.0), 4096, ReasonStreaming},
-		{seqAt(4096, 97, 1.0), 4096, HoldSettling},
-		{seqAt(4096, 97, 1.0), 4096, HoldBaseline}, // +5 % against 92: kept
-		{seqAt(4096, 97, 1.0), 8192, ReasonStreaming},
-		{seqAt(8192, 97, 1.0), 8192, HoldSettling},
-		{seqAt(8192, 126, 1.0), 8192, HoldBaseline}, // +30 %
-		{seqAt(8192, 110, 1.0), 15360, ReasonStreaming},
-	}
-	for i, st := range steps {
-		s := run(c, st.e, now, false)
-		if s.ToKB != st.wantKB || s.Reason != st.reason {
-			t.Fatalf("interval %d: %d -> %d KiB (%s: %s), want %d KiB (%s)", i, s.FromKB, s.ToKB, s.Reason, s.Why, st.wantKB, st.reason)
-		}
-		now = now.Add(interval)
-	}
+	runScript(t, newTestController(), []scriptStep{
+		{seqAt(1024, 90, 1.0), false, 2048, ReasonStreaming},
+		{seqAt(2048, 92, 1.0), false, 2048, HoldSettling},
+		{seqAt(2048, 97, 1.0), false, 2048, HoldBaseline}, // +8 %: kept
+		{seqAt(2048, 92, 1.0), false, 4096, ReasonStreaming},
+		{seqAt(4096, 97, 1.0), false, 4096, HoldSettling},
+		{seqAt(4096, 97, 1.0), false, 4096, HoldBaseline}, // +5 % against 92: kept
+		{seqAt(4096, 97, 1.0), false, 8192, ReasonStreaming},
+		{seqAt(8192, 97, 1.0), false, 8192, HoldSettling},
+		{seqAt(8192, 126, 1.0), false, 8192, HoldBaseline}, // +30 %
+		{seqAt(8192, 110, 1.0), false, 15360, ReasonStreaming},
+	})
 }
 
 // TestControllerUndoesHurtCut: a cut judged hurt is undone, and the value before it becomes
@@ -505,27 +515,13 @@ func TestControllerStallDropsJudgement(t *testing.T) {
 // interval drops that judgement, and leaves no baseline behind: the rise was never kept,
 // so the next streaming interval rises at once.
 func TestControllerStallDropsJudging(t *testing.T) {
-	c := newTestController()
-	now := time.Unix(1_700_000_000, 0)
-	steps := []struct {
-		e       Evidence
-		stalled bool
-		wantKB  int
-		reason  Reason
-	}{
+	runScript(t, newTestController(), []scriptStep{
 		{seqAt(1024, 90, 1.0), false, 2048, ReasonStreaming},
 		{seqAt(2048, 90, 1.0), false, 2048, HoldSettling},
 		{seqAt(2048, 92, 1.0), false, 2048, HoldJudging}, // +2 %
 		{intervalAt(2048, 0, 0, 1024), true, 2048, HoldStalled},
 		{seqAt(2048, 92, 1.0), false, 4096, ReasonStreaming},
-	}
-	for i, st := range steps {
-		s := run(c, st.e, now, st.stalled)
-		if s.ToKB != st.wantKB || s.Reason != st.reason {
-			t.Fatalf("interval %d: %d -> %d KiB (%s: %s), want %d KiB (%s)", i, s.FromKB, s.ToKB, s.Reason, s.Why, st.wantKB, st.reason)
-		}
-		now = now.Add(interval)
-	}
+	})
 }
 
 // TestControllerJudgesLateEffects: sixteen readers whose files stay open 14 s, each reading
