@@ -200,11 +200,21 @@ func measure(t *testing.T, m labtest.Mounted, sc scenario, setting string, start
 		a = readCounters(t, m.Dir)
 		time.Sleep(window)
 		b = readCounters(t, m.Dir)
+		if setFixed != nil && os.Getenv("NFSTUNE_LAB_FIXED_LATE") != "" {
+			// The same value again over the adaptive row's window, for the log: how far
+			// apart two windows of one run read.
+			time.Sleep(time.Until(begin.Add(adaptiveRun)))
+			la := readCounters(t, m.Dir)
+			time.Sleep(window)
+			lb := readCounters(t, m.Dir)
+			early, lateRate := rate(a, b), rate(la, lb)
+			t.Logf("%s %-8s %.1f MiB/s from %s, %.1f MiB/s from %s (%+.0f %%)", sc.name, setting,
+				early, warmup, lateRate, adaptiveRun, 100*(lateRate/early-1))
+		}
 		stop()
 	}
-	secs := b.at.Sub(a.at).Seconds()
 	app := float64(b.app - a.app)
-	r.mibps = app / secs / (1 << 20)
+	r.mibps = rate(a, b)
 	if app > 0 {
 		r.overRead = float64(b.server-a.server) / app
 	}
@@ -216,6 +226,11 @@ func measure(t *testing.T, m labtest.Mounted, sc scenario, setting string, start
 		t.Errorf("%s at %s KiB: read-ahead seen %s during the run", sc.name, setting, seen)
 	}
 	return r
+}
+
+// rate is the application read rate between a and b, in MiB/s.
+func rate(a, b counters) float64 {
+	return float64(b.app-a.app) / b.at.Sub(a.at).Seconds() / (1 << 20)
 }
 
 // counters are the mount's application and server read bytes at a time.
