@@ -236,8 +236,9 @@ func (e Evidence) Streaming() bool {
 // the window it was opened with, so until the next change READs as large as the window
 // before the last one count too: after a new mount's move from the kernel's 128 KiB into
 // the bounds, readers that keep their files open go on reading in 128 KiB READs until
-// they open the next file (sixteen lab readers of 40 MiB files did for 20 s). Only a move
-// from below one rsize makes a difference: above it, READs are one rsize either way.
+// they open the next file (sixteen lab readers of 40 MiB files did for up to 30 s). Only
+// a move from below one rsize makes a difference: above it, READs are one rsize either
+// way.
 func (c *Controller) streaming(e Evidence) bool {
 	if c.beforeKB > 0 && c.beforeKB < e.ReadAheadKB {
 		e.ReadAheadKB = c.beforeKB
