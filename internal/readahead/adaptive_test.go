@@ -349,24 +349,40 @@ func TestControllerKeepsSmallGains(t *testing.T) {
 	}
 }
 
-// TestControllerUndoesRiseThatWastes: a rise that reads 9 % faster is kept while over-read
-// holds, undone when over-read rose by RiseWaste (the window outgrew its readers' memory),
-// and kept again when it read RateChange faster.
+// TestControllerUndoesRiseThatWastes: a rise that reads 9 % faster is kept at once while
+// over-read holds, and undone at once when over-read rose by RiseWaste (the window outgrew
+// its readers' memory). One that raised over-read and read RateChange faster is judged
+// again with the next interval, and kept only when the two read RateChange faster
+// together: a rise to 8192 KiB among sixteen readers in 64 MiB read 26 % faster on one
+// interval and half as fast on the next, its waste growing as the cache filled.
 func TestControllerUndoesRiseThatWastes(t *testing.T) {
 	for _, tt := range []struct {
-		gain, overRead float64
-		kept           bool
-	}{{1.09, 1.01, true}, {1.09, 1.05, false}, {1.09, 1.10, false}, {1.12, 1.10, true}} {
+		gain, overRead   float64 // the first interval after settling
+		gain2, overRead2 float64 // the second, when it is judged again
+		kept             bool
+	}{
+		{1.09, 1.01, 0, 0, true},
+		{1.09, 1.05, 0, 0, false},
+		{1.09, 1.10, 0, 0, false},
+		{1.12, 1.10, 1.12, 1.10, true},
+		{1.26, 1.07, 0.68, 1.36, false},
+	} {
 		c := newTestController()
 		now := time.Unix(1_700_000_000, 0)
 		run(c, seqAt(1024, 90, 1.0), now, false)
 		run(c, seqAt(2048, 90, 1.0), now.Add(interval), false)
 		s := run(c, seqAt(2048, 90*tt.gain, tt.overRead), now.Add(2*interval), false)
-		if kept := s.ToKB >= 2048 && s.Reason != ReasonNoGain; kept != tt.kept {
-			t.Errorf("gain %.2f, over-read 1.00 -> %.2f: %+v; want the rise kept: %v", tt.gain, tt.overRead, s, tt.kept)
+		if tt.gain2 > 0 {
+			if s.Changed() || s.Reason != HoldJudging || s.Verdict != "" {
+				t.Fatalf("gain %.2f, over-read 1.00 -> %.2f: %+v, want a hold (judging) without a verdict", tt.gain, tt.overRead, s)
+			}
+			s = run(c, seqAt(2048, 90*tt.gain2, tt.overRead2), now.Add(3*interval), false)
+		}
+		if kept := s.ToKB >= 2048 && s.Reason != ReasonNoGain && s.Reason != ReasonHurt; kept != tt.kept {
+			t.Errorf("gains %.2f, %.2f, over-read 1.00 -> %.2f, %.2f: %+v; want the rise kept: %v", tt.gain, tt.gain2, tt.overRead, tt.overRead2, s, tt.kept)
 		}
 		if !tt.kept && s.ToKB != 1024 {
-			t.Errorf("gain %.2f, over-read 1.00 -> %.2f: %+v, want 1024 KiB back", tt.gain, tt.overRead, s)
+			t.Errorf("gains %.2f, %.2f: %+v, want 1024 KiB back", tt.gain, tt.gain2, s)
 		}
 	}
 }
