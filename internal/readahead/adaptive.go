@@ -164,8 +164,7 @@ func (s Step) Direction() string {
 //   - over-read above ShrinkOverRead halves the window (never below MinKB nor a learned
 //     floor) and makes the new value a ceiling for the hold: a window that wasted is not
 //     grown again at once;
-//   - streaming traffic (Streaming: READs as large as read-ahead makes them, or made them
-//     before the last change, for files opened before it) with over-read
+//   - streaming traffic (Streaming: READs as large as read-ahead makes them) with over-read
 //     at most GrowOverRead doubles it (never above MaxKB nor a learned ceiling): a window
 //     whose pages are read costs nothing a reader does not use, and the interval after
 //     the settling one says whether it helped. After a rise is kept the next rise waits an
@@ -193,9 +192,6 @@ type Controller struct {
 	// baseline is set when a rise was kept: the interval that judged it is not the next
 	// rise's "before" (it was chosen for reading fast), a fresh one is.
 	baseline bool
-	// beforeKB is the read-ahead before the last change: files opened before it still
-	// read with it (streaming).
-	beforeKB int
 }
 
 type pendingStep struct {
@@ -232,20 +228,6 @@ func (e Evidence) Streaming() bool {
 		largest = min(largest, float64(e.RSize))
 	}
 	return e.Reads >= MinStepReads && largest > 0 && e.AvgReadBytes >= StreamingREADs*largest
-}
-
-// streaming reports whether e's READs are read-ahead's (Evidence.Streaming). A file keeps
-// the window it was opened with, so until the next change READs as large as the window
-// before the last one count too: after a new mount's move from the kernel's 128 KiB into
-// the bounds, readers that keep their files open go on reading in 128 KiB READs until
-// they open the next file (sixteen lab readers of 40 MiB files did for up to 30 s). Only
-// a move from below one rsize makes a difference: above it, READs are one rsize either
-// way.
-func (c *Controller) streaming(e Evidence) bool {
-	if c.beforeKB > 0 && c.beforeKB < e.ReadAheadKB {
-		e.ReadAheadKB = c.beforeKB
-	}
-	return e.Streaming()
 }
 
 // Decide returns the step for the evidence of the interval ending at now; stalled says the
@@ -341,7 +323,7 @@ func (c *Controller) Decide(e Evidence, now time.Time, stalled bool) Step {
 			return decide(HoldLimit, "%s; floor %d KiB", figures, lo)
 		}
 		return decide(ReasonOverRead, "%s: over-read above %.1f", figures, ShrinkOverRead)
-	case !c.streaming(e):
+	case !e.Streaming():
 		return decide(HoldSteady, "%s: not streaming (the average READ is under %.0f %% of what read-ahead makes)", figures, 100*StreamingREADs)
 	case e.OverRead <= GrowOverRead && cur < hi:
 		if c.baseline {
@@ -386,7 +368,7 @@ func (c *Controller) Applied(s Step, e Evidence, now time.Time) {
 	if !s.Changed() {
 		return
 	}
-	c.lastChange, c.beforeKB = now, s.FromKB
+	c.lastChange = now
 	c.pending, c.baseline = nil, false
 	switch s.Reason {
 	case ReasonHurt:

@@ -134,28 +134,6 @@ func TestStreaming(t *testing.T) {
 	}
 }
 
-// TestControllerStreamsOnOldWindow: after a new mount's move into the bounds, files opened
-// before it still read in READs of the kernel's 128 KiB window. Those are streaming
-// READs, so the climb starts after the settling interval rather than when the files are
-// opened again; random READs are not. After the next change only READs of the window then
-// count: 128 KiB READs at 1024 KiB no longer stream.
-func TestControllerStreamsOnOldWindow(t *testing.T) {
-	runScript(t, newTestController(), []scriptStep{
-		{Evidence{ReadAheadKB: 128}, false, 1024, ReasonBounds},
-		{intervalAt(1024, 30, 1.0, 128), false, 1024, HoldSettling},
-		{intervalAt(1024, 30, 1.0, 128), false, 2048, ReasonStreaming},
-		{intervalAt(2048, 40, 1.0, 1024), false, 2048, HoldSettling},
-		{intervalAt(2048, 20, 1.0, 1024), false, 1024, ReasonHurt},
-		{intervalAt(1024, 40, 1.0, 1024), false, 1024, HoldSettling},
-		{intervalAt(1024, 40, 1.0, 128), false, 1024, HoldSteady},
-	})
-	runScript(t, newTestController(), []scriptStep{
-		{Evidence{ReadAheadKB: 128}, false, 1024, ReasonBounds},
-		{randomAt(1024, 30), false, 1024, HoldSettling},
-		{randomAt(1024, 30), false, 1024, HoldSteady},
-	})
-}
-
 // TestControllerGrowsToCap: a streaming reader that gains from each doubling goes from one
 // rsize to the cap in four changes, each followed by an interval of settling and, once
 // kept, one of baseline, then holds.
