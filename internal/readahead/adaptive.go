@@ -278,16 +278,12 @@ func (c *Controller) Decide(e Evidence, now time.Time, stalled bool) Step {
 			case p.step.Reason == ReasonStreaming && s.Verdict == Helped && p.first == nil && e.OverRead-p.before.OverRead >= RiseWaste:
 				// A rise that fetches more than is read is kept only when it helped on two
 				// intervals: under a memory limit its waste grows as the cache fills.
-				c.pending = &pendingStep{step: p.step, before: p.before, first: &e}
-				why := s.VerdictWhy
-				s.Verdict, s.VerdictWhy = "", ""
+				why := c.judgeAgain(p, e, &s)
 				return decide(HoldJudging, "the rise %d -> %d KiB read faster but raised over-read by %.2f or more on one interval (%s); judged again with the next", p.step.FromKB, p.step.ToKB, RiseWaste, why)
 			case p.step.Reason == ReasonStreaming && s.Verdict == NoChange && !readsFaster(p.before, after, RiseGain):
 				if p.first == nil {
 					// One interval's spread can hide the gain: judge on two.
-					c.pending = &pendingStep{step: p.step, before: p.before, first: &e}
-					why := s.VerdictWhy
-					s.Verdict, s.VerdictWhy = "", ""
+					why := c.judgeAgain(p, e, &s)
 					return decide(HoldJudging, "the rise %d -> %d KiB did not read %.0f %% faster on one interval (%s); judged again with the next", p.step.FromKB, p.step.ToKB, 100*RiseGain, why)
 				}
 				s.ToKB = p.step.FromKB
@@ -345,6 +341,15 @@ func (c *Controller) Decide(e Evidence, now time.Time, stalled bool) Step {
 		return decide(HoldSteady, "%s: over-read above %.1f, at most %.1f", figures, GrowOverRead, ShrinkOverRead)
 	}
 	return decide(HoldLimit, "%s; ceiling %d KiB, floor %d KiB", figures, hi, lo)
+}
+
+// judgeAgain keeps rise p pending, to be judged on e and the next interval together, and
+// takes s's verdict back (none is given yet), returning its figures.
+func (c *Controller) judgeAgain(p *pendingStep, e Evidence, s *Step) string {
+	c.pending = &pendingStep{step: p.step, before: p.before, first: &e}
+	why := s.VerdictWhy
+	s.Verdict, s.VerdictWhy = "", ""
+	return why
 }
 
 // readsFaster reports whether after's application read rate is at least by (a fraction)
