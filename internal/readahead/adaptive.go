@@ -156,7 +156,10 @@ func (s Step) Direction() string {
 //     did not read RiseGain faster, or that raised over-read by RiseWaste without being
 //     judged helped, is undone too (no_gain), with a ceiling for RetryRiseAfter
 //     intervals: a larger window costs memory, so it stays only when the mount reads
-//     faster with it, and it is tried again sooner than a harmful one. One interval's
+//     faster with it, and it is tried again sooner than a harmful one. A rise whose first
+//     interval reads hurt while over-read rose by less than RiseWaste settles one more
+//     interval and is judged on the next alone: files opened before it may still be open
+//     (sixteen readers each keep a file open longer than an interval). One interval's
 //     spread can hide a small gain, or make one, so a rise that fell short of RiseGain on
 //     its first interval, or was judged helped there while it raised over-read by
 //     RiseWaste, holds for the next (judging) and is judged on the two together; a probe
@@ -200,6 +203,9 @@ type pendingStep struct {
 	// first is the interval that judged a rise once without the gain to keep it: the
 	// rise is judged again on it and the next interval together.
 	first *Evidence
+	// resettled is set when a rise read slower on its first interval without wasting:
+	// that interval counted as settling, and the rise is judged on the next.
+	resettled bool
 }
 
 // learnedLimit is a value the read-ahead must not pass until a time.
@@ -269,6 +275,14 @@ func (c *Controller) Decide(e Evidence, now time.Time, stalled bool) Step {
 			}
 			s.Verdict, s.VerdictWhy = Judge(p.before, after)
 			switch {
+			case s.Verdict == Hurt && p.step.Reason == ReasonStreaming && p.first == nil && !p.resettled &&
+				after.OverRead-p.before.OverRead < RiseWaste:
+				// Files opened before the rise may still be open: settle one more interval
+				// and judge the rise on the next alone.
+				why := s.VerdictWhy
+				s.Verdict, s.VerdictWhy = "", ""
+				c.pending = &pendingStep{step: p.step, before: p.before, resettled: true}
+				return decide(HoldSettling, "the rise %d -> %d KiB read slower on its first interval without fetching more than was read (%s); judged on the next alone", p.step.FromKB, p.step.ToKB, why)
 			case s.Verdict == Hurt:
 				s.ToKB = p.step.FromKB
 				return decide(ReasonHurt, "the change %d -> %d KiB hurt: %s", p.step.FromKB, p.step.ToKB, s.VerdictWhy)
