@@ -21,6 +21,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -131,12 +132,38 @@ func ReadFile(path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	b, err := readAll(f, max+1)
 	if err != nil {
 		return nil, err
 	}
 	if int64(len(b)) > max {
 		return nil, fmt.Errorf("reading %q: %w: larger than %d bytes", path, ErrTooLarge, max)
+	}
+	return b, nil
+}
+
+// readAll reads r to its end or to limit bytes, offering every read at least one page. A
+// seq_file in /proc fills at most one page per read(2) and starts each read with a new pass
+// over its list, from the position where the last one stopped; /proc/fs/nfsfs/volumes
+// counts that position in list entries, so an entry removed before it between two reads
+// makes the next one skip a volume. Reading a page at a time (io.ReadAll starts at 512
+// bytes) reads a listing of up to one page in one pass, under one hold of its lock.
+func readAll(r io.Reader, limit int64) ([]byte, error) {
+	page := os.Getpagesize()
+	b := make([]byte, 0, page)
+	for int64(len(b)) < limit {
+		if cap(b)-len(b) < page {
+			b = slices.Grow(b, max(len(b), page))
+		}
+		end := int(min(int64(cap(b)), limit))
+		n, err := r.Read(b[len(b):end])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
 	}
 	return b, nil
 }

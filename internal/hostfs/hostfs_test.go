@@ -1,7 +1,9 @@
 package hostfs
 
 import (
+	"bytes"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -247,5 +249,58 @@ func TestReadFileRefusesNonRegular(t *testing.T) {
 	}
 	if _, err := ReadFile(small, 4); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("ReadFile over the cap = %v, want ErrTooLarge", err)
+	}
+}
+
+// pageReader hands out at most one page per Read, as a seq_file does, and records the room
+// each Read was offered and how much had been read before it.
+type pageReader struct {
+	data   []byte
+	served int
+	offers []offer
+}
+
+type offer struct{ room, before int }
+
+func (r *pageReader) Read(p []byte) (int, error) {
+	r.offers = append(r.offers, offer{room: len(p), before: r.served})
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.data[:min(len(r.data), os.Getpagesize())])
+	r.data = r.data[n:]
+	r.served += n
+	return n, nil
+}
+
+// TestReadAllOffersPages checks that every read below the limit is offered at least a page,
+// so that a seq_file of up to one page is produced in one pass (io.ReadAll offers 512
+// bytes first), and that the limit and the content are kept.
+func TestReadAllOffersPages(t *testing.T) {
+	page := os.Getpagesize()
+	for _, tt := range []struct {
+		size  int
+		limit int64
+		want  int
+	}{
+		{size: 60, limit: 1 << 20, want: 60},
+		{size: page - 1, limit: 1 << 20, want: page - 1},
+		{size: 5*page + 17, limit: 1 << 20, want: 5*page + 17},
+		{size: 3 * page, limit: int64(page + 10), want: page + 10},
+	} {
+		data := bytes.Repeat([]byte("v4 0a000002  801 0:52 0:0 0:0 0:0 no\n"), tt.size/37+1)[:tt.size]
+		r := &pageReader{data: data}
+		got, err := readAll(r, tt.limit)
+		if err != nil {
+			t.Fatalf("size %d: %v", tt.size, err)
+		}
+		if !bytes.Equal(got, data[:tt.want]) {
+			t.Errorf("size %d limit %d: read %d bytes, want the first %d", tt.size, tt.limit, len(got), tt.want)
+		}
+		for i, o := range r.offers {
+			if left := int(tt.limit) - o.before; o.room < min(page, left) {
+				t.Errorf("size %d: read %d was offered %d bytes, less than a page with %d left to the limit", tt.size, i, o.room, left)
+			}
+		}
 	}
 }
