@@ -37,7 +37,7 @@ func (a *Agent) Adapt(ctx context.Context, now time.Time) {
 	pol := a.policy
 	a.mu.Unlock()
 	a.stallsAt(inv, now)
-	var volumes map[string]bool
+	volumes := a.newVolumeListing()
 	present := make(map[string]bool, len(inv.Mounts))
 	for i := range inv.Mounts {
 		m := &inv.Mounts[i]
@@ -85,14 +85,7 @@ func (a *Agent) Adapt(ctx context.Context, now time.Time) {
 			log.Info("adaptive read-ahead would change; observe mode, left alone")
 			continue
 		}
-		if volumes == nil {
-			if volumes, err = nfsVolumes(a.cfg.Root, a.cfg.PID); err != nil {
-				a.cfg.Metrics.Errors.WithLabelValues("read").Inc()
-				log.Error("cannot confirm NFS superblocks", "err", err)
-				volumes = map[string]bool{}
-			}
-		}
-		if err := inventory.CheckNFS(m.Device, m, volumes); err != nil {
+		if err := a.confirmNFS(volumes, m); err != nil {
 			a.cfg.Metrics.Errors.WithLabelValues("write").Inc()
 			log.Error("adaptive read-ahead not changed", "err", err)
 			a.setTarget(m.Device, step.FromKB)

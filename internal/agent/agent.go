@@ -406,7 +406,7 @@ func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time)
 	a.mu.Unlock()
 	settling := a.settling // only Reconcile uses it, and reconciles never overlap
 
-	var volumes map[string]bool
+	volumes := a.newVolumeListing()
 	var writes []written
 	newAdaptive := false
 	next := make(map[string]int, len(inv.Mounts))
@@ -462,12 +462,10 @@ func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time)
 			log.Info("read-ahead differs from profile; observe mode, left alone")
 			continue
 		}
-		if volumes == nil {
-			if volumes, err = nfsVolumes(a.cfg.Root, a.cfg.PID); err != nil {
-				m.Errors.WithLabelValues("read").Inc()
-				log.Error("cannot confirm NFS superblocks", "err", err)
-				volumes = map[string]bool{}
-			}
+		if err := a.confirmNFS(volumes, mnt); err != nil {
+			m.Errors.WithLabelValues("write").Inc()
+			log.Error("setting read-ahead", "err", err)
+			continue
 		}
 		if err := setReadAhead(a.cfg.Root, mnt, volumes, want.ReadAheadKB); err != nil {
 			m.Errors.WithLabelValues("write").Inc()

@@ -464,14 +464,14 @@ func TestSetReadAheadRefuses(t *testing.T) {
 		{name: "not listed", m: inventory.Mount{Device: "0:53", FSType: "nfs"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := setReadAhead(root, &tt.m, vols, 1024); !errors.Is(err, errNotNFS) {
+			if err := setReadAhead(root, &tt.m, listing(t, vols), 1024); !errors.Is(err, errNotNFS) {
 				t.Errorf("err = %v, want errNotNFS", err)
 			}
 		})
 	}
 	// A listed NFS device whose bdi is gone (unmounted meanwhile) is an error, not a file
 	// created in /sys.
-	if err := setReadAhead(root, &inventory.Mount{Device: "0:52", FSType: "nfs4"}, vols, 1024); err == nil {
+	if err := setReadAhead(root, &inventory.Mount{Device: "0:52", FSType: "nfs4"}, listing(t, vols), 1024); err == nil {
 		t.Error("wrote to a missing bdi")
 	}
 	if _, err := os.Stat(filepath.Join(string(root), "sys")); !os.IsNotExist(err) {

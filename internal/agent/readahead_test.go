@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/nfstune/nfstune/internal/hostfs"
@@ -31,7 +32,7 @@ func TestSetReadAheadNoSymlinks(t *testing.T) {
 	}
 	vols := map[string]bool{"0:52": true, "0:53": true}
 	for _, dev := range []string{"0:52", "0:53"} {
-		err := setReadAhead(root, &inventory.Mount{Device: dev, FSType: "nfs4"}, vols, 4096)
+		err := setReadAhead(root, &inventory.Mount{Device: dev, FSType: "nfs4"}, listing(t, vols), 4096)
 		if err == nil {
 			t.Errorf("%s: wrote through a link", dev)
 		}
@@ -42,4 +43,22 @@ func TestSetReadAheadNoSymlinks(t *testing.T) {
 	if b, _ := os.ReadFile(outside); string(b) != "128\n" {
 		t.Errorf("file behind the link = %q, want 128", b)
 	}
+}
+
+// listing is a volume listing of a fixture root whose nfsfs volumes list devs.
+func listing(t *testing.T, devs map[string]bool) *inventory.VolumeListing {
+	t.Helper()
+	root := hostfs.Root(t.TempDir())
+	if err := os.MkdirAll(root.Proc("fs", "nfsfs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	b.WriteString("NV SERVER   PORT DEV          FSID                              FSC\n")
+	for d := range devs {
+		b.WriteString("v4 0a000002  801 " + d + "         c10a1819257f4d4d:a0d6372e2f44b4e3 no \n")
+	}
+	if err := os.WriteFile(root.Proc("fs", "nfsfs", "volumes"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return inventory.NewVolumeListing(root, 0)
 }

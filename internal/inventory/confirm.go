@@ -15,6 +15,10 @@ import (
 // write its bdi then.
 var ErrNotNFS = errors.New("not an NFS superblock")
 
+// ErrNotListed is the CheckNFS failure of a device that passes every test but the listing
+// of /proc/fs/nfsfs/volumes read for it; it matches ErrNotNFS too.
+var ErrNotListed = errors.New("not listed in /proc/fs/nfsfs/volumes")
+
 // CheckNFS is the one test of "this device is an NFS superblock" that comes before any
 // write to its bdi: mountinfo says nfs or nfs4 for it (m), the device is anonymous (major 0,
 // block devices never are), and /proc/fs/nfsfs/volumes lists it (volumes, from
@@ -28,7 +32,7 @@ func CheckNFS(dev string, m *Mount, volumes map[string]bool) error {
 	case !isNFSType(m.FSType):
 		return fmt.Errorf("device %s: %w: mountinfo says %q, not nfs or nfs4", dev, ErrNotNFS, m.FSType)
 	case !volumes[dev]:
-		return fmt.Errorf("device %s: %w: not listed in /proc/fs/nfsfs/volumes", dev, ErrNotNFS)
+		return fmt.Errorf("device %s: %w: %w", dev, ErrNotNFS, ErrNotListed)
 	}
 	return nil
 }
@@ -51,11 +55,54 @@ func ConfirmNFS(root hostfs.Root, pid int, dev string) (*Mount, error) {
 	if m == nil || !isNFSType(m.FSType) {
 		return m, CheckNFS(dev, m, nil)
 	}
-	volumes, err := ReadVolumeDevices(root, pid)
-	if err != nil {
-		return m, fmt.Errorf("confirming %s is NFS: %w", dev, err)
+	return m, NewVolumeListing(root, pid).Check(m)
+}
+
+// VolumeListing checks devices against one read of /proc/<pid>/net/nfsfs/volumes
+// (/proc/fs/nfsfs/volumes for pid 0), made at the first Check, for a writer that confirms
+// several devices in one pass.
+type VolumeListing struct {
+	root   hostfs.Root
+	pid    int
+	devs   map[string]bool // nil until read
+	reread bool
+}
+
+// NewVolumeListing returns a VolumeListing of pid's network namespace, not read yet.
+func NewVolumeListing(root hostfs.Root, pid int) *VolumeListing {
+	return &VolumeListing{root: root, pid: pid}
+}
+
+// Check runs CheckNFS on m against the listing. A device the listing lacks is checked once
+// more against a fresh read, at most once per VolumeListing: a listing longer than a page is
+// read in several passes of the kernel's list, and a superblock that goes away between two
+// of them makes the next skip a volume (hostfs.ReadFile). An error that does not match
+// ErrNotNFS means the listing could not be read.
+func (v *VolumeListing) Check(m *Mount) error {
+	if v.devs == nil {
+		if err := v.read(m.Device); err != nil {
+			return err
+		}
 	}
-	return m, CheckNFS(dev, m, volumes)
+	err := CheckNFS(m.Device, m, v.devs)
+	if errors.Is(err, ErrNotListed) && !v.reread {
+		v.reread = true
+		if err := v.read(m.Device); err != nil {
+			return err
+		}
+		err = CheckNFS(m.Device, m, v.devs)
+	}
+	return err
+}
+
+func (v *VolumeListing) read(dev string) error {
+	devs, err := ReadVolumeDevices(v.root, v.pid)
+	if err != nil {
+		v.devs = map[string]bool{}
+		return fmt.Errorf("confirming %s is NFS: %w", dev, err)
+	}
+	v.devs = devs
+	return nil
 }
 
 // ReadVolumeDevices reads the devices of /proc/<pid>/net/nfsfs/volumes (/proc/fs/nfsfs/volumes
@@ -116,11 +163,7 @@ func ReadSuperblockID(root hostfs.Root, pid int, dev string) (*SuperblockID, *Mo
 	if m == nil || !isNFSType(m.FSType) {
 		return nil, m, CheckNFS(dev, m, nil)
 	}
-	volumes, err := ReadVolumeDevices(root, pid)
-	if err != nil {
-		return nil, m, fmt.Errorf("confirming %s is NFS: %w", dev, err)
-	}
-	if err := CheckNFS(dev, m, volumes); err != nil {
+	if err := NewVolumeListing(root, pid).Check(m); err != nil {
 		return nil, m, err
 	}
 	id := &SuperblockID{Device: dev, Source: m.Server + ":" + m.Export, ReadAt: at}

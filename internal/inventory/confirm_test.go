@@ -75,3 +75,50 @@ func TestConfirmNFS(t *testing.T) {
 		t.Errorf("no mountinfo: err = %v, want a read error", err)
 	}
 }
+
+// TestVolumeListingRereads: a device missing from the listing is checked against a fresh
+// read, once per VolumeListing; a listing that cannot be read is an error, not a verdict.
+func TestVolumeListingRereads(t *testing.T) {
+	t.Parallel()
+	root := confirmRoot(t, nil)
+	p := root.Proc("fs", "nfsfs", "volumes")
+	list := func(devs ...string) {
+		t.Helper()
+		var b strings.Builder
+		b.WriteString("NV SERVER   PORT DEV          FSID                              FSC\n")
+		for _, d := range devs {
+			b.WriteString("v4 c0a87a47  801 " + d + "         c10a1819257f4d4d:a0d6372e2f44b4e3 no\n")
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nfs := func(dev string) *Mount { return &Mount{Device: dev, FSType: "nfs4"} }
+
+	v := NewVolumeListing(root, 0)
+	list("0:52")
+	if err := v.Check(nfs("0:52")); err != nil {
+		t.Fatalf("0:52, listed: %v", err)
+	}
+	list("0:52", "0:53") // the first read missed 0:53
+	if err := v.Check(nfs("0:53")); err != nil {
+		t.Errorf("0:53, listed by the second read: %v", err)
+	}
+	list("0:52", "0:53", "0:54")
+	if err := v.Check(nfs("0:54")); !errors.Is(err, ErrNotListed) || !errors.Is(err, ErrNotNFS) {
+		t.Errorf("0:54 after the one re-read: err = %v, want ErrNotListed and ErrNotNFS", err)
+	}
+	if err := v.Check(&Mount{Device: "0:52", FSType: "tmpfs"}); !errors.Is(err, ErrNotNFS) || errors.Is(err, ErrNotListed) {
+		t.Errorf("tmpfs on a listed device: err = %v, want ErrNotNFS for its type", err)
+	}
+
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := NewVolumeListing(root, 0).Check(nfs("0:52")); err == nil || errors.Is(err, ErrNotNFS) {
+		t.Errorf("no listing: err = %v, want a read error", err)
+	}
+}
