@@ -24,6 +24,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -142,31 +143,45 @@ func ReadFile(path string, max int64) ([]byte, error) {
 	return b, nil
 }
 
-// readAll reads r to its end or to limit bytes, offering every read at least one page. A
+// readAll reads r to its end or to limit bytes, offering the first read a whole page. A
 // seq_file in /proc fills at most one page per read(2) and starts each read with a new pass
 // over its list, from the position where the last one stopped; /proc/fs/nfsfs/volumes
 // counts that position in list entries, so an entry removed before it between two reads
-// makes the next one skip a volume. Reading a page at a time (io.ReadAll starts at 512
-// bytes) reads a listing of up to one page in one pass, under one hold of its lock.
+// makes the next one skip a volume. A first read of a page (io.ReadAll offers 512 bytes)
+// reads a listing of up to one page in one pass, under one hold of its lock. That page is
+// a pooled buffer: a small attribute costs an allocation of its own size.
 func readAll(r io.Reader, limit int64) ([]byte, error) {
-	page := os.Getpagesize()
-	b := make([]byte, 0, page)
+	first := pages.Get().(*[]byte)
+	defer pages.Put(first)
+	b := (*first)[:0]
+	pooled := true
+	var err error
 	for int64(len(b)) < limit {
-		if cap(b)-len(b) < page {
-			b = slices.Grow(b, max(len(b), page))
+		if len(b) == cap(b) {
+			b = slices.Grow(b, len(b))
+			pooled = false
 		}
-		end := int(min(int64(cap(b)), limit))
-		n, err := r.Read(b[len(b):end])
+		var n int
+		n, err = r.Read(b[len(b):int(min(int64(cap(b)), limit))])
 		b = b[:len(b)+n]
-		if err == io.EOF {
-			return b, nil
-		}
 		if err != nil {
-			return b, err
+			break
 		}
 	}
-	return b, nil
+	if err == io.EOF {
+		err = nil
+	}
+	if pooled {
+		b = slices.Clone(b)
+	}
+	return b, err
 }
+
+// pages are readAll's first-page buffers.
+var pages = sync.Pool{New: func() any {
+	b := make([]byte, os.Getpagesize())
+	return &b
+}}
 
 // ReadString reads a small attribute file and trims surrounding white space.
 func ReadString(path string) (string, error) {

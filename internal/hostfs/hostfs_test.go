@@ -253,30 +253,26 @@ func TestReadFileRefusesNonRegular(t *testing.T) {
 }
 
 // pageReader hands out at most one page per Read, as a seq_file does, and records the room
-// each Read was offered and how much had been read before it.
+// each Read was offered.
 type pageReader struct {
 	data   []byte
-	served int
-	offers []offer
+	offers []int
 }
 
-type offer struct{ room, before int }
-
 func (r *pageReader) Read(p []byte) (int, error) {
-	r.offers = append(r.offers, offer{room: len(p), before: r.served})
+	r.offers = append(r.offers, len(p))
 	if len(r.data) == 0 {
 		return 0, io.EOF
 	}
 	n := copy(p, r.data[:min(len(r.data), os.Getpagesize())])
 	r.data = r.data[n:]
-	r.served += n
 	return n, nil
 }
 
-// TestReadAllOffersPages checks that every read below the limit is offered at least a page,
-// so that a seq_file of up to one page is produced in one pass (io.ReadAll offers 512
-// bytes first), and that the limit and the content are kept.
-func TestReadAllOffersPages(t *testing.T) {
+// TestReadAllOffersAPage checks that the first read is offered a whole page (or the
+// limit), so that a seq_file of up to one page is produced in one pass (io.ReadAll offers
+// 512 bytes), and that the limit and the content are kept.
+func TestReadAllOffersAPage(t *testing.T) {
 	page := os.Getpagesize()
 	for _, tt := range []struct {
 		size  int
@@ -285,8 +281,10 @@ func TestReadAllOffersPages(t *testing.T) {
 	}{
 		{size: 60, limit: 1 << 20, want: 60},
 		{size: page - 1, limit: 1 << 20, want: page - 1},
+		{size: page, limit: 1 << 20, want: page},
 		{size: 5*page + 17, limit: 1 << 20, want: 5*page + 17},
 		{size: 3 * page, limit: int64(page + 10), want: page + 10},
+		{size: 100, limit: 10, want: 10},
 	} {
 		data := bytes.Repeat([]byte("v4 0a000002  801 0:52 0:0 0:0 0:0 no\n"), tt.size/37+1)[:tt.size]
 		r := &pageReader{data: data}
@@ -297,10 +295,26 @@ func TestReadAllOffersPages(t *testing.T) {
 		if !bytes.Equal(got, data[:tt.want]) {
 			t.Errorf("size %d limit %d: read %d bytes, want the first %d", tt.size, tt.limit, len(got), tt.want)
 		}
-		for i, o := range r.offers {
-			if left := int(tt.limit) - o.before; o.room < min(page, left) {
-				t.Errorf("size %d: read %d was offered %d bytes, less than a page with %d left to the limit", tt.size, i, o.room, left)
-			}
+		if want := min(page, int(tt.limit)); r.offers[0] != want {
+			t.Errorf("size %d limit %d: the first read was offered %d bytes, want %d", tt.size, tt.limit, r.offers[0], want)
 		}
+	}
+}
+
+// TestReadAllOwnsItsBytes: what readAll returns is not its pooled first page, which the
+// next read fills again.
+func TestReadAllOwnsItsBytes(t *testing.T) {
+	first, err := readAll(strings.NewReader("128\n"), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readAll(strings.NewReader("4096\n"), 64); err != nil {
+		t.Fatal(err)
+	}
+	if string(first) != "128\n" {
+		t.Errorf("the first read now holds %q, want 128", first)
+	}
+	if cap(first) >= os.Getpagesize() {
+		t.Errorf("a 4-byte read kept %d bytes", cap(first))
 	}
 }
