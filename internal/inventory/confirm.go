@@ -92,6 +92,9 @@ func (v *VolumeListing) Check(m *Mount) error {
 		}
 		err = CheckNFS(m.Device, m, v.devs)
 	}
+	if errors.Is(err, ErrNotListed) {
+		err = fmt.Errorf("%w (%d volumes in its last read)", err, len(v.devs))
+	}
 	return err
 }
 

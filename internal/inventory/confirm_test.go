@@ -110,6 +110,8 @@ func TestVolumeListingRereads(t *testing.T) {
 	list("0:52", "0:53", "0:54")
 	if err := v.Check(nfs("0:54")); !errors.Is(err, ErrNotListed) || !errors.Is(err, ErrNotNFS) {
 		t.Errorf("0:54 after the one re-read: err = %v, want ErrNotListed and ErrNotNFS", err)
+	} else if !strings.Contains(err.Error(), "2 volumes in its last read") {
+		t.Errorf("0:54: err = %v, want the count of the listing read again", err)
 	}
 	if err := v.Check(&Mount{Device: "0:52", FSType: "tmpfs"}); !errors.Is(err, ErrNotNFS) || errors.Is(err, ErrNotListed) {
 		t.Errorf("tmpfs on a listed device: err = %v, want ErrNotNFS for its type", err)
