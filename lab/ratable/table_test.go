@@ -96,10 +96,24 @@ func TestReadAheadTable(t *testing.T) {
 	agentBin := inMemory(t, labtest.Bin(t))
 
 	seqOne := func(t *testing.T) func() { return labtest.StartReaders(t, "", labtest.SeqReaderLoop(files)) }
+	// NFSTUNE_LAB_STAGGER starts b's readers out of step: reader i reads the first pass of
+	// its file from i/16 of the way in, so the sixteen open their files at different times.
+	// Without it they start together, open their next files together and ramp their
+	// windows together for the first minute or so.
+	stagger := os.Getenv("NFSTUNE_LAB_STAGGER") != ""
+	if stagger {
+		t.Logf("b's readers start out of step (NFSTUNE_LAB_STAGGER)")
+	}
 	seq16 := func(t *testing.T) func() {
 		var readers []string
-		for _, f := range files {
-			readers = append(readers, "("+labtest.SeqReaderLoop([]string{f})+") &")
+		for i, f := range files {
+			loop := labtest.SeqReaderLoop([]string{f})
+			if stagger {
+				skip := i * seqFileMiB * 16 / len(files) // 64 KiB blocks
+				loop = fmt.Sprintf("dd if=%s iflag=nocache count=0 status=none; dd if=%s of=/dev/null bs=64k skip=%d status=none; %s",
+					labtest.ShellQuote(f), labtest.ShellQuote(f), skip, loop)
+			}
+			readers = append(readers, "("+loop+") &")
 		}
 		return labtest.StartReaders(t, cg, strings.Join(readers, " ")+" wait")
 	}
