@@ -11,8 +11,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// ErrOverwritten says that read_ahead_kb, read back right after SetReadAhead wrote it, held
+// neither the value written nor that value in whole pages. The kernel stores any value
+// (mm/backing-dev.c read_ahead_kb_store), so another writer changed it in between: udev's
+// nfsrahead, say, which writes once when an NFS superblock's bdi appears.
+var ErrOverwritten = errors.New("another writer changed it right after this write")
+
 // SetReadAhead writes kb to /sys/class/bdi/<device>/read_ahead_kb in place and returns
-// the value the kernel kept. It is the one writer of read_ahead_kb; callers confirm first
+// the value read back. It is the one writer of read_ahead_kb; callers confirm first
 // that device is an NFS superblock (inventory.ConfirmNFS).
 //
 // The attribute is opened without O_CREAT below /sys with os.OpenRoot, so that a crafted
@@ -53,7 +59,7 @@ func SetReadAhead(r Root, device string, kb int) (int, error) {
 		return 0, fmt.Errorf("reading back %q: %w", shown, err)
 	}
 	if !pageRounded(kb, got, os.Getpagesize()/1024) {
-		return got, fmt.Errorf("setting %q to %d: the kernel kept %d", shown, kb, got)
+		return got, fmt.Errorf("setting %q to %d: read back %d: %w", shown, kb, got, ErrOverwritten)
 	}
 	return got, nil
 }

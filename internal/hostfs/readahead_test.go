@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // bdiRoot is a root with /sys/class/bdi/0:53 a link into /sys/devices/virtual/bdi, as in
@@ -106,5 +108,38 @@ func TestPageRounded(t *testing.T) {
 		if got := pageRounded(tt.want, tt.got, tt.pageKB); got != tt.ok {
 			t.Errorf("pageRounded(%d, %d, %d) = %v, want %v", tt.want, tt.got, tt.pageKB, got, tt.ok)
 		}
+	}
+}
+
+// TestSetReadAheadOverwritten: a value read back that is neither the one written nor its
+// page rounding is another writer's (the kernel stores any value), reported as
+// ErrOverwritten with that value. A FIFO stands in for the attribute, so that the test
+// can be the other writer between the write and the read-back.
+func TestSetReadAheadOverwritten(t *testing.T) {
+	root := bdiRoot(t)
+	attr := root.Sys("devices", "virtual", "bdi", "0:53", "read_ahead_kb")
+	if err := os.Remove(attr); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(attr, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	written := make(chan string, 1)
+	go func() {
+		b, err := os.ReadFile(attr) // SetReadAhead's write
+		if err != nil {
+			t.Error(err)
+		}
+		written <- string(b)
+		if err := os.WriteFile(attr, []byte("128\n"), 0o644); err != nil { // the other writer
+			t.Error(err)
+		}
+	}()
+	got, err := SetReadAhead(root, "0:53", 15360)
+	if !errors.Is(err, ErrOverwritten) || got != 128 {
+		t.Fatalf("SetReadAhead = %d, %v; want 128, ErrOverwritten", got, err)
+	}
+	if w := <-written; w != "15360\n" {
+		t.Errorf("wrote %q, want 15360", w)
 	}
 }
