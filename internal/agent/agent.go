@@ -390,7 +390,8 @@ func (a *Agent) reloadPolicy(ctx context.Context) {
 
 // Reconcile reads the inventory and brings every NFS superblock's read-ahead up to its
 // profile. since is when the triggering change happened; reactions are measured from it.
-// It returns how many new superblocks it tuned.
+// It returns how many new superblocks it wrote, whose settle re-checks follow (one that
+// another writer changed before the read-back among them).
 func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time) (tunedNew int) {
 	m := a.cfg.Metrics
 	m.Reconciles.WithLabelValues(string(trigger)).Inc()
@@ -467,21 +468,29 @@ func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time)
 			log.Error("setting read-ahead", "err", err)
 			continue
 		}
-		if err := setReadAhead(a.cfg.Root, mnt, volumes, want.ReadAheadKB); err != nil {
+		err := setReadAhead(a.cfg.Root, mnt, volumes, want.ReadAheadKB)
+		overwritten := errors.Is(err, hostfs.ErrOverwritten)
+		if err != nil && !overwritten {
 			m.Errors.WithLabelValues("write").Inc()
 			log.Error("setting read-ahead", "err", err)
 			continue
 		}
 		next[mnt.Device] = want.ReadAheadKB
-		writes = append(writes, written{mount: mnt, from: cur, to: want.ReadAheadKB})
 		m.Repairs.WithLabelValues(reason).Inc()
-		took := time.Since(since)
 		if reason == "new" {
 			tunedNew++
 			settling[mnt.Device] = time.Now()
-			if trigger == TriggerMountinfo {
-				m.Reaction.Observe(took.Seconds())
-			}
+		}
+		if overwritten {
+			// Written, then changed before it was read back (udev's nfsrahead on a new
+			// superblock, say): a drift, which the next reconcile or settle re-check repairs.
+			log.Warn("read-ahead set, then changed by another writer; it is checked again", "err", err)
+			continue
+		}
+		writes = append(writes, written{mount: mnt, from: cur, to: want.ReadAheadKB})
+		took := time.Since(since)
+		if reason == "new" && trigger == TriggerMountinfo {
+			m.Reaction.Observe(took.Seconds())
 		}
 		log.Info("read-ahead set", "took", took)
 	}

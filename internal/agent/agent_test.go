@@ -19,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
+	"golang.org/x/sys/unix"
 
 	"github.com/nfstune/nfstune/internal/audit"
 	"github.com/nfstune/nfstune/internal/hostfs"
@@ -576,6 +577,77 @@ func TestSettleCatchesLateOverwrite(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(a.cfg.Metrics.Repairs.WithLabelValues("drift")); got != 1 {
 		t.Errorf("repairs{drift} = %v, want 1", got)
+	}
+}
+
+// TestOverwriteBeforeReadBack plays udev's nfsrahead writing between the agent's write and
+// its read-back (a FIFO stands in for read_ahead_kb): that is no failed write and no retry,
+// and the settle re-check writes the profile again as a drift.
+func TestOverwriteBeforeReadBack(t *testing.T) {
+	t.Parallel()
+	h := newFakeHost(t)
+	h.mount("0:52", true)
+	// The inventory says 128 both times (the kernel's default, then udev's value) without
+	// opening the attribute: while it is a FIFO only the write and the read-back may.
+	read := func(context.Context) (*inventory.Inventory, error) {
+		kb := 128
+		return &inventory.Inventory{Mounts: []inventory.Mount{{Device: "0:52", MountPoints: []string{"/mnt/0:52"},
+			FSType: "nfs4", Version: "4.2", RSize: 262144, ReadAheadKB: &kb}}}, nil
+	}
+	a, err := New(Config{Root: h.root, PID: 1, Read: read, Load: fixedPolicy(15360, policy.ModeEnforce),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.loadPolicy(); err != nil {
+		t.Fatal(err)
+	}
+	attr := h.root.Sys("class", "bdi", "0:52", "read_ahead_kb")
+	if err := os.Remove(attr); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(attr, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	written := make(chan string, 1)
+	go func() {
+		b, err := os.ReadFile(attr) // the agent's write
+		if err != nil {
+			t.Error(err)
+		}
+		written <- string(b)
+		if err := os.WriteFile(attr, []byte("128\n"), 0o644); err != nil { // udev's, before the read-back
+			t.Error(err)
+		}
+	}()
+	ctx := context.Background()
+	if n := a.Reconcile(ctx, TriggerMountinfo, time.Now()); n != 1 {
+		t.Errorf("Reconcile wrote %d new superblocks, want 1 (its settle re-checks follow)", n)
+	}
+	if w := <-written; w != "15360\n" {
+		t.Errorf("the agent wrote %q, want 15360", w)
+	}
+	if err := os.Remove(attr); err != nil {
+		t.Fatal(err)
+	}
+	h.setRA("0:52", 128)
+	a.Reconcile(ctx, TriggerSettle, time.Now())
+	if got := h.ra("0:52"); got != 15360 {
+		t.Errorf("read_ahead_kb after settle = %d, want 15360", got)
+	}
+	m := a.cfg.Metrics
+	for _, c := range []struct {
+		name string
+		got  float64
+		want float64
+	}{
+		{`errors_total{stage="write"}`, testutil.ToFloat64(m.Errors.WithLabelValues("write")), 0},
+		{`repairs_total{reason="retry"}`, testutil.ToFloat64(m.Repairs.WithLabelValues("retry")), 0},
+		{`repairs_total{reason="drift"}`, testutil.ToFloat64(m.Repairs.WithLabelValues("drift")), 1},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
 	}
 }
 
