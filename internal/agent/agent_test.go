@@ -624,8 +624,13 @@ func TestOverwriteBeforeReadBack(t *testing.T) {
 	if n := a.Reconcile(ctx, TriggerMountinfo, time.Now()); n != 1 {
 		t.Errorf("Reconcile wrote %d new superblocks, want 1 (its settle re-checks follow)", n)
 	}
-	if w := <-written; w != "15360\n" {
-		t.Errorf("the agent wrote %q, want 15360", w)
+	select {
+	case w := <-written:
+		if w != "15360\n" {
+			t.Errorf("the agent wrote %q, want 15360", w)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the agent did not write read_ahead_kb")
 	}
 	if err := os.Remove(attr); err != nil {
 		t.Fatal(err)
