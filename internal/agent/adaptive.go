@@ -2,10 +2,12 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"time"
 
+	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/policy"
 	"github.com/nfstune/nfstune/internal/readahead"
@@ -98,9 +100,16 @@ func (a *Agent) Adapt(ctx context.Context, now time.Time) {
 			continue
 		}
 		if err := setReadAhead(a.cfg.Root, m, volumes, step.ToKB); err != nil {
+			a.setTarget(m.Device, step.FromKB)
+			if errors.Is(err, hostfs.ErrOverwritten) {
+				// Written, then changed by another writer before the read-back: the next
+				// step starts from that writer's value, and this change is not the
+				// controller's to judge.
+				log.Warn("adaptive read-ahead set, then changed by another writer", "err", err)
+				continue
+			}
 			a.cfg.Metrics.Errors.WithLabelValues("write").Inc()
 			log.Error("setting adaptive read-ahead", "err", err)
-			a.setTarget(m.Device, step.FromKB)
 			continue
 		}
 		st.ctl.Applied(step, e, now)

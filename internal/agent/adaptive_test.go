@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/procfs"
+	"golang.org/x/sys/unix"
 
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
@@ -216,6 +217,73 @@ func TestAdaptNoJournalNoWrite(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(a.cfg.Metrics.Errors.WithLabelValues("journal")); got != 1 {
 		t.Errorf("errors{journal} = %v, want 1", got)
+	}
+}
+
+// TestAdaptOverwriteBeforeReadBack: another writer changing the value between the
+// controller's write and its read-back (a FIFO stands in for read_ahead_kb) is no failed
+// write and no change of the controller's; the next step starts from that writer's value.
+func TestAdaptOverwriteBeforeReadBack(t *testing.T) {
+	t.Parallel()
+	tr := &traffic{age: time.Minute}
+	a, root := adaptiveAgent(t, tr, "")
+	// Journaled first, and the FIFO put in place after the step's inventory is read, so that
+	// only the write and the read-back open the attribute while it is a FIFO.
+	if err := tune.JournalReadAhead(root, "0:53"); err != nil {
+		t.Fatal(err)
+	}
+	attr := root.Sys("class", "bdi", "0:53", "read_ahead_kb")
+	written := make(chan string, 1)
+	otherWriter := func() {
+		b, err := os.ReadFile(attr) // the controller's write
+		if err != nil {
+			t.Error(err)
+		}
+		written <- string(b)
+		if err := os.WriteFile(attr, []byte("128\n"), 0o644); err != nil { // the other writer's
+			t.Error(err)
+		}
+	}
+	read := a.cfg.Read
+	a.cfg.Read = func(ctx context.Context) (*inventory.Inventory, error) {
+		inv, err := read(ctx)
+		if err := os.Remove(attr); err != nil {
+			t.Error(err)
+		}
+		if err := unix.Mkfifo(attr, 0o644); err != nil {
+			t.Error(err)
+		}
+		go otherWriter()
+		return inv, err
+	}
+	now := time.Unix(1_700_000_000, 0)
+	a.Adapt(context.Background(), now)
+	select {
+	case w := <-written:
+		if w != "15360\n" {
+			t.Errorf("the controller wrote %q, want 15360 (16384 moved into the bounds)", w)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the controller did not write read_ahead_kb")
+	}
+	m := a.cfg.Metrics
+	if got := testutil.ToFloat64(m.Errors.WithLabelValues("write")); got != 0 {
+		t.Errorf(`errors{stage="write"} = %v, want 0`, got)
+	}
+	if got := testutil.ToFloat64(m.AdaptiveChanges.WithLabelValues("down", "bounds")); got != 0 {
+		t.Errorf("changes{down, bounds} = %v, want 0: the change did not hold", got)
+	}
+	// The next step finds the other writer's 128 and moves it into the bounds.
+	a.cfg.Read = read
+	if err := os.Remove(attr); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(attr, []byte("128\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a.Adapt(context.Background(), now.Add(5*time.Second))
+	if got := readAheadKB(t, root, "0:53"); got != 1024 {
+		t.Errorf("read_ahead_kb after the next step = %d, want 1024 (one rsize)", got)
 	}
 }
 
