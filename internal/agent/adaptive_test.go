@@ -11,9 +11,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/procfs"
-	"golang.org/x/sys/unix"
 
 	"github.com/nfstune/nfstune/internal/hostfs"
+	"github.com/nfstune/nfstune/internal/hostfs/hostfstest"
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/tune"
 )
@@ -233,38 +233,20 @@ func TestAdaptOverwriteBeforeReadBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	attr := root.Sys("class", "bdi", "0:53", "read_ahead_kb")
-	written := make(chan string, 1)
-	otherWriter := func() {
-		b, err := os.ReadFile(attr) // the controller's write
-		if err != nil {
-			t.Error(err)
-		}
-		written <- string(b)
-		if err := os.WriteFile(attr, []byte("128\n"), 0o644); err != nil { // the other writer's
-			t.Error(err)
-		}
-	}
+	var written func() string
 	read := a.cfg.Read
 	a.cfg.Read = func(ctx context.Context) (*inventory.Inventory, error) {
 		inv, err := read(ctx)
-		if err := os.Remove(attr); err != nil {
-			t.Error(err)
-		}
-		if err := unix.Mkfifo(attr, 0o644); err != nil {
-			t.Error(err)
-		}
-		go otherWriter()
+		written = hostfstest.OverwriteAfterWrite(t, attr, "128\n")
 		return inv, err
 	}
 	now := time.Unix(1_700_000_000, 0)
 	a.Adapt(context.Background(), now)
-	select {
-	case w := <-written:
-		if w != "15360\n" {
-			t.Errorf("the controller wrote %q, want 15360 (16384 moved into the bounds)", w)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the controller did not write read_ahead_kb")
+	if written == nil {
+		t.Fatal("the step read no inventory")
+	}
+	if w := written(); w != "15360\n" {
+		t.Errorf("the controller wrote %q, want 15360 (16384 moved into the bounds)", w)
 	}
 	m := a.cfg.Metrics
 	if got := testutil.ToFloat64(m.Errors.WithLabelValues("write")); got != 0 {

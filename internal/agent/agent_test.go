@@ -19,10 +19,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
-	"golang.org/x/sys/unix"
 
 	"github.com/nfstune/nfstune/internal/audit"
 	"github.com/nfstune/nfstune/internal/hostfs"
+	"github.com/nfstune/nfstune/internal/hostfs/hostfstest"
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/inventory/inventorytest"
 	"github.com/nfstune/nfstune/internal/metrics"
@@ -603,34 +603,13 @@ func TestOverwriteBeforeReadBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	attr := h.root.Sys("class", "bdi", "0:52", "read_ahead_kb")
-	if err := os.Remove(attr); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mkfifo(attr, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	written := make(chan string, 1)
-	go func() {
-		b, err := os.ReadFile(attr) // the agent's write
-		if err != nil {
-			t.Error(err)
-		}
-		written <- string(b)
-		if err := os.WriteFile(attr, []byte("128\n"), 0o644); err != nil { // udev's, before the read-back
-			t.Error(err)
-		}
-	}()
+	written := hostfstest.OverwriteAfterWrite(t, attr, "128\n") // udev's, before the read-back
 	ctx := context.Background()
 	if n := a.Reconcile(ctx, TriggerMountinfo, time.Now()); n != 1 {
 		t.Errorf("Reconcile wrote %d new superblocks, want 1 (its settle re-checks follow)", n)
 	}
-	select {
-	case w := <-written:
-		if w != "15360\n" {
-			t.Errorf("the agent wrote %q, want 15360", w)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the agent did not write read_ahead_kb")
+	if w := written(); w != "15360\n" {
+		t.Errorf("the agent wrote %q, want 15360", w)
 	}
 	if err := os.Remove(attr); err != nil {
 		t.Fatal(err)

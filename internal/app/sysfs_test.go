@@ -29,6 +29,7 @@ var fileWriters = map[string]string{
 	"internal/image.Write":                           "the image's digest file in the build's output directory",
 	"internal/inventory/inventorytest.genFile.write": "a synthetic fixture tree in a directory the caller names (test support, not in the binary)",
 	"internal/golden.Check":                          "a test's golden file, with UPDATE_GOLDEN set (test support, not in the binary)",
+	"internal/hostfs/hostfstest.OverwriteAfterWrite": "the other writer's value into a FIFO a test put in a fixture's place (test support, not in the binary)",
 	"internal/inventory.tempProc.parse":              "mountstats copied into a private temporary directory for procfs to parse",
 	"internal/image.WriteIndex":                      "the image index's digest file in the build's output directory",
 	"internal/image.tarDir":                          "the image index's OCI archive in the build's output directory",

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"golang.org/x/sys/unix"
+	"github.com/nfstune/nfstune/internal/hostfs/hostfstest"
 )
 
 // bdiRoot is a root with /sys/class/bdi/0:53 a link into /sys/devices/virtual/bdi, as in
@@ -117,29 +117,12 @@ func TestPageRounded(t *testing.T) {
 // can be the other writer between the write and the read-back.
 func TestSetReadAheadOverwritten(t *testing.T) {
 	root := bdiRoot(t)
-	attr := root.Sys("devices", "virtual", "bdi", "0:53", "read_ahead_kb")
-	if err := os.Remove(attr); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mkfifo(attr, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	written := make(chan string, 1)
-	go func() {
-		b, err := os.ReadFile(attr) // SetReadAhead's write
-		if err != nil {
-			t.Error(err)
-		}
-		written <- string(b)
-		if err := os.WriteFile(attr, []byte("128\n"), 0o644); err != nil { // the other writer
-			t.Error(err)
-		}
-	}()
+	written := hostfstest.OverwriteAfterWrite(t, root.Sys("devices", "virtual", "bdi", "0:53", "read_ahead_kb"), "128\n")
 	got, err := SetReadAhead(root, "0:53", 15360)
 	if !errors.Is(err, ErrOverwritten) || got != 128 {
 		t.Fatalf("SetReadAhead = %d, %v; want 128, ErrOverwritten", got, err)
 	}
-	if w := <-written; w != "15360\n" {
+	if w := written(); w != "15360\n" {
 		t.Errorf("wrote %q, want 15360", w)
 	}
 }
