@@ -140,17 +140,21 @@ func TestReadAheadTable(t *testing.T) {
 	var results []result
 	for _, sc := range scenarios {
 		for _, kb := range fixed {
-			r := measure(t, m, sc, strconv.Itoa(kb), func() {}, fixedUnderAgent(t, agentBin, m, kb))
+			r := measure(t, m, sc, strconv.Itoa(kb), asFixed, func() {}, fixedUnderAgent(t, agentBin, m, kb))
 			stopAgents(t)
 			results = append(results, r)
 		}
 		// Each adaptive run is followed by the best fixed value once more, next to it in
 		// time: on a shared machine the load drifts over a scenario's minutes, and the
-		// table shows by how much. With pairs > 1 the two alternate.
+		// table shows by how much. With pairs > 1 the two alternate. After them comes the
+		// control: the best fixed value measured as the adaptive run is (from adaptiveRun
+		// into its run), as a controller would read that picked it at once and never moved.
+		// Its ratio to the same fixed run is what one run of a perfect controller could
+		// show on this machine.
 		best := bestFixed(results, sc.name)
 		for range pairs {
 			var agentLog string
-			r := measure(t, m, sc, "adaptive", func() {
+			r := measure(t, m, sc, "adaptive", asAdaptive, func() {
 				// A fresh mount's read-ahead, then the agent takes it from there.
 				setReadAhead(t, m.Device, 128)
 				agentLog = startAgent(t, agentBin, m.Dir, enforce)
@@ -162,10 +166,14 @@ func TestReadAheadTable(t *testing.T) {
 			}
 			results = append(results, r)
 			stopAgentAndRevert(t, m.Device)
-			again := measure(t, m, sc, strconv.Itoa(best.kb), func() {}, fixedUnderAgent(t, agentBin, m, best.kb))
+			again := measure(t, m, sc, strconv.Itoa(best.kb), asFixed, func() {}, fixedUnderAgent(t, agentBin, m, best.kb))
 			stopAgents(t)
 			again.setting = "again"
 			results = append(results, again)
+			control := measure(t, m, sc, strconv.Itoa(best.kb), asAdaptive, func() {}, fixedUnderAgent(t, agentBin, m, best.kb))
+			stopAgents(t)
+			control.setting = "control"
+			results = append(results, control)
 		}
 	}
 	table := render(scenarios, fixed, results, kernelRelease(t), rsizeKB)
@@ -178,10 +186,17 @@ func TestReadAheadTable(t *testing.T) {
 	}
 }
 
+// How a run is measured: a fixed value's window starts after the warm-up, the adaptive
+// run's after adaptiveRun (switching workloads are measured whole either way).
+const (
+	asFixed    = false
+	asAdaptive = true
+)
+
 // measure runs one workload with one setting: setup, then the workload, then the measured
-// window (after a warm-up for fixed values; after adaptiveRun for the agent; the whole run
-// for switching workloads), from the mount's own counters.
-func measure(t *testing.T, m labtest.Mounted, sc scenario, setting string, startAdaptive, setFixed func()) result {
+// window (after a warm-up, or after adaptiveRun when late is set; the whole run for
+// switching workloads), from the mount's own counters.
+func measure(t *testing.T, m labtest.Mounted, sc scenario, setting string, late bool, startAdaptive, setFixed func()) result {
 	t.Helper()
 	// No drop_caches: it would drop the server's too. The sequential readers drop each
 	// file's pages before reading it, and the random readers' cgroup holds little.
@@ -211,15 +226,15 @@ func measure(t *testing.T, m labtest.Mounted, sc scenario, setting string, start
 		stop()
 	} else {
 		stop := sc.start(t)
-		if setFixed != nil {
-			time.Sleep(warmup)
-		} else {
+		if late {
 			time.Sleep(adaptiveRun)
+		} else {
+			time.Sleep(warmup)
 		}
 		a = readCounters(t, m.Dir)
 		time.Sleep(window)
 		b = readCounters(t, m.Dir)
-		if setFixed != nil && os.Getenv("NFSTUNE_LAB_FIXED_LATE") != "" {
+		if setFixed != nil && !late && os.Getenv("NFSTUNE_LAB_FIXED_LATE") != "" {
 			// The same value again over the adaptive row's window, for the log: how far
 			// apart two windows of one run read.
 			time.Sleep(time.Until(begin.Add(adaptiveRun)))
@@ -559,6 +574,9 @@ func lastMove(changes []change) (change, bool) {
 
 // render writes the table of docs/benchmarks.md. A scenario run with several adaptive
 // runs (NFSTUNE_LAB_PAIRS) shows their means, and each run's ratio, changes and settling.
+// Each pair's control (the best fixed value measured as the adaptive run) is given over the
+// same fixed run as the adaptive run: the spread of that ratio is the machine's, and a
+// share of runs at 95 % or more is to be read against the control's.
 func render(scenarios []scenario, fixed []int, results []result, kernel string, rsizeKB int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Kernel %s, rsize %d KiB, link %s each way (%s round trip), %s; MiB/s of application reads (mountstats), over-read = server READ bytes / application bytes.\n\n",
@@ -567,15 +585,15 @@ func render(scenarios []scenario, fixed []int, results []result, kernel string, 
 	for _, kb := range fixed {
 		fmt.Fprintf(&b, " %d KiB |", kb)
 	}
-	b.WriteString(" adaptive | adaptive / best fixed | best fixed again, after each adaptive run | adaptive / mean of the best fixed value's runs | each adaptive run / the best fixed run after it | changes (reasons) | settled |\n|---|")
+	b.WriteString(" adaptive | adaptive / best fixed | best fixed again, after each adaptive run | adaptive / mean of the best fixed value's runs | each adaptive run / the best fixed run after it | control: the best fixed value measured as the adaptive run, / the same fixed run | runs at 95 % or more: adaptive, control | changes (reasons) | settled |\n|---|")
 	for range fixed {
 		b.WriteString("---|")
 	}
-	b.WriteString("---|---|---|---|---|---|---|\n")
+	b.WriteString("---|---|---|---|---|---|---|---|---|\n")
 	for _, sc := range scenarios {
 		fmt.Fprintf(&b, "| %s: %s |", sc.name, sc.description)
 		var best result
-		var ads, agains []result
+		var ads, agains, controls []result
 		for _, r := range results {
 			if r.scenario != sc.name {
 				continue
@@ -587,17 +605,32 @@ func render(scenarios []scenario, fixed []int, results []result, kernel string, 
 			case "again":
 				agains = append(agains, r)
 				continue
+			case "control":
+				controls = append(controls, r)
+				continue
 			}
 			if r.mibps > best.mibps {
 				best = r
 			}
 			fmt.Fprintf(&b, " %.1f (%.2f) |", r.mibps, r.overRead)
 		}
-		var ends, paired, changes, settled []string
+		var ends, paired, controlled, changes, settled []string
+		var adaptiveAt95, controlAt95 int
 		for i, ad := range ads {
 			ends = append(ends, strconv.Itoa(ad.finalKB))
 			if i < len(agains) && agains[i].mibps > 0 {
-				paired = append(paired, fmt.Sprintf("%.0f %%", 100*ad.mibps/agains[i].mibps))
+				ratio := ad.mibps / agains[i].mibps
+				paired = append(paired, fmt.Sprintf("%.0f %%", 100*ratio))
+				if ratio >= 0.95 {
+					adaptiveAt95++
+				}
+				if i < len(controls) {
+					ratio := controls[i].mibps / agains[i].mibps
+					controlled = append(controlled, fmt.Sprintf("%.0f %%", 100*ratio))
+					if ratio >= 0.95 {
+						controlAt95++
+					}
+				}
 			}
 			changes = append(changes, changeSummary(ad.changes))
 			st := "-"
@@ -621,9 +654,10 @@ func render(scenarios []scenario, fixed []int, results []result, kernel string, 
 		if len(agains) > 0 {
 			againKB = agains[0].finalKB
 		}
-		fmt.Fprintf(&b, " %.1f (%.2f), ends at %s KiB | %.0f %% | %d KiB: %.1f (%.2f) | %.0f %% | %s | %s | %s |\n",
+		fmt.Fprintf(&b, " %.1f (%.2f), ends at %s KiB | %.0f %% | %d KiB: %.1f (%.2f) | %.0f %% | %s | %s | %d of %d, %d of %d | %s | %s |\n",
 			adMean, meanOverRead(ads), strings.Join(ends, ", "), 100*ratio, againKB, againMean, meanOverRead(agains), 100*bracketed,
-			strings.Join(paired, ", "), strings.Join(changes, "; "), strings.Join(settled, ", "))
+			strings.Join(paired, ", "), strings.Join(controlled, ", "), adaptiveAt95, len(paired), controlAt95, len(controlled),
+			strings.Join(changes, "; "), strings.Join(settled, ", "))
 	}
 	return b.String()
 }
