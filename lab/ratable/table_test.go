@@ -619,17 +619,9 @@ func render(scenarios []scenario, fixed []int, results []result, kernel string, 
 		for i, ad := range ads {
 			ends = append(ends, strconv.Itoa(ad.finalKB))
 			if i < len(agains) && agains[i].mibps > 0 {
-				ratio := ad.mibps / agains[i].mibps
-				paired = append(paired, fmt.Sprintf("%.0f %%", 100*ratio))
-				if ratio >= 0.95 {
-					adaptiveAt95++
-				}
+				paired = append(paired, perRun(ad, agains[i], &adaptiveAt95))
 				if i < len(controls) {
-					ratio := controls[i].mibps / agains[i].mibps
-					controlled = append(controlled, fmt.Sprintf("%.0f %%", 100*ratio))
-					if ratio >= 0.95 {
-						controlAt95++
-					}
+					controlled = append(controlled, perRun(controls[i], agains[i], &controlAt95))
 				}
 			}
 			changes = append(changes, changeSummary(ad.changes))
@@ -660,6 +652,16 @@ func render(scenarios []scenario, fixed []int, results []result, kernel string, 
 			strings.Join(changes, "; "), strings.Join(settled, ", "))
 	}
 	return b.String()
+}
+
+// perRun is run's rate over the fixed run beside it, to a tenth of a percent (a whole
+// percent would show 94.6 as 95), counting it in *at95 when it is 95 % or more.
+func perRun(run, fixed result, at95 *int) string {
+	ratio := run.mibps / fixed.mibps
+	if ratio >= 0.95 {
+		*at95++
+	}
+	return fmt.Sprintf("%.1f %%", 100*ratio)
 }
 
 // changeSummary is one adaptive run's changes: their number, the values it went through
