@@ -100,6 +100,13 @@ first_lockup() {
 	sed 's/\r$//' "$console" | awk -v re="$lockup_re" '$0 ~ re && !seen { seen = 1 } seen && n++ < 60'
 }
 
+# kernel_messages prints the guest's last 40 kernel messages, which it streams to kmsg.log.
+kernel_messages() {
+	[[ -s $run/kmsg.log ]] || return 0
+	lab_log "last kernel messages ($run/kmsg.log):"
+	tail -n 40 "$run/kmsg.log" >&2
+}
+
 # failed_tests prints each failed Go test of the console with its last logged lines (go test
 # -v: "=== RUN/CONT/NAME" says whose lines follow, "--- FAIL" ends a failed test). A failure's
 # message sits among the lines the test logged, which a long run's tail no longer shows.
@@ -156,7 +163,7 @@ if [[ -f $run/status ]]; then
 	rc=$(cat "$run/status")
 	lab_log "guest command exited $rc after ${elapsed}s"
 	if [[ $rc != 0 ]]; then
-		[[ -s $run/dmesg.log ]] && { lab_log "last kernel messages:"; cat "$run/dmesg.log" >&2; }
+		kernel_messages
 		if grep -q -- '--- FAIL: ' "$console"; then
 			lab_log "failed tests, each with the last lines it logged:"
 			failed_tests >&2
@@ -201,6 +208,6 @@ fi
 lab_log "FAILED: the guest did not finish; failed step: $failed"
 lab_log "last 40 console lines:"
 tail -n 40 "$console" >&2
-[[ -s $run/dmesg.log ]] && { lab_log "last kernel messages:"; cat "$run/dmesg.log" >&2; }
+kernel_messages
 lab_log "run directory kept: $run"
 exit 1

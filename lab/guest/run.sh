@@ -21,13 +21,16 @@ while (($#)); do
 	esac
 done
 
-# Kernel messages from here on go to the log, not the console the host streams.
+# Kernel messages from here on go to the log, not the console the host streams, and as they
+# come to kmsg.log in the run directory: a guest that dies without its status still leaves
+# its last kernel messages on the host (an OOM kill of this script, say, which no panic
+# reports on the console).
 dmesg -n 1
+stdbuf -oL dmesg --follow >"$LAB_RUN/kmsg.log" 2>&1 &
 echo "nfstune-lab: guest up ($(uname -r), $(nproc) vCPUs, $(awk '/MemTotal/ {print int($2/1024)}' /proc/meminfo) MiB)"
 
 fail() {
 	echo "lab: guest step failed: $(cat "$LAB_RUN/step" 2>/dev/null)" >&2
-	dmesg | tail -n 40 >"$LAB_RUN/dmesg.log"
 	echo "$1" >"$LAB_RUN/status"
 	exit "$1"
 }
@@ -43,6 +46,5 @@ fi
 lab_step "command: $*"
 "$@"
 rc=$?
-((rc == 0)) || dmesg | tail -n 40 >"$LAB_RUN/dmesg.log"
 echo "$rc" >"$LAB_RUN/status"
 exit "$rc"
