@@ -146,8 +146,9 @@ func TestAdaptWastefulThenRevert(t *testing.T) {
 }
 
 // TestAdaptGrowsStreaming: a sequential reader (READs of one rsize) without waste whose
-// rate follows its window gets the window doubled every third interval (the change, its
-// settling, the baseline after it is kept); ticks closer than the interval change nothing.
+// rate follows its window gets the window doubled every other interval (the change, its
+// settling; the verdict's interval makes the next); ticks closer than the interval change
+// nothing.
 func TestAdaptGrowsStreaming(t *testing.T) {
 	t.Parallel()
 	tr := &traffic{age: time.Minute}
@@ -169,7 +170,7 @@ func TestAdaptGrowsStreaming(t *testing.T) {
 		a.Adapt(context.Background(), now)
 		path = append(path, readAheadKB(t, root, "0:53"))
 	}
-	want := []int{2048, 2048, 2048, 4096, 4096, 4096, 8192, 8192, 8192, 15360, 15360}
+	want := []int{2048, 2048, 4096, 4096, 8192, 8192, 15360, 15360, 15360, 15360, 15360}
 	for i := range want {
 		if path[i] != want[i] {
 			t.Fatalf("read-ahead after each interval %v, want %v", path, want)

@@ -70,7 +70,7 @@ func NewMetrics() *Metrics {
 		}, []string{"state"}),
 		AdaptiveChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "readahead_adaptive_changes_total",
-			Help: "Adaptive read-ahead changes made, by direction (up, down) and reason: bounds (into the rule's bounds), over_read (halved: fetched much more than read), streaming (doubled: the READs are read-ahead's and what it fetches is read), probe (halved: a streaming mount that cannot grow tries a smaller window), hurt (undone: the change before made the mount slower or more wasteful), no_gain (undone: the rise or probe before did not make the mount faster).",
+			Help: "Adaptive read-ahead changes made, by direction (up, down) and reason: bounds (into the rule's bounds), over_read (halved: fetched much more than read), streaming (doubled: the READs are read-ahead's and what it fetches is read), probe (halved: a streaming mount that cannot grow tries a smaller window), hurt (undone: the change before made the mount slower or more wasteful), no_gain (undone: the probe before did not make the mount faster, or the rise before fetched more than was read without making it faster).",
 		}, []string{"direction", "reason"}),
 	}
 }

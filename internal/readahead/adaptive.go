@@ -30,13 +30,6 @@ const (
 	// again in the same direction doubles it, up to MaxHoldDoublings times.
 	HoldIntervals    = 12
 	MaxHoldDoublings = 5
-	// RetryRiseAfter is how many intervals the ceiling left by a rise undone for no gain
-	// holds at first (then doubling as the others). Such a rise read about as fast as the
-	// value under it: the window no longer bounds the reader, or the spread of one interval
-	// hid a gain (one lab reader spreads 3 to 5 % per interval, and a doubling worth 7 %
-	// reads under RiseGain about a third of the time). Trying it again costs two intervals
-	// at a window that reads as fast, so it comes sooner than after a hurt one.
-	RetryRiseAfter = 4
 	// ProbeAfter is how many intervals a streaming mount that cannot grow (at the cap or a
 	// learned ceiling) holds before the controller tries half its window; each probe that
 	// gains nothing doubles the wait, up to HoldIntervals << MaxHoldDoublings. A probe
@@ -48,15 +41,10 @@ const (
 	// twice the verdict's RateChange. A probe kept leaves a ceiling, so it takes clear
 	// evidence; one undone costs only a later probe.
 	ProbeGain = 2 * RateChange
-	// RiseGain is the rise of the application read rate a rise must bring to be kept: half
-	// the verdicts' RateChange. While the window bounds a reader a doubling reads up to
-	// twice as fast; gains that fall toward nothing say another bound has taken over, but
-	// the climb must not stop at the first step that noise trims under 10 % (one lab
-	// reader: +14 %, +8 %, +9 % per doubling up to 4096 KiB, then nothing).
-	RiseGain = RateChange / 2
 	// RiseWaste is the rise of over-read at or above which a rise must read RateChange
-	// faster (be judged helped) to be kept, not RiseGain, and on two intervals. A
-	// larger window whose fetched pages start to go unread has outgrown the memory its
+	// faster (be judged helped) to be kept, and on two intervals; any other rise stays
+	// unless it hurt. Over-read is what a larger window costs: its pages are held until
+	// read, and a window whose fetched pages start to go unread has outgrown the memory its
 	// readers have: under a memory limit the loss grows as the cache fills (sixteen lab
 	// readers in 64 MiB: over-read 1.34 over two minutes at 4096 KiB, 1.00 at 1024, and
 	// 17 % slower; a rise to 8192 KiB read 26 % faster with over-read 1.07 on its first
@@ -83,9 +71,9 @@ const (
 	ReasonProbe Reason = "probe"
 	// ReasonHurt goes back on the previous change, judged hurt (Judge).
 	ReasonHurt Reason = "hurt"
-	// ReasonNoGain goes back on a rise or a probe that did not help: a larger window
-	// costs memory (one per open file, its pages held until read), so it stays only when
-	// the mount reads faster with it.
+	// ReasonNoGain goes back on a probe that did not read clearly faster, or on a rise
+	// that fetched more than was read without reading faster: a larger window's pages
+	// are held until read, and over-read says they are going unread.
 	ReasonNoGain Reason = "no_gain"
 )
 
@@ -153,26 +141,25 @@ func (s Step) Direction() string {
 //   - a value outside the bounds moves to the nearest bound (at once, without traffic);
 //   - a change judged hurt is undone, and the value it goes back to becomes a limit (a
 //     ceiling after a rise, a floor after a cut) for HoldIntervals intervals; a rise that
-//     did not read RiseGain faster, or that raised over-read by RiseWaste without being
-//     judged helped, is undone too (no_gain), with a ceiling for RetryRiseAfter
-//     intervals: a larger window costs memory, so it stays only when the mount reads
-//     faster with it, and it is tried again sooner than a harmful one. A rise whose first
-//     interval reads hurt while over-read rose by less than RiseWaste settles one more
-//     interval and is judged on the next alone: files opened before it may still be open
-//     (sixteen readers each keep a file open longer than an interval). One interval's
-//     spread can hide a small gain, or make one, so a rise that fell short of RiseGain on
-//     its first interval, or was judged helped there while it raised over-read by
-//     RiseWaste, holds for the next (judging) and is judged on the two together; a probe
-//     that did not gain ProbeGain is undone (no_gain), and one that did leaves a ceiling;
+//     raised over-read by RiseWaste without being judged helped is undone too (no_gain),
+//     with a ceiling as long; any other rise is kept, and the next step decided in the
+//     same interval: a window whose fetched pages are read costs the readers nothing. A
+//     rise whose first interval reads hurt while over-read rose by less than RiseWaste
+//     settles one more interval and is judged on the next alone: files opened before it
+//     may still be open (sixteen readers each keep a file open longer than an interval).
+//     A rise judged helped on its first interval while it raised over-read by RiseWaste
+//     holds for the next (judging) and is judged on the two together, since one
+//     interval's spread can make a gain; a probe that did not gain ProbeGain is undone
+//     (no_gain), and one that did leaves a ceiling;
 //   - over-read above ShrinkOverRead halves the window (never below MinKB nor a learned
 //     floor) and makes the new value a ceiling for the hold: a window that wasted is not
 //     grown again at once;
 //   - streaming traffic (Streaming: READs as large as read-ahead makes them) with over-read
 //     at most GrowOverRead doubles it (never above MaxKB nor a learned ceiling): a window
 //     whose pages are read costs nothing a reader does not use, and the interval after
-//     the settling one says whether it helped. After a rise is kept the next rise waits an
-//     interval (baseline): the interval that kept it was chosen for reading fast, and as
-//     the next rise's "before" it would make that rise look slower than it is;
+//     the settling one says whether it hurt. After a rise kept on two intervals the next
+//     rise waits an interval (baseline): those intervals were chosen for reading fast,
+//     and as the next rise's "before" they would make that rise look slower than it is;
 //   - streaming traffic that cannot grow, held for ProbeAfter intervals, has its window
 //     halved once (a probe): kept only when the rate rose by ProbeGain, so a window that
 //     grew past its best without a visible loss comes back down; each probe undone doubles
@@ -192,15 +179,15 @@ type Controller struct {
 	ceiling, floor   learnedLimit
 	ceilings, floors int // limits learned in each direction, for the hold's doubling
 	probes           int // probes undone since the last one kept, for the probe's wait
-	// baseline is set when a rise was kept: the interval that judged it is not the next
-	// rise's "before" (it was chosen for reading fast), a fresh one is.
+	// baseline is set when a rise was kept on two intervals for reading fast: the
+	// interval that judged it is not the next rise's "before", a fresh one is.
 	baseline bool
 }
 
 type pendingStep struct {
 	step   Step
 	before Evidence
-	// first is the interval that judged a rise once without the gain to keep it: the
+	// first is the interval that judged a rise helped while it raised over-read: the
 	// rise is judged again on it and the next interval together.
 	first *Evidence
 	// resettled is set when a rise read slower on its first interval without wasting:
@@ -294,14 +281,6 @@ func (c *Controller) Decide(e Evidence, now time.Time, stalled bool) Step {
 				// intervals: under a memory limit its waste grows as the cache fills.
 				why := c.judgeAgain(p, e, &s)
 				return decide(HoldJudging, "the rise %d -> %d KiB read faster but raised over-read by %.2f or more on one interval (%s); judged again with the next", p.step.FromKB, p.step.ToKB, RiseWaste, why)
-			case p.step.Reason == ReasonStreaming && s.Verdict == NoChange && !readsFaster(p.before, after, RiseGain):
-				if p.first == nil {
-					// One interval's spread can hide the gain: judge on two.
-					why := c.judgeAgain(p, e, &s)
-					return decide(HoldJudging, "the rise %d -> %d KiB did not read %.0f %% faster on one interval (%s); judged again with the next", p.step.FromKB, p.step.ToKB, 100*RiseGain, why)
-				}
-				s.ToKB = p.step.FromKB
-				return decide(ReasonNoGain, "the rise %d -> %d KiB did not read %.0f %% faster over two intervals: %s", p.step.FromKB, p.step.ToKB, 100*RiseGain, s.VerdictWhy)
 			case p.step.Reason == ReasonStreaming && s.Verdict == NoChange && after.OverRead-p.before.OverRead >= RiseWaste:
 				s.ToKB = p.step.FromKB
 				return decide(ReasonNoGain, "the rise %d -> %d KiB fetched more than was read without reading %.0f %% faster: %s", p.step.FromKB, p.step.ToKB, 100*RateChange, s.VerdictWhy)
@@ -311,7 +290,9 @@ func (c *Controller) Decide(e Evidence, now time.Time, stalled bool) Step {
 			case s.Verdict == Helped && p.step.Direction() == Up:
 				c.ceilings = 0
 			}
-			c.baseline = p.step.Reason == ReasonStreaming // a rise kept
+			// A rise kept on two intervals was kept for reading fast (it raised over-read):
+			// the interval that kept it is not the next rise's "before".
+			c.baseline = p.step.Reason == ReasonStreaming && p.first != nil
 		}
 	}
 	if e.AppReadBytes < MinStepBytes {
@@ -400,7 +381,7 @@ func (c *Controller) Applied(s Step, e Evidence, now time.Time) {
 		if s.Direction() == Up {
 			c.probes++ // a probe undone
 		} else {
-			c.ceiling = c.learnFor(RetryRiseAfter, &c.ceilings, s.ToKB, now) // a rise undone
+			c.ceiling = c.learn(&c.ceilings, s.ToKB, now) // a rise undone: it wasted
 		}
 	case ReasonOverRead:
 		c.ceiling = c.learn(&c.ceilings, s.ToKB, now)

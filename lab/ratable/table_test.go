@@ -38,8 +38,8 @@ const (
 	warmup     = 5 * time.Second
 	window     = 30 * time.Second
 	// adaptiveRun is how long the agent runs before the measured window: the minute within
-	// which it should settle (one rsize to the cap is four changes, three intervals each:
-	// the change's, a settling one, and a baseline once kept).
+	// which it should settle (one rsize to the cap is four changes, two intervals each:
+	// the change's and a settling one; the verdict's interval makes the next).
 	adaptiveRun = 60 * time.Second
 	// switchPhase is each half of the switching workload, measured whole.
 	switchPhase = 60 * time.Second
@@ -554,9 +554,9 @@ func bestFixed(results []result, scenario string) fixedResult {
 }
 
 // lastMove returns the last change that moved the read-ahead for good. A try undone for
-// no gain is a look, not a move: a probe (halving) or a rise (doubling) that read no
-// faster, and its undo (no_gain), leave the value where it was and the rate as it was, so
-// neither counts. A change undone because it hurt (hurt) is a move: it cost throughput.
+// no gain is a look, not a move: a probe (halving) that read no faster, or a rise
+// (doubling) that fetched more than was read without reading faster, and its undo
+// (no_gain), leave the value where it was and the rate as it was, so neither counts. A change undone because it hurt (hurt) is a move: it cost throughput.
 func lastMove(changes []change) (change, bool) {
 	look := func(i int) bool { // changes[i] and changes[i+1] are a try and its undo for no gain
 		return i+1 < len(changes) && changes[i+1].reason == "no_gain" &&
