@@ -391,17 +391,12 @@ func (c *Controller) Applied(s Step, e Evidence, now time.Time) {
 	}
 }
 
-// learn returns a limit at kb held from now, counting it in *n.
-func (c *Controller) learn(n *int, kb int, now time.Time) learnedLimit {
-	return c.learnFor(HoldIntervals, n, kb, now)
-}
-
-// learnFor returns a limit at kb held from now for intervals, doubled for each limit
-// already counted in *n (up to MaxHoldDoublings times), and counts it. The limit ends a
-// quarter interval early: the agent's ticks come a few milliseconds late or early, and a
+// learn returns a limit at kb held from now for HoldIntervals intervals, doubled for each
+// limit already counted in *n (up to MaxHoldDoublings times), and counts it. The limit ends
+// a quarter interval early: the agent's ticks come a few milliseconds late or early, and a
 // hold of N intervals must end at the N-th tick, not at the N-th or the next by chance.
-func (c *Controller) learnFor(intervals int, n *int, kb int, now time.Time) learnedLimit {
-	hold := time.Duration(intervals) * c.Interval << min(*n, MaxHoldDoublings)
+func (c *Controller) learn(n *int, kb int, now time.Time) learnedLimit {
+	hold := HoldIntervals * c.Interval << min(*n, MaxHoldDoublings)
 	*n++
 	return learnedLimit{kb: kb, until: now.Add(hold - c.Interval/4)}
 }
