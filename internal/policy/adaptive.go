@@ -14,9 +14,10 @@ const (
 	MinAdaptiveKB = 4
 	// DefaultAdaptiveRSizes is the default cap in rsizes: 15, the generic target.
 	DefaultAdaptiveRSizes = 15
-	// DefaultAdaptiveInterval is how often the agent steps by default: five doublings from
-	// one rsize reach 15 rsizes in 25 s, well within a minute of a change of workload, and
-	// five seconds hold 100 MiB of reads at the slowest reader measured in the field.
+	// DefaultAdaptiveInterval is how often the agent steps by default: four doublings from
+	// one rsize reach 15 rsizes, two intervals each (the change and its settling), in 40 s,
+	// within a minute of a change of workload, and five seconds hold 100 MiB of reads at
+	// the slowest reader measured in the field.
 	DefaultAdaptiveInterval = 5 * time.Second
 	// MinAdaptiveInterval and MaxAdaptiveInterval bound the interval: each step reads
 	// every mount's statistics, and a step per ten minutes would follow nothing.
