@@ -83,6 +83,7 @@ var ChangeReasons = []Reason{ReasonBounds, ReasonOverRead, ReasonStreaming, Reas
 // The reasons of a hold.
 const (
 	HoldTraffic  Reason = "too_little_traffic"
+	HoldMapped   Reason = "mapped_reads"
 	HoldStalled  Reason = "stalled"
 	HoldInterval Reason = "interval"
 	HoldSettling Reason = "settling"
@@ -294,6 +295,10 @@ func (c *Controller) Decide(e Evidence, now time.Time, stalled bool) Step {
 			// the interval that kept it is not the next rise's "before".
 			c.baseline = p.step.Reason == ReasonStreaming && p.first != nil
 		}
+	}
+	if e.AppReadBytes < MinStepBytes && e.ServerReadBytes >= MinStepBytes {
+		// Reads through mmap: what they used is not counted, so no step can be judged.
+		return decide(HoldMapped, "the server sent %s of READs in %.0f s, applications read %s with read(2): the rest was read through mmap, which mountstats does not count", mib(e.ServerReadBytes), e.Seconds, mib(e.AppReadBytes))
 	}
 	if e.AppReadBytes < MinStepBytes {
 		return decide(HoldTraffic, "application reads %s in %.0f s; a step needs %s", mib(e.AppReadBytes), e.Seconds, mib(MinStepBytes))

@@ -27,6 +27,15 @@ func seqAt(ra int, rateMiB, overRead float64) Evidence {
 }
 func randomAt(ra int, rateMiB float64) Evidence { return intervalAt(ra, rateMiB, 1.0, 16) }
 
+// mappedAt is an interval of readers of mmap'd files: READs of one rsize at serverMiB a
+// second, and no application bytes (mountstats does not count mapped reads).
+func mappedAt(ra int, serverMiB float64) Evidence {
+	e := intervalAt(ra, serverMiB, 1.0, 1024)
+	e.AppReadBytes, e.OverRead = 0, 0
+	e.derive()
+	return e
+}
+
 func newTestController() *Controller { return NewController(1024, 15360, interval) }
 
 // run feeds the controller one interval and applies what it decides, as the agent does.
@@ -86,6 +95,8 @@ func TestControllerStep(t *testing.T) {
 		{"kernel default: up to one rsize, without traffic", Evidence{ReadAheadKB: 128}, false, 1024, ReasonBounds},
 		{"above the cap: down to it", seqAt(65536, 100, 1.0), false, 15360, ReasonBounds},
 		{"idle: hold", seqAt(4096, 1, 1.0), false, 4096, HoldTraffic},
+		{"read through mmap: hold", mappedAt(4096, 100), false, 4096, HoldMapped},
+		{"a little read through mmap: idle", mappedAt(4096, 1), false, 4096, HoldTraffic},
 		{"wasting: halve", seqAt(15360, 21, 3.9), false, 7680, ReasonOverRead},
 		{"wasting at the floor: hold", seqAt(1024, 21, 2.0), false, 1024, HoldLimit},
 		{"streaming: double", seqAt(1024, 100, 1.0), false, 2048, ReasonStreaming},

@@ -30,6 +30,11 @@ const (
 	// over-read is judged: 256 MiB is 17 windows of the largest default read-ahead
 	// (15 x 1 MiB rsize), so the overshoot of one stream's last window adds at most 6 %.
 	MinWasteBytes = 256 << 20
+	// MappedOverRead is the over-read above which most of what the server sent was not
+	// read with read(2) but through mmap, whose reads are not application bytes: read(2)
+	// readers that waste stay well below it (3.9 in the field case, 3.25 at the lab's
+	// worst), and a mount read through mmap alone has no application bytes at all.
+	MappedOverRead = 10
 	// WindowBoundAt is the ratio of READs in flight to READs one window allows at and above
 	// which the window bounds the reader. A window-limited stream cannot keep the whole
 	// window in flight all the time: the kernel starts the next asynchronous batch only when
@@ -152,9 +157,18 @@ func (e *Evidence) derive() {
 }
 
 // Wasteful reports whether read-ahead fetched much more than the applications read, over
-// enough traffic to tell (WastefulOverRead, MinWasteBytes).
+// enough traffic to tell (WastefulOverRead, MinWasteBytes), and the reads were read(2)'s
+// (not Mapped).
 func (e Evidence) Wasteful() bool {
-	return e.ServerReadBytes >= MinWasteBytes && e.OverRead > WastefulOverRead
+	return e.ServerReadBytes >= MinWasteBytes && e.OverRead > WastefulOverRead && !e.Mapped()
+}
+
+// Mapped reports whether, over enough traffic to tell (MinWasteBytes), most of the READ
+// payload was not read with read(2) (MappedOverRead, or no application bytes at all): the
+// files are read through mmap, where a page fault reads the whole window around itself,
+// and what the readers used is not in mountstats.
+func (e Evidence) Mapped() bool {
+	return e.ServerReadBytes >= MinWasteBytes && (e.AppReadBytes == 0 || e.OverRead > MappedOverRead)
 }
 
 // Limiting reports whether the read-ahead window bounds the READs in flight, over enough

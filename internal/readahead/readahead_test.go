@@ -134,23 +134,29 @@ func checkEvidence(t *testing.T, got, want Evidence) {
 
 func ptr(n int) *int { return &n }
 
-// TestWastefulAndLimiting covers the thresholds on either side.
+// TestWastefulAndLimiting covers the thresholds on either side, and Mapped.
 func TestWastefulAndLimiting(t *testing.T) {
 	for _, tt := range []struct {
-		name               string
-		e                  Evidence
-		wasteful, limiting bool
+		name                       string
+		e                          Evidence
+		wasteful, limiting, mapped bool
 	}{
-		{"3.9x over 1 GiB", Evidence{ServerReadBytes: 1 << 30, AppReadBytes: (1 << 30) * 10 / 39}, true, false},
-		{"3.9x over 100 MiB: too little", Evidence{ServerReadBytes: 100 << 20, AppReadBytes: (100 << 20) * 10 / 39}, false, false},
-		{"1.2x", Evidence{ServerReadBytes: 1 << 30, AppReadBytes: (1 << 30) * 10 / 12}, false, false},
-		{"window full", Evidence{Reads: 1000, AvgReadBytes: 128 << 10, WindowBound: 0.9, OverRead: 1.0}, false, true},
-		{"window full but 50 READs", Evidence{Reads: 50, AvgReadBytes: 128 << 10, WindowBound: 0.9, OverRead: 1.0}, false, false},
-		{"window full and wasting", Evidence{Reads: 1000, AvgReadBytes: 128 << 10, WindowBound: 0.9, OverRead: 2}, false, false},
-		{"window half used", Evidence{Reads: 1000, AvgReadBytes: 128 << 10, WindowBound: 0.5, OverRead: 1.0}, false, false},
+		{"3.9x over 1 GiB", Evidence{ServerReadBytes: 1 << 30, AppReadBytes: (1 << 30) * 10 / 39}, true, false, false},
+		{"3.9x over 100 MiB: too little", Evidence{ServerReadBytes: 100 << 20, AppReadBytes: (100 << 20) * 10 / 39}, false, false, false},
+		{"1.2x", Evidence{ServerReadBytes: 1 << 30, AppReadBytes: (1 << 30) * 10 / 12}, false, false, false},
+		{"window full", Evidence{Reads: 1000, AvgReadBytes: 128 << 10, WindowBound: 0.9, OverRead: 1.0}, false, true, false},
+		{"window full but 50 READs", Evidence{Reads: 50, AvgReadBytes: 128 << 10, WindowBound: 0.9, OverRead: 1.0}, false, false, false},
+		{"window full and wasting", Evidence{Reads: 1000, AvgReadBytes: 128 << 10, WindowBound: 0.9, OverRead: 2}, false, false, false},
+		{"window half used", Evidence{Reads: 1000, AvgReadBytes: 128 << 10, WindowBound: 0.5, OverRead: 1.0}, false, false, false},
 		// The random readers of the lab (16 jobs of 16 KiB reads, 50 ms round trip): 18
 		// READs in flight, 8 of 16 KiB per 128 KiB window, and no window would change them.
-		{"random 16 KiB READs", Evidence{Reads: 22000, AvgReadBytes: 16 << 10, WindowBound: 2.3, OverRead: 0.9}, false, false},
+		{"random 16 KiB READs", Evidence{Reads: 22000, AvgReadBytes: 16 << 10, WindowBound: 2.3, OverRead: 0.9}, false, false, false},
+		// Read through mmap: the lab's random readers of a mapped file (scenario e) sent 3 GiB
+		// in 30 s with no application bytes; a read(2) beside them leaves most unseen.
+		{"no application bytes", Evidence{ServerReadBytes: 3 << 30}, false, false, true},
+		{"no application bytes over 100 MiB: too little", Evidence{ServerReadBytes: 100 << 20}, false, false, false},
+		{"12x over 1 GiB", Evidence{ServerReadBytes: 1 << 30, AppReadBytes: (1 << 30) / 12}, false, false, true},
+		{"9x over 1 GiB: read(2)'s waste", Evidence{ServerReadBytes: 1 << 30, AppReadBytes: (1 << 30) / 9}, true, false, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.e.AppReadBytes > 0 {
@@ -162,6 +168,9 @@ func TestWastefulAndLimiting(t *testing.T) {
 			}
 			if got := tt.e.Limiting(); got != tt.limiting {
 				t.Errorf("Limiting() = %v, want %v", got, tt.limiting)
+			}
+			if got := tt.e.Mapped(); got != tt.mapped {
+				t.Errorf("Mapped() = %v, want %v", got, tt.mapped)
 			}
 		})
 	}
