@@ -111,6 +111,7 @@ func mountChecks() []mountCheck {
 		checkReadAheadRSize, // NFS002
 		checkOverRead,       // NFS003
 		checkWindowBound,    // NFS004
+		checkMapped,         // NFS005
 		checkNConnect,       // NFS010, NFS011, NFS012
 		checkTransferSize,   // NFS020, NFS021, NFS022
 		checkSoft,           // NFS030

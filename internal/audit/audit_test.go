@@ -277,11 +277,20 @@ var ruleTests = map[string][]ruleCase{
 			contains: []string{"3.9x the bytes applications read", "echo 3072 > /sys/class/bdi/0:53/read_ahead_kb"}},
 		{name: "1.2x is normal", mutate: readSinceMount(1<<30, 12<<30/10)},
 		{name: "3.9x over 100 MiB is too little to tell", mutate: readSinceMount(100<<20*10/39, 100<<20)},
-		{name: "no read(2) at all (mmap readers): not judged", mutate: readSinceMount(0, 1<<30)},
+		{name: "no read(2) at all (mmap readers): NFS005's", mutate: readSinceMount(0, 1<<30)},
+		{name: "12x over 1 GiB: NFS005's", mutate: readSinceMount(1<<30/12, 1<<30)},
 		{name: "read-ahead already one READ: memory, not read-ahead", mutate: func(inv *inventory.Inventory) {
 			readSinceMount(1<<30, 4<<30)(inv)
 			m0(inv).ReadAheadKB = intp(1024)
 		}, want: 1, severity: SeverityWarning, contains: []string{"more memory"}},
+		{name: "no statistics", mutate: func(inv *inventory.Inventory) { m0(inv).Stats = nil }},
+	},
+	"NFS005": {
+		{name: "no read(2) over 3 GiB fires", mutate: readSinceMount(0, 3<<30), want: 1, severity: SeverityInfo,
+			contains: []string{"sent 3.00 GiB of READs and applications read 0.00 GiB with read(2)", "echo 128 > /sys/class/bdi/0:53/read_ahead_kb", "MADV_RANDOM"}},
+		{name: "12x over 1 GiB fires", mutate: readSinceMount(1<<30/12, 1<<30), want: 1, severity: SeverityInfo},
+		{name: "9x over 1 GiB is read(2)'s waste (NFS003)", mutate: readSinceMount(1<<30/9, 1<<30)},
+		{name: "no read(2) over 100 MiB is too little to tell", mutate: readSinceMount(0, 100<<20)},
 		{name: "no statistics", mutate: func(inv *inventory.Inventory) { m0(inv).Stats = nil }},
 	},
 	"NFS004": {
@@ -333,6 +342,20 @@ kind: Policy
 defaults: {mode: observe}
 `, mutate: func(inv *inventory.Inventory) { m0(inv).ReadAheadKB = intp(128) }, want: 1, severity: SeverityWarning},
 		{name: "equal to rsize is fine", mutate: func(inv *inventory.Inventory) { m0(inv).ReadAheadKB = intp(1024) }},
+		{name: "an exact rule's value below rsize is its choice", config: `apiVersion: nfstune.io/v1alpha1
+kind: Policy
+rules:
+  - name: mapped at random
+    readAheadKB: 128
+    readAheadExact: true
+`, mutate: func(inv *inventory.Inventory) { m0(inv).ReadAheadKB = intp(128) }},
+		{name: "below an exact rule's value still warns", config: `apiVersion: nfstune.io/v1alpha1
+kind: Policy
+rules:
+  - name: mapped at random
+    readAheadKB: 256
+    readAheadExact: true
+`, mutate: func(inv *inventory.Inventory) { m0(inv).ReadAheadKB = intp(128) }, want: 1, severity: SeverityWarning},
 		{name: "rsize unknown", mutate: func(inv *inventory.Inventory) { m0(inv).ReadAheadKB, m0(inv).RSize = intp(128), 0 }},
 	},
 	"NFS080": {
