@@ -4,8 +4,8 @@ package labtest
 
 // Read-ahead evidence on the kernel's own counters: apply --measure's verdict under a running
 // sequential reader and under a random one, behind a 50 ms round trip, and the audit's
-// findings for read-ahead that bounds a reader (NFS004) and that wastes (NFS003: sequential
-// readers in a small memory cgroup).
+// findings for read-ahead that bounds a reader (NFS004), that wastes (NFS003: sequential
+// readers in a small memory cgroup) and for reads through mmap (NFS005).
 //
 // The guest is emulated (TCG) on a shared machine: a reader gets a few MiB/s of CPU at
 // most, and that ceiling moves with the host's load. A 50 ms round trip keeps the rates
@@ -195,11 +195,44 @@ func TestReadAheadVerdictRandom(t *testing.T) {
 	if contains(ids, "NFS004") {
 		t.Errorf("audit --traffic-window 20s under random 16 KiB readers: NFS004 (%v); no window bounds random reads", ids)
 	}
-	if has := contains(ids, "NFS003"); has != (sinceMount > readahead.WastefulOverRead && server >= readahead.MinWasteBytes) {
+	if has := contains(ids, "NFS003"); has != (sinceMount > readahead.WastefulOverRead && sinceMount <= readahead.MappedOverRead && server >= readahead.MinWasteBytes) {
 		t.Errorf("NFS003 %v at over-read %.2f since the mount (%d MiB from the server)", has, sinceMount, server>>20)
 	}
 	if v := applyMeasure(t, m.Device); v.Verdict != readahead.NoChange {
 		t.Errorf("verdict %s (%d -> %d KiB): %s; want no_change", v.Verdict, v.FromKB, v.ToKB, v.Reason)
+	}
+}
+
+// TestReadAheadMapped: random 16 KiB readers of a mapped file (fio's mmap engine, no access
+// advice) in a 128 MiB memory cgroup. Each page fault reads the window around itself, and
+// mountstats counts those pages as server READ bytes but not as application bytes: once the
+// server has sent 256 MiB, the audit must report the mount as read through mmap (NFS005),
+// not as wasting (NFS003), with the counters' figures.
+func TestReadAheadMapped(t *testing.T) {
+	RequireGuest(t)
+	m := Mount(t, MountSpec{Version: "4.2", Options: "rsize=1048576"})
+	files := layout(t, m.Dir, 1, 512)
+	setReadAheadKB(t, m.Device, 1024)
+	Link(t, raDelay, "", 0)
+	StartReaders(t, MemoryCgroup(t, "nfstune-readahead-small", "128M"),
+		"exec fio --name=mapped --rw=randread --bs=16k --ioengine=mmap --numjobs=4 --fadvise_hint=0 --invalidate=1 --time_based --runtime=3600 --filename="+files[0]+" --output=/dev/null")
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(time.Second) {
+		if _, server := ReadBytes(t, m.Dir); server >= 2*readahead.MinWasteBytes {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server sent less than %d MiB in 3 min: the readers did not run", 2*readahead.MinWasteBytes>>20)
+		}
+	}
+	requireReadAheadKB(t, m.Device, 1024)
+	ids := findings(t, m.Device)
+	app, server := ReadBytes(t, m.Dir)
+	t.Logf("since the mount: %d MiB from the server, %d MiB read with read(2); findings %v", server>>20, app>>20, ids)
+	if app*readahead.MappedOverRead >= server {
+		t.Fatalf("%d MiB read with read(2) of %d MiB from the server: not a mount read through mmap", app>>20, server>>20)
+	}
+	if !contains(ids, "NFS005") || contains(ids, "NFS003") {
+		t.Errorf("findings %v: want NFS005 and not NFS003", ids)
 	}
 }
 
@@ -241,7 +274,7 @@ func TestReadAheadWaste(t *testing.T) {
 			t.Fatalf("only %d MiB from the server in 90 s: the readers did not run", server>>20)
 		}
 		switch has := contains(ids, "NFS003"); {
-		case overRead > readahead.WastefulOverRead+0.05 && !has:
+		case overRead > readahead.WastefulOverRead+0.05 && overRead <= readahead.MappedOverRead && !has:
 			t.Errorf("over-read %.2f since the mount and no NFS003: %v", overRead, ids)
 		case overRead < readahead.WastefulOverRead-0.05 && has:
 			t.Errorf("NFS003 at over-read %.2f since the mount", overRead)
