@@ -296,7 +296,7 @@ func (c *Controller) Decide(e Evidence, now time.Time, stalled bool) Step {
 			c.baseline = p.step.Reason == ReasonStreaming && p.first != nil
 		}
 	}
-	if e.AppReadBytes < MinStepBytes && e.ServerReadBytes >= MinStepBytes {
+	if e.AppReadBytes < MinStepBytes && e.mappedOver(MinStepBytes) {
 		// Reads through mmap: what they used is not counted, so no step can be judged.
 		return decide(HoldMapped, "the server sent %s of READs in %.0f s, applications read %s with read(2): the rest was read through mmap, which mountstats does not count", mib(e.ServerReadBytes), e.Seconds, mib(e.AppReadBytes))
 	}

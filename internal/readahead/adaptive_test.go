@@ -97,6 +97,8 @@ func TestControllerStep(t *testing.T) {
 		{"idle: hold", seqAt(4096, 1, 1.0), false, 4096, HoldTraffic},
 		{"read through mmap: hold", mappedAt(4096, 100), false, 4096, HoldMapped},
 		{"a little read through mmap: idle", mappedAt(4096, 1), false, 4096, HoldTraffic},
+		// 15 MiB read of 16.5 MiB sent: a slow read(2) reader, not a mapped one.
+		{"slow reader just under a step: idle", seqAt(4096, 3, 1.1), false, 4096, HoldTraffic},
 		{"wasting: halve", seqAt(15360, 21, 3.9), false, 7680, ReasonOverRead},
 		{"wasting at the floor: hold", seqAt(1024, 21, 2.0), false, 1024, HoldLimit},
 		{"streaming: double", seqAt(1024, 100, 1.0), false, 2048, ReasonStreaming},

@@ -167,8 +167,11 @@ func (e Evidence) Wasteful() bool {
 // payload was not read with read(2) (MappedOverRead, or no application bytes at all): the
 // files are read through mmap, where a page fault reads the whole window around itself,
 // and what the readers used is not in mountstats.
-func (e Evidence) Mapped() bool {
-	return e.ServerReadBytes >= MinWasteBytes && (e.AppReadBytes == 0 || e.OverRead > MappedOverRead)
+func (e Evidence) Mapped() bool { return e.mappedOver(MinWasteBytes) }
+
+// mappedOver is Mapped over at least minBytes of READ payload.
+func (e Evidence) mappedOver(minBytes uint64) bool {
+	return e.ServerReadBytes >= minBytes && (e.AppReadBytes == 0 || e.OverRead > MappedOverRead)
 }
 
 // Limiting reports whether the read-ahead window bounds the READs in flight, over enough
