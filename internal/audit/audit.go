@@ -109,9 +109,8 @@ func mountChecks() []mountCheck {
 	return []mountCheck{
 		checkReadAhead,      // NFS001
 		checkReadAheadRSize, // NFS002
-		checkOverRead,       // NFS003
+		checkOverRead,       // NFS003, NFS005
 		checkWindowBound,    // NFS004
-		checkMapped,         // NFS005
 		checkNConnect,       // NFS010, NFS011, NFS012
 		checkTransferSize,   // NFS020, NFS021, NFS022
 		checkSoft,           // NFS030

@@ -114,12 +114,16 @@ const srcReadAheadEvidence = srcMountstats + " (bytes: normal, direct and server
 
 // checkOverRead is NFS003: since the mount, the server sent much more READ payload than
 // applications read (readahead.Evidence.Wasteful): read-ahead fetched pages that were
-// evicted before use or never read.
+// evicted before use or never read. When most of it was not read with read(2) at all
+// (Mapped), it is NFS005 instead.
 func checkOverRead(c *mountCtx) []Finding {
 	if c.m.Stats == nil || c.m.ReadAheadKB == nil {
 		return nil
 	}
 	e := readahead.Measure(c.m, nil, 0)
+	if e.Mapped() {
+		return mappedFinding(c, e)
+	}
 	if !e.Wasteful() {
 		return nil
 	}
@@ -144,17 +148,10 @@ func checkOverRead(c *mountCtx) []Finding {
 	return []Finding{f}
 }
 
-// checkMapped is NFS005: since the mount, most of the READ payload was not read with read(2)
-// (readahead.Evidence.Mapped): the files are read through mmap, where what read-ahead costs
-// the readers cannot be measured from mountstats.
-func checkMapped(c *mountCtx) []Finding {
-	if c.m.Stats == nil || c.m.ReadAheadKB == nil {
-		return nil
-	}
-	e := readahead.Measure(c.m, nil, 0)
-	if !e.Mapped() {
-		return nil
-	}
+// mappedFinding is NFS005: since the mount, most of the READ payload was not read with
+// read(2) (readahead.Evidence.Mapped, e): the files are read through mmap, where what
+// read-ahead costs the readers cannot be measured from mountstats.
+func mappedFinding(c *mountCtx, e readahead.Evidence) []Finding {
 	cur := *c.m.ReadAheadKB
 	f := c.finding("NFS005", SeverityInfo)
 	f.Message = fmt.Sprintf("since the mount the server sent %s of READs and applications read %s with read(2): the rest was read through mmap, which mountstats does not count, so nfstune cannot tell what read-ahead of %s costs the readers",
@@ -164,7 +161,7 @@ func checkMapped(c *mountCtx) []Finding {
 		e.ServerReadBytes, e.AppReadBytes, e.Seconds, cur, e.ReadPageEvents, e.ReadaheadEvents)
 	f.Fix = fmt.Sprintf("if the mapped files are read at random (a database, a search index), lower the window: echo 128 > /sys/class/bdi/%s/read_ahead_kb, and to keep it readAheadKB: 128 and readAheadExact: true in a config rule for this mount, then nfstune apply --exact; or have the readers advise MADV_RANDOM. Readers that map files and read them in order gain from the window as read(2) readers do: leave it",
 		c.m.Device)
-	f.Reason = "a page fault on a mapped file reads the read-ahead window around the faulting page, and mountstats counts those pages as server READ bytes but not as application bytes. four random 16 KiB readers of a mapped file in the lab (a 64 MiB memory cgroup) read 6.7 MiB/s at 128 KiB and 0.2 at 15360 KiB on Linux 6.1 (2.0 and 0.1 on 7.2), the server sending up to 726 times what they read. Programs and libraries run from the mount are mapped too"
+	f.Reason = "a page fault on a mapped file reads the read-ahead window around the faulting page, and mountstats counts those pages as server READ bytes but not as application bytes. Four random 16 KiB readers of a mapped file in the lab (a 64 MiB memory cgroup) read 6.7 MiB/s at 128 KiB and 0.2 at 15360 KiB on Linux 6.1 (2.0 and 0.1 on 7.2), the server sending up to 726 times what they read. Programs and libraries run from the mount are mapped too"
 	f.Source = srcReadAheadEvidence + "; Linux mm/filemap.c (do_sync_mmap_readahead); docs/benchmarks.md (scenario e)"
 	return []Finding{f}
 }
