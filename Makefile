@@ -83,7 +83,7 @@ $(VULNDB)/index/db.json:
 		-vulns "$$($(GO) env GOMODCACHE)/golang.org/x/vulndb@$(VULNDB_VERSION)/data/osv"
 
 # scrape-test checks the scrape comparison's fixture in its own module (it builds against
-# node_exporter); the comparison itself is a benchmark, run by hand (README.md).
+# node_exporter); the comparison itself is a benchmark, run by hand (docs/benchmarks.md, The agent's cost).
 scrape-test:
 	cd perf/scrape && $(GO) vet ./... && $(GO) test -count=1 ./...
 
