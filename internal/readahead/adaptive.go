@@ -49,7 +49,7 @@ const (
 	// readers have: under a memory limit the loss grows as the cache fills, so a rise that
 	// reads faster on its first interval may read slower on the next. The bar sits between
 	// what a rise does to the over-read of readers with memory to spare (next to nothing)
-	// and of readers under a memory limit (docs/benchmarks.md, workload b).
+	// and of readers under a memory limit (docs/benchmarks.md, scenario b).
 	RiseWaste = 0.04
 )
 

@@ -34,7 +34,7 @@ const (
 	// MappedOverRead is the over-read above which most of what the server sent was not
 	// read with read(2) but through mmap, whose reads are not application bytes: read(2)
 	// readers that waste stay well below it, and a mount read through mmap alone has no
-	// application bytes at all (docs/benchmarks.md, workload e).
+	// application bytes at all (docs/benchmarks.md, scenario e).
 	MappedOverRead = 10
 	// WindowBoundAt is the ratio of READs in flight to READs one window allows at and above
 	// which the window bounds the reader. A window-limited stream cannot keep the whole
