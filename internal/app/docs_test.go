@@ -41,11 +41,14 @@ func TestReadmeBudget(t *testing.T) {
 // in README.md or a page under docs/ (not the lab notes, which keep history as it was).
 // Such a command must run as shown, on a source build, with no cluster and no root: it reads
 // a fixture tree (--root) or nothing of the host, and writes nothing. A "| ..." after it (a
-// pipe into kubectl) is not run.
+// pipe into kubectl) is not run. A plain ``` block right after the ```sh block is the last
+// command's sample output, trimmed: its lines must appear in the real output in order, a
+// line ending in " ..." as the start of one, and a line "..." stands for any lines.
 type docCommand struct {
-	file string
-	line int
-	args []string
+	file   string
+	line   int
+	args   []string
+	sample []string
 }
 
 // documentedCommands returns the marked commands of one Markdown file.
@@ -56,18 +59,33 @@ func documentedCommands(t *testing.T, path string) []docCommand {
 		t.Fatal(err)
 	}
 	var cmds []docCommand
-	inSh, inFence := false, false
+	inSh, inFence, inSample := false, false, false
+	afterSh := false // the last fence closed a ```sh block with a command, and only blank lines followed
+	openedWith := 0  // len(cmds) when the current ```sh block opened
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
 		trimmed := strings.TrimSpace(line)
 		if strings.HasPrefix(trimmed, "```") {
-			if inFence {
-				inFence, inSh = false, false
-			} else {
+			switch {
+			case inFence:
+				afterSh = inSh && len(cmds) > openedWith
+				inFence, inSh, inSample = false, false, false
+			default:
 				inFence, inSh = true, trimmed == "```sh"
+				inSample = afterSh && trimmed == "```"
+				openedWith = len(cmds)
+				afterSh = false
 			}
 			continue
+		}
+		if inSample {
+			last := &cmds[len(cmds)-1]
+			last.sample = append(last.sample, line)
+			continue
+		}
+		if !inFence && trimmed != "" {
+			afterSh = false
 		}
 		rest, ok := strings.CutPrefix(trimmed, "$ nfstune ")
 		if !inSh || !ok {
@@ -203,10 +221,37 @@ func TestDocumentedCommandsRun(t *testing.T) {
 			}
 			cmd := exec.Command(bin, c.args...)
 			cmd.Dir = moduleRoot
-			out, err := cmd.CombinedOutput()
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
 			if err != nil {
-				t.Errorf("nfstune %s: %v\n%s", strings.Join(c.args, " "), err, out)
+				t.Fatalf("nfstune %s: %v\n%s%s", strings.Join(c.args, " "), err, out, stderr.Bytes())
+			}
+			if missing := missingSample(c.sample, strings.Split(string(out), "\n")); missing != "" {
+				t.Errorf("nfstune %s: the sample output's line %q is not in the real output, in order:\n%s", strings.Join(c.args, " "), missing, out)
 			}
 		})
 	}
+}
+
+// missingSample returns the first line of a trimmed sample output that the real output
+// lacks, in order, or "" when every line is there (see docCommand).
+func missingSample(sample, out []string) string {
+	i := 0
+	for _, want := range sample {
+		if strings.TrimSpace(want) == "..." {
+			continue
+		}
+		prefix, trimmed := strings.CutSuffix(want, " ...")
+		for ; i < len(out); i++ {
+			if out[i] == want || trimmed && strings.HasPrefix(out[i], prefix) {
+				break
+			}
+		}
+		if i == len(out) {
+			return want
+		}
+		i++
+	}
+	return ""
 }
