@@ -37,7 +37,7 @@ TAGS     := lab,helm,apiserver,release
 
 PROMTOOL ?= promtool
 
-.PHONY: all host-packages build plugin verify test vulncheck vet scrape-test rules-test compare-nfsiostat check lab-setup lab-test lab-matrix lab-record lab-shell demo minimal-root-check clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e readahead-table k8s-e2e-long lab-matrix-long check-long release release-binaries image-index chart release-test lab-arm64
+.PHONY: all host-packages build plugin verify test vulncheck vet scrape-test rules-test compare-nfsiostat check lab-setup lab-test lab-matrix lab-record lab-shell demo minimal-root-check clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e readahead-table k8s-e2e-long lab-matrix-long check-long release release-binaries image-index chart release-test lab-arm64 chart-readme
 
 all: build
 
@@ -83,7 +83,7 @@ $(VULNDB)/index/db.json:
 		-vulns "$$($(GO) env GOMODCACHE)/golang.org/x/vulndb@$(VULNDB_VERSION)/data/osv"
 
 # scrape-test checks the scrape comparison's fixture in its own module (it builds against
-# node_exporter); the comparison itself is a benchmark, run by hand (README.md).
+# node_exporter); the comparison itself is a benchmark, run by hand (docs/benchmarks.md, The agent's cost).
 scrape-test:
 	cd perf/scrape && $(GO) vet ./... && $(GO) test -count=1 ./...
 
@@ -170,6 +170,12 @@ release-binaries:
 image-index: release-binaries
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run ./internal/image/mkimage \
 		$(foreach a,$(RELEASE_ARCHES),-index $(a)=$(RELEASE_DIR)/nfstune-linux-$(a)) -version $(VERSION) -out $(RELEASE_DIR)
+
+# chart-readme writes the chart's README (deploy/helm/nfstune/README.md, packaged with the
+# chart) from values.yaml's comments and values.schema.json; deploy's TestChartReadme fails
+# when the committed file differs.
+chart-readme:
+	UPDATE_GOLDEN=1 $(GO) test -count=1 -run '^TestChartReadme$$' ./deploy/
 
 # chart packages the Helm chart into bin/release with version and appVersion from VERSION.
 chart: release-binaries $(HELM)

@@ -35,7 +35,8 @@ const (
 	// gains nothing doubles the wait, up to HoldIntervals << MaxHoldDoublings. A probe
 	// undone costs two intervals at half the window (settling, then the verdict): after 12
 	// intervals at the right value that is at most a seventh of the time, and less with
-	// each doubling (a probe after 3 cost 17 % of a lab reader's throughput in its minute).
+	// each doubling; a probe sooner costs a reader a measurable share of its throughput
+	// (docs/benchmarks.md).
 	ProbeAfter = 12
 	// ProbeGain is the rise of the application read rate a probe must bring to be kept:
 	// twice the verdict's RateChange. A probe kept leaves a ceiling, so it takes clear
@@ -45,11 +46,10 @@ const (
 	// faster (be judged helped) to be kept, and on two intervals; any other rise stays
 	// unless it hurt. Over-read is what a larger window costs: its pages are held until
 	// read, and a window whose fetched pages start to go unread has outgrown the memory its
-	// readers have: under a memory limit the loss grows as the cache fills (sixteen lab
-	// readers in 64 MiB: over-read 1.34 over two minutes at 4096 KiB, 1.00 at 1024, and
-	// 17 % slower; a rise to 8192 KiB read 26 % faster with over-read 1.07 on its first
-	// interval, and half as fast with 1.36 on the next). In the lab a rise moved one
-	// reader's over-read by -0.02 to +0.01 and sixteen limited readers' by +0.05 to +0.14.
+	// readers have: under a memory limit the loss grows as the cache fills, so a rise that
+	// reads faster on its first interval may read slower on the next. The bar sits between
+	// what a rise does to the over-read of readers with memory to spare (next to nothing)
+	// and of readers under a memory limit (docs/benchmarks.md, scenario b).
 	RiseWaste = 0.04
 )
 

@@ -23,8 +23,9 @@ const (
 	// WastefulOverRead is the over-read above which read-ahead wastes: a third of the bytes
 	// the server sent were never read. A sequential reader whose pages stay in memory reads
 	// each fetched page once (about 1.0); the tail past where a reader stops is at most one
-	// window per open file, which MinWasteBytes keeps small. The field case of 16 readers in
-	// a 64 MiB cgroup at 15360 KiB measured 3.9.
+	// window per open file, which MinWasteBytes keeps small. Readers whose windows do not fit
+	// their memory (16 readers in a 64 MiB cgroup at 15360 KiB) fetch several times what
+	// they read (docs/benchmarks.md).
 	WastefulOverRead = 1.5
 	// MinWasteBytes is the server READ payload a mount must have received before its
 	// over-read is judged: 256 MiB is 17 windows of the largest default read-ahead
@@ -32,8 +33,8 @@ const (
 	MinWasteBytes = 256 << 20
 	// MappedOverRead is the over-read above which most of what the server sent was not
 	// read with read(2) but through mmap, whose reads are not application bytes: read(2)
-	// readers that waste stay well below it (3.9 in the field case, 3.25 at the lab's
-	// worst), and a mount read through mmap alone has no application bytes at all.
+	// readers that waste stay well below it, and a mount read through mmap alone has no
+	// application bytes at all (docs/benchmarks.md, scenario e).
 	MappedOverRead = 10
 	// WindowBoundAt is the ratio of READs in flight to READs one window allows at and above
 	// which the window bounds the reader. A window-limited stream cannot keep the whole

@@ -22,12 +22,13 @@ var Verdicts = []Verdict{Helped, NoChange, Hurt, TooLittleTraffic}
 // The verdict rule's thresholds (docs/policy.md, "Read-ahead verdicts").
 const (
 	// MinJudgedBytes is the application read bytes each window needs: 64 MiB is four
-	// windows of the largest default read-ahead (15 x 1 MiB), and three seconds of the
-	// slowest reader measured in the field (21 MiB/s).
+	// windows of the largest default read-ahead (15 x 1 MiB), and a few seconds of a slow
+	// sequential reader.
 	MinJudgedBytes = 64 << 20
 	// RateChange is the relative change of application read bytes per second that counts:
-	// read-ahead changes in the field moved throughput by 45 % to 150 % (650 to 942 MB/s,
-	// 942 to 380 MB/s), while repeated runs on a shared network spread by a few percent.
+	// a read-ahead change that matters moves throughput by tens of percent or more
+	// (docs/benchmarks.md), while repeated reads on a shared network spread by a few
+	// percent.
 	RateChange = 0.10
 	// OverReadChange is the change of over-read that counts when the rate did not move:
 	// a quarter of the application's bytes more, or fewer, fetched from the server.

@@ -330,6 +330,15 @@ func TestChart(t *testing.T) {
 	if _, ok := files["nfstune/templates/agent-daemonset.yaml"]; !ok {
 		t.Errorf("%s has no templates/agent-daemonset.yaml", pkg)
 	}
+	// The chart's README (generated from its values, deploy's TestChartReadme) is what
+	// `helm show readme` prints for the packaged chart.
+	readme, err := os.ReadFile("../../deploy/helm/nfstune/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := files["nfstune/README.md"]; !ok || !bytes.Equal(got, readme) {
+		t.Errorf("%s: README.md missing or not deploy/helm/nfstune/README.md", pkg)
+	}
 }
 
 func tarFiles(t *testing.T, path string) map[string][]byte {
