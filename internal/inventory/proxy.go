@@ -359,19 +359,7 @@ func readStateDir(root hostfs.Root, dirs ...[]string) (dir, shown string, names 
 // readStateFile reads a helper's file: a regular file (a final symbolic link is refused,
 // a FIFO does not block) of at most maxStateFile bytes.
 func readStateFile(p string) ([]byte, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxStateFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxStateFile {
-		return nil, fmt.Errorf("%s: %w", p, hostfs.ErrTooLarge)
-	}
-	return b, nil
+	return hostfs.ReadFileNoFollow(p, maxStateFile)
 }
 
 // tunnelConnect returns the host of the first "connect = host:port" line of a stunnel-style

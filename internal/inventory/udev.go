@@ -56,7 +56,7 @@ func readUdevRules(root hostfs.Root) (rules []UdevRule, masked []string) {
 		} else {
 			seenDir[real] = true
 		}
-		entries, err := os.ReadDir(full)
+		entries, err := hostfs.ReadDir(full)
 		if err != nil {
 			continue
 		}

@@ -53,8 +53,10 @@ func (s mountSection) title() string {
 // point. Never a global section. Into NFSMountDropInPath when the node's mount.nfs reads
 // drop-ins (nfs-utils 2.5.3 and later), else into a marked block of /etc/nfsmount.conf.
 func planNFSMountConf(root hostfs.Root, p *Plan, inv *inventory.Inventory, want Want, desired []Desired) error {
-	mounter := inventory.FindMounter(root)
+	mounter, err := inventory.FindMounter(root)
 	switch {
+	case err != nil:
+		return err
 	case mounter == nil:
 		return fmt.Errorf("no mount.nfs on this node (/sbin/mount.nfs): nothing would read nfsmount.conf; install nfs-common or nfs-utils")
 	case !mounter.ReadsConfig:
