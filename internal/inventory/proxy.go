@@ -1,8 +1,6 @@
 package inventory
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -392,12 +390,13 @@ func tunnelAcceptPort(b []byte) int {
 }
 
 // iniValue returns the first "key = value" of an INI-style file, in section when it is
-// not empty (in any section otherwise). Keys compare case-insensitively.
+// not empty (in any section otherwise). Keys compare case-insensitively. b is a whole
+// file, already read and capped: its lines are split in memory, with no line limit at
+// which a scan could stop short.
 func iniValue(b []byte, section, key string) (string, bool) {
 	cur := ""
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
+	for line := range strings.Lines(string(b)) {
+		line = strings.TrimSpace(line)
 		if line == "" || line[0] == '#' || line[0] == ';' {
 			continue
 		}

@@ -1,8 +1,6 @@
 package inventory
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -125,10 +123,10 @@ func parseXprtState(s string) []string {
 }
 
 // parseXprtInfo parses the key=value lines of xprt_info; "<closed>" leaves t unchanged.
+// The lines are split in memory (no bufio.Scanner line limit to stop at).
 func parseXprtInfo(b []byte, t *Transport) {
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), "=")
+	for line := range strings.Lines(string(b)) {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
 		if !ok {
 			continue
 		}
