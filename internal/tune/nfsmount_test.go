@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -234,6 +235,16 @@ func TestPlanNFSMountRefuses(t *testing.T) {
 				os.Remove(root.Path("sbin/mount.nfs"))
 			},
 			wantErr: "no mount.nfs on this node",
+		},
+		{
+			name: "mount.nfs that is a FIFO",
+			setup: func(t *testing.T, root hostfs.Root) {
+				os.Remove(root.Path("sbin/mount.nfs"))
+				if err := syscall.Mkfifo(root.Path("sbin/mount.nfs"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantErr: "not a regular file",
 		},
 		{
 			name: "mount.nfs without mount configuration",
