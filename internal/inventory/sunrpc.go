@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -72,7 +71,7 @@ const noSunrpcSysfs = "no /sys/kernel/sunrpc/xprt-switches (Linux 5.14 and later
 // without that directory (before 5.14) gives none and the noSunrpcSysfs warning.
 func readTransports(root hostfs.Root) ([]Transport, []string) {
 	base := root.Sys("kernel", "sunrpc", "xprt-switches")
-	switches, err := os.ReadDir(base)
+	switches, err := hostfs.ReadDir(base)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, []string{noSunrpcSysfs}
 	}
@@ -85,7 +84,7 @@ func readTransports(root hostfs.Root) ([]Transport, []string) {
 		if !strings.HasPrefix(sw.Name(), "switch-") {
 			continue
 		}
-		xprts, err := os.ReadDir(root.Sys("kernel", "sunrpc", "xprt-switches", sw.Name()))
+		xprts, err := hostfs.ReadDir(root.Sys("kernel", "sunrpc", "xprt-switches", sw.Name()))
 		if err != nil {
 			warnings = append(warnings, fmt.Sprintf("reading sunrpc %s: %v", sw.Name(), err))
 			continue
