@@ -136,8 +136,9 @@ func TestClientsThatNeverReadLeavePrometheusASlot(t *testing.T) {
 	}
 }
 
-// TestServeBoundsConnections holds MaxConnections connections that send nothing: the next
-// client waits, and is served once the read deadline has closed them.
+// TestServeBoundsConnections holds MaxConnections connections and the probes' reserve
+// that send nothing: the next client waits, and is served once a deadline has closed one
+// of them (a reserved connection's, ProbeConnLifetime).
 func TestServeBoundsConnections(t *testing.T) {
 	t.Parallel()
 	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
@@ -148,7 +149,7 @@ func TestServeBoundsConnections(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = Serve(ctx, ln, h, slog.New(slog.DiscardHandler)) }()
-	for range MaxConnections {
+	for range MaxConnections + ProbeConnections {
 		c, err := net.Dial("tcp", ln.Addr().String())
 		if err != nil {
 			t.Fatal(err)
@@ -158,13 +159,77 @@ func TestServeBoundsConnections(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // accepted
 	start := time.Now()
 	cl := http.Client{Timeout: ReadTimeout + 10*time.Second}
-	resp, err := cl.Get("http://" + ln.Addr().String() + "/healthz")
+	resp, err := cl.Get("http://" + ln.Addr().String() + HealthPath)
 	if err != nil {
 		t.Fatalf("request after the idle connections were cut: %v", err)
 	}
 	resp.Body.Close()
-	if waited := time.Since(start); waited < ReadTimeout/2 {
-		t.Errorf("served after %v with %d connections open, want it to wait for the read deadline (%v)", waited, MaxConnections, ReadTimeout)
+	if waited := time.Since(start); waited < ProbeConnLifetime/2 {
+		t.Errorf("served after %v with %d connections open, want it to wait for a reserved connection's deadline (%v)", waited, MaxConnections+ProbeConnections, ProbeConnLifetime)
+	}
+}
+
+// TestProbesAnswerAtConnectionCap fills the connection cap with /metrics clients that hold
+// their connections (the handler waits until the test ends, as a client reading slowly
+// keeps its response unwritten): /healthz and /readyz still answer, on the probes' reserve,
+// while those clients hold every slot, and anything else there gets 503 at once. Without
+// the reserve a probe waits in the accept queue until a slot frees, here never, and fails.
+func TestProbesAnswerAtConnectionCap(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	var held atomic.Int32
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
+		held.Add(1)
+		<-release
+		fmt.Fprintln(w, "metrics")
+	})
+	for _, p := range []string{HealthPath, ReadyPath} {
+		mux.HandleFunc("GET "+p, func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	t.Cleanup(func() { close(release) }) // runs first
+	go func() { _ = Serve(ctx, ln, mux, slog.New(slog.DiscardHandler)) }()
+	addr := ln.Addr().String()
+	for range MaxConnections {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		fmt.Fprintf(c, "GET /metrics HTTP/1.1\r\nHost: agent\r\n\r\n")
+	}
+	for deadline := time.Now().Add(30 * time.Second); held.Load() < MaxConnections; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d /metrics requests started", held.Load(), MaxConnections)
+		}
+	}
+	// A generous bound: the point is that the probe is answered at all while the slots are
+	// held, not how fast.
+	cl := http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	get := func(p string) string {
+		resp, err := cl.Get("http://" + addr + p)
+		if err != nil {
+			return err.Error()
+		}
+		defer resp.Body.Close()
+		return fmt.Sprint(resp.StatusCode)
+	}
+	for _, p := range []string{HealthPath, ReadyPath, HealthPath} {
+		if got := get(p); got != "200" {
+			t.Errorf("%s with every slot held by /metrics: %s, want 200", p, got)
+		}
+	}
+	if got := get("/metrics"); got != "503" {
+		t.Errorf("/metrics on the probes' reserve: %s, want 503", got)
+	}
+	if n := held.Load(); n != MaxConnections {
+		t.Errorf("%d /metrics requests served, want the %d of the slots only", n, MaxConnections)
 	}
 }
 

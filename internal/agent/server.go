@@ -17,7 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
-	"golang.org/x/net/netutil"
 
 	"github.com/nfstune/nfstune/internal/metrics"
 	"github.com/nfstune/nfstune/internal/status"
@@ -40,11 +39,11 @@ const MaxScrapesInFlight = 4
 // time.
 const MaxScrapesPerClient = 1
 
-// MaxConnections caps the open connections of the HTTP server; past it new connections
-// wait in the kernel's accept queue. Each costs a goroutine and its buffers (about 20 KiB
-// idle), so it bounds what idle clients can pin: 5,000 idle keep-alive connections took
-// the agent from 19 to 115 MiB before. Prometheus, kubelet's probes and a few people with
-// curl need far fewer.
+// MaxConnections caps the open connections of the HTTP server; past it (and the probes'
+// reserve, ProbeConnections) new connections wait in the kernel's accept queue. Each costs
+// a goroutine and its buffers (about 20 KiB idle), so it bounds what idle clients can pin:
+// 5,000 idle keep-alive connections took the agent from 19 to 115 MiB before. Prometheus,
+// kubelet's probes and a few people with curl need far fewer.
 const MaxConnections = 64
 
 // WriteTimeout bounds the writing of one response, /metrics included: a client that stops
@@ -148,14 +147,14 @@ func (a *Agent) Handler(opts HandlerOptions) (http.Handler, error) {
 		})
 	}
 	mux.Handle("GET /metrics", onePerClient(firstWriteError(scrapeHandler), MaxScrapesPerClient))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET "+HealthPath, func(w http.ResponseWriter, _ *http.Request) {
 		if err := a.Healthy(time.Now()); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET "+ReadyPath, func(w http.ResponseWriter, _ *http.Request) {
 		if !a.Ready() {
 			http.Error(w, "first reconcile not done", http.StatusServiceUnavailable)
 			return
@@ -377,12 +376,14 @@ func boundedSource[T any](src func(context.Context) (T, error), fresh time.Durat
 	}
 }
 
-// Serve serves h on ln, at most MaxConnections connections at a time, until ctx ends, then
-// shuts down, giving open requests 5 s.
+// Serve serves h on ln, at most MaxConnections connections at a time and ProbeConnections
+// more for /healthz and /readyz alone, until ctx ends, then shuts down, giving open
+// requests 5 s.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger) error {
-	srv := newServer(h, logger)
+	srv := newServer(probesOnReserve(h), logger)
+	srv.ConnContext = connContext
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(netutil.LimitListener(ln, MaxConnections)) }()
+	go func() { errc <- srv.Serve(newLimitListener(ln, MaxConnections, ProbeConnections)) }()
 	logger.Info("serving", "addr", ln.Addr().String())
 	select {
 	case err := <-errc:

@@ -240,7 +240,10 @@ func (rm *remounter) waitClientGone(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("reading %q: %w", p, err)
 		}
-		servers, _ := inventory.ParseNFSServers(bytes.NewReader(b))
+		servers, _, err := inventory.ParseNFSServers(bytes.NewReader(b))
+		if err != nil {
+			return fmt.Errorf("reading %q: %w", p, err)
+		}
 		listed := false
 		for _, sv := range servers {
 			if sv.Addr == rm.addr && sv.Version == rm.version {

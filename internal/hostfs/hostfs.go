@@ -90,9 +90,22 @@ var ErrNotRegular = errors.New("not a regular file")
 
 // Open opens a regular file for reading. It opens without blocking, so that a FIFO does
 // not wait for a writer, then checks the type of the open descriptor (fstat), not of the
-// path. Files in /proc and /sys are regular files.
+// path. Files in /proc and /sys are regular files (procfs and sysfs give their attributes
+// S_IFREG, with a size of 0 or 4096). O_NONBLOCK changes nothing for a regular file's
+// reads (open(2)).
 func Open(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	return openRegular(path, 0)
+}
+
+// OpenNoFollow is Open that also refuses a final symbolic link (O_NOFOLLOW): for a file
+// below a root other than "/", where an absolute link would be followed out of the host's
+// tree into the reader's own.
+func OpenNoFollow(path string) (*os.File, error) {
+	return openRegular(path, syscall.O_NOFOLLOW)
+}
+
+func openRegular(path string, flags int) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|flags, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -132,6 +145,33 @@ func ReadFile(path string, max int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return readFile(f, path, max)
+}
+
+// ReadFileNoFollow is ReadFile through OpenNoFollow.
+func ReadFileNoFollow(path string, max int64) ([]byte, error) {
+	f, err := OpenNoFollow(path)
+	if err != nil {
+		return nil, err
+	}
+	return readFile(f, path, max)
+}
+
+// ReadDir lists a directory as os.ReadDir does (sorted by name), but opens it with
+// O_DIRECTORY and without blocking: a FIFO where a directory is expected fails instead of
+// waiting for a writer (os.ReadDir opens with a plain open(2)).
+func ReadDir(path string) ([]fs.DirEntry, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	entries, err := f.ReadDir(-1)
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return entries, err
+}
+
+func readFile(f *os.File, path string, max int64) ([]byte, error) {
 	defer f.Close()
 	b, err := readAll(f, max+1)
 	if err != nil {

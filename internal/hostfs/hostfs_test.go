@@ -252,6 +252,58 @@ func TestReadFileRefusesNonRegular(t *testing.T) {
 	}
 }
 
+// TestReadDirRefusesFIFO lists a directory and a FIFO in its place: os.ReadDir's plain
+// open(2) would wait for a writer.
+func TestReadDirRefusesFIFO(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, n := range []string{"b.conf", "a.conf"} {
+		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries, err := ReadDir(dir)
+	if err != nil || len(entries) != 2 || entries[0].Name() != "a.conf" || entries[1].Name() != "b.conf" {
+		t.Errorf("ReadDir = %v, %v; want a.conf and b.conf, sorted", entries, err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	returnsWithin(t, 10*time.Second, func() {
+		if _, err := ReadDir(fifo); !errors.Is(err, syscall.ENOTDIR) {
+			t.Errorf("ReadDir(FIFO) = %v, want ENOTDIR", err)
+		}
+	})
+}
+
+func TestReadFileNoFollow(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	real, link := filepath.Join(dir, "real"), filepath.Join(dir, "link")
+	if err := os.WriteFile(real, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real", link); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ReadFileNoFollow(real, 1); err != nil || string(b) != "x" {
+		t.Errorf("ReadFileNoFollow(file) = %q, %v", b, err)
+	}
+	if _, err := ReadFileNoFollow(link, 1); !errors.Is(err, syscall.ELOOP) {
+		t.Errorf("ReadFileNoFollow(link) = %v, want ELOOP", err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	returnsWithin(t, 10*time.Second, func() {
+		if _, err := ReadFileNoFollow(fifo, 1); !errors.Is(err, ErrNotRegular) {
+			t.Errorf("ReadFileNoFollow(FIFO) = %v, want ErrNotRegular", err)
+		}
+	})
+}
+
 // pageReader hands out at most one page per Read, as a seq_file does, and records the room
 // each Read was offered.
 type pageReader struct {

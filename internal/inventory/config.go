@@ -1,7 +1,6 @@
 package inventory
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -31,25 +30,24 @@ type FstabEntry struct {
 // helpers that end in an NFS mount through a local proxy: efs (efs-utils' mount.efs) and
 // aznfs (AZNFS' mount.aznfs). Fields are separated by blanks and "\040"-style escapes are
 // decoded, as mount(8) does. Lines with fewer than three fields are skipped with a
-// warning; other filesystems are ignored.
-func ParseFstab(r io.Reader) ([]FstabEntry, []string) {
+// warning; other filesystems are ignored. A line longer than 1 MiB is an error
+// (ErrLineTooLong), and no entry is returned: the file was not read whole.
+func ParseFstab(r io.Reader) ([]FstabEntry, []string, error) {
 	var out []FstabEntry
 	var warnings []string
-	s := bufio.NewScanner(r)
-	s.Buffer(make([]byte, 0, 4096), 1<<20)
-	for n := 1; s.Scan(); n++ {
-		line := strings.TrimSpace(s.Text())
+	err := scanLines(r, func(n int, line string) {
+		line = strings.TrimSpace(line)
 		if line == "" || line[0] == '#' {
-			continue
+			return
 		}
 		f := strings.Fields(line)
 		if len(f) < 3 {
 			warnings = append(warnings, fmt.Sprintf("fstab line %d: want at least 3 fields, got %d", n, len(f)))
-			continue
+			return
 		}
 		fstype := UnescapeOctal(f[2])
 		if !isNFSType(fstype) && fstype != "efs" && fstype != "aznfs" {
-			continue
+			return
 		}
 		e := FstabEntry{
 			Line:       n,
@@ -63,8 +61,11 @@ func ParseFstab(r io.Reader) ([]FstabEntry, []string) {
 			delete(e.Options, "defaults")
 		}
 		out = append(out, e)
+	})
+	if err != nil {
+		return nil, warnings, err
 	}
-	return out, warnings
+	return out, warnings, nil
 }
 
 func cleanMountPoint(p string) string {
@@ -105,39 +106,39 @@ type INISection struct {
 // whole-line and trailing comments starting with '#' or ';', surrounding quotes stripped,
 // names case-insensitive. Values are kept as written: "$VAR" is not expanded. Lines that
 // are neither are reported as warnings. Keys outside a section go to a section named "".
-// "include" keys are collected in Includes, in order, for the caller to follow.
-func ParseINI(r io.Reader, file string) ([]INISection, []string) {
+// "include" keys are collected in Includes, in order, for the caller to follow. A line
+// longer than 1 MiB is an error (ErrLineTooLong) naming the file, and no section is
+// returned: the file was not read whole.
+func ParseINI(r io.Reader, file string) ([]INISection, []string, error) {
 	var out []INISection
 	var warnings []string
 	cur := -1
-	s := bufio.NewScanner(r)
-	s.Buffer(make([]byte, 0, 4096), 1<<20)
-	for n := 1; s.Scan(); n++ {
-		line := strings.TrimSpace(stripComment(s.Text()))
+	err := scanLines(r, func(n int, line string) {
+		line = strings.TrimSpace(stripComment(line))
 		if line == "" {
-			continue
+			return
 		}
 		if line[0] == '[' {
 			end := strings.LastIndexByte(line, ']')
 			if end < 0 {
 				warnings = append(warnings, fmt.Sprintf("%s:%d: unterminated section header", file, n))
 				cur = -1
-				continue
+				return
 			}
 			name, arg := splitSectionHeader(line[1:end])
 			out = append(out, INISection{Name: name, Arg: arg, File: file, Line: n, Keys: map[string]string{}})
 			cur = len(out) - 1
-			continue
+			return
 		}
 		k, v, ok := strings.Cut(line, "=")
 		if !ok {
 			warnings = append(warnings, fmt.Sprintf("%s:%d: want key = value", file, n))
-			continue
+			return
 		}
 		k = strings.ToLower(strings.TrimSpace(k))
 		if k == "" {
 			warnings = append(warnings, fmt.Sprintf("%s:%d: empty key", file, n))
-			continue
+			return
 		}
 		if cur < 0 {
 			out = append(out, INISection{File: file, Line: n, Keys: map[string]string{}})
@@ -146,11 +147,14 @@ func ParseINI(r io.Reader, file string) ([]INISection, []string) {
 		v = unquote(strings.TrimSpace(v))
 		if k == "include" {
 			out[cur].Includes = append(out[cur].Includes, v)
-			continue
+			return
 		}
 		out[cur].Keys[k] = v
+	})
+	if err != nil {
+		return nil, warnings, fmt.Errorf("%s: %w", file, err)
 	}
-	return out, warnings
+	return out, warnings, nil
 }
 
 // stripComment removes a '#' or ';' comment that is not inside double quotes.
@@ -191,10 +195,14 @@ type NFSMountConf struct {
 }
 
 // ParseNFSMountConf sorts the sections of an nfsmount.conf file. Unknown sections are
-// reported as warnings; a repeated section merges into the first, later keys winning.
-func ParseNFSMountConf(r io.Reader, file string) (NFSMountConf, []string) {
-	secs, warnings := ParseINI(r, file)
+// reported as warnings; a repeated section merges into the first, later keys winning. A
+// file that cannot be read whole is ParseINI's error.
+func ParseNFSMountConf(r io.Reader, file string) (NFSMountConf, []string, error) {
 	c := NFSMountConf{Servers: map[string]*INISection{}, MountPoints: map[string]*INISection{}}
+	secs, warnings, err := ParseINI(r, file)
+	if err != nil {
+		return c, warnings, err
+	}
 	merge := func(dst **INISection, s INISection) {
 		if *dst == nil {
 			cp := s
@@ -222,7 +230,7 @@ func ParseNFSMountConf(r io.Reader, file string) (NFSMountConf, []string) {
 			warnings = append(warnings, fmt.Sprintf("%s:%d: unknown section %q", s.File, s.Line, s.Name))
 		}
 	}
-	return c, warnings
+	return c, warnings, nil
 }
 
 // mountOptions turns nfsmount.conf keys into mount options the way mount.nfs does for the
@@ -267,7 +275,10 @@ func readNFSConfFile(read nfsConfFile, file string, depth int) ([]INISection, []
 	if err != nil {
 		return nil, []string{fmt.Sprintf("reading %s: %v", file, err)}
 	}
-	secs, warnings := ParseINI(bytes.NewReader(b), file)
+	secs, warnings, err := ParseINI(bytes.NewReader(b), file)
+	if err != nil {
+		return nil, append(warnings, fmt.Sprintf("reading %v", err))
+	}
 	var out []INISection
 	for _, s := range secs {
 		out = append(out, s)
@@ -304,8 +315,11 @@ type requested struct {
 func readRequested(root hostfs.Root) requested {
 	r := requested{fstab: map[string]FstabEntry{}}
 	if b, err := hostfs.ReadSmall(root.Etc("fstab")); err == nil {
-		entries, w := ParseFstab(bytes.NewReader(b))
+		entries, w, err := ParseFstab(bytes.NewReader(b))
 		r.warnings = append(r.warnings, w...)
+		if err != nil {
+			r.warnings = append(r.warnings, fmt.Sprintf("reading /etc/fstab: %v: no fstab entry is used", err))
+		}
 		for _, e := range entries {
 			if _, dup := r.fstab[e.MountPoint]; !dup {
 				r.fstab[e.MountPoint] = e

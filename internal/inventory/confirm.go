@@ -119,7 +119,11 @@ func ReadVolumeDevices(root hostfs.Root, pid int) (map[string]bool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading %q: %w", p, err)
 	}
-	return VolumeDevices(b), nil
+	devs, err := volumeDevices(b)
+	if err != nil {
+		return nil, fmt.Errorf("reading %q: %w", p, err)
+	}
+	return devs, nil
 }
 
 // ErrSuperblockChanged means the device no longer shows the superblock that was read

@@ -129,7 +129,7 @@ func readHolders(ctx context.Context, root hostfs.Root, devices []string, limits
 	for _, d := range devices {
 		want[d] = true
 	}
-	entries, err := os.ReadDir(root.Proc())
+	entries, err := hostfs.ReadDir(root.Proc())
 	if err != nil {
 		return holderScan{holders: out, warnings: []string{fmt.Sprintf("listing processes: %v", err)}}
 	}
@@ -439,7 +439,7 @@ func (r *holderReader) fds(dir string, t *nsMounts, use func(dev, via string)) (
 
 // blockedThreads counts the threads of the process in state D.
 func (r *holderReader) blockedThreads(dir string) int {
-	tids, err := os.ReadDir(r.root.Proc(dir, "task"))
+	tids, err := hostfs.ReadDir(r.root.Proc(dir, "task"))
 	if err != nil {
 		return 0
 	}

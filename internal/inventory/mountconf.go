@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"net/netip"
-	"os"
 	"path"
 	"slices"
 	"strconv"
@@ -195,10 +194,14 @@ func (d MountDefaults) Merge(server, mountPoint string, cmdline []string) (opts 
 func readMountDefaults(root hostfs.Root) (MountDefaults, []string) {
 	var d MountDefaults
 	var warnings []string
-	d.Mounter = FindMounter(root)
+	mounter, err := FindMounter(root)
+	if err != nil {
+		warnings = append(warnings, err.Error())
+	}
+	d.Mounter = mounter
 	read := func(p string) ([]byte, error) { return hostfs.ReadSmall(root.Path(p)) }
 	files := []string{NFSMountConfPath}
-	if entries, err := os.ReadDir(root.Path(NFSMountConfDropIn)); err == nil {
+	if entries, err := hostfs.ReadDir(root.Path(NFSMountConfDropIn)); err == nil {
 		var names []string
 		for _, e := range entries {
 			n := e.Name()
@@ -310,21 +313,27 @@ var mounterMarkers = [][]byte{[]byte("NFSMount_Global_Options"), []byte("conf_in
 const maxMounterSize = 16 << 20
 
 // FindMounter scans the first mount.nfs found below root for the markers of what it
-// reads; nil when there is none.
-func FindMounter(root hostfs.Root) *Mounter {
+// reads; nil and no error when there is none. A mount.nfs that is there but cannot be
+// read, or is not a regular file (a FIFO would block the read), is an error: what the
+// node's mounts read is then unknown, and the next path is not what mount(8) runs.
+func FindMounter(root hostfs.Root) (*Mounter, error) {
 	for _, p := range mounterPaths {
 		found, err := scanFile(root.Path(p), mounterMarkers)
-		if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		return &Mounter{Path: p, ReadsConfig: found[0], ReadsDropIns: found[0] && found[1]}
+		if err != nil {
+			return nil, fmt.Errorf("scanning %s: %w", p, err)
+		}
+		return &Mounter{Path: p, ReadsConfig: found[0], ReadsDropIns: found[0] && found[1]}, nil
 	}
-	return nil
+	return nil, nil
 }
 
-// scanFile reports which of the markers occur in the file, reading it in chunks.
+// scanFile reports which of the markers occur in the file, reading it in chunks. The file
+// is opened as every host file is (hostfs.Open): a regular file only, without blocking.
 func scanFile(p string, markers [][]byte) ([]bool, error) {
-	f, err := os.Open(p)
+	f, err := hostfs.Open(p)
 	if err != nil {
 		return nil, err
 	}

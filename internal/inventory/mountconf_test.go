@@ -1,10 +1,14 @@
 package inventory
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -74,14 +78,76 @@ func TestFindMounter(t *testing.T) {
 			// A marker across the 64 KiB chunk boundary is found too.
 			pad := make([]byte, 64<<10-10)
 			root := writeTree(t, map[string]string{"sbin/mount.nfs": string(pad) + tt.binary})
-			if diff := cmp.Diff(tt.want, FindMounter(root)); diff != "" {
+			m, err := FindMounter(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, m); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
 	}
-	if m := FindMounter(writeTree(t, nil)); m != nil {
-		t.Errorf("no mount.nfs: got %+v", m)
+	if m, err := FindMounter(writeTree(t, nil)); m != nil || err != nil {
+		t.Errorf("no mount.nfs: got %+v, %v", m, err)
 	}
+}
+
+// TestFindMounterFIFO puts a FIFO where mount.nfs is: the scan must fail at once rather
+// than wait for a writer that never comes, and must not take /usr/sbin/mount.nfs instead.
+func TestFindMounterFIFO(t *testing.T) {
+	root := writeTree(t, map[string]string{"usr/sbin/mount.nfs": "NFSMount_Global_Options conf_init_dir"})
+	fifo := mkfifo(t, root.Path("sbin", "mount.nfs"))
+	type result struct {
+		m   *Mounter
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		m, err := FindMounter(root)
+		done <- result{m, err}
+	}()
+	r := awaitOrRelease(t, done, fifo)
+	if !errors.Is(r.err, hostfs.ErrNotRegular) || r.m != nil {
+		t.Errorf("FindMounter = %+v, %v; want no mount.nfs and ErrNotRegular", r.m, r.err)
+	}
+	// readMountDefaults says so rather than reporting no mount.nfs.
+	go func() {
+		d, warnings := readMountDefaults(root)
+		done <- result{d.Mounter, errors.New(strings.Join(warnings, "\n"))}
+	}()
+	r = awaitOrRelease(t, done, fifo)
+	if r.m != nil || !strings.Contains(r.err.Error(), "/sbin/mount.nfs") {
+		t.Errorf("readMountDefaults: mounter %+v, warnings %q; want a warning naming /sbin/mount.nfs", r.m, r.err)
+	}
+}
+
+// mkfifo makes a FIFO at p (its directory created).
+func mkfifo(t *testing.T, p string) string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// awaitOrRelease waits for a read that must not block on fifo. If it does block, the test
+// fails, and a writer opened and closed on the FIFO ends the blocked read (EOF), so that
+// the test ends instead of hanging.
+func awaitOrRelease[T any](t *testing.T, done <-chan T, fifo string) T {
+	t.Helper()
+	select {
+	case r := <-done:
+		return r
+	case <-time.After(10 * time.Second):
+	}
+	t.Errorf("the read of %s blocked on the FIFO", fifo)
+	if w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+		w.Close()
+	}
+	return <-done
 }
 
 func TestMerge(t *testing.T) {

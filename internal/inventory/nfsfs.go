@@ -1,7 +1,6 @@
 package inventory
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/hex"
 	"fmt"
@@ -44,11 +43,12 @@ type NFSVolume struct {
 
 // ParseNFSServers parses /proc/fs/nfsfs/servers (also /proc/<pid>/net/nfsfs/servers).
 // Columns are split on white space, not by width, because their widths changed between
-// kernels. The header line is skipped; malformed rows are skipped with a warning.
-func ParseNFSServers(r io.Reader) ([]NFSServer, []string) {
+// kernels. The header line is skipped; malformed rows are skipped with a warning. A line
+// longer than 1 MiB is an error (ErrLineTooLong), and no server is returned.
+func ParseNFSServers(r io.Reader) ([]NFSServer, []string, error) {
 	var out []NFSServer
 	var warnings []string
-	forEachRow(r, func(n int, f []string) {
+	err := forEachRow(r, func(n int, f []string) {
 		if len(f) < 4 {
 			warnings = append(warnings, fmt.Sprintf("nfsfs servers line %d: want at least 4 fields, got %d", n, len(f)))
 			return
@@ -65,15 +65,19 @@ func ParseNFSServers(r io.Reader) ([]NFSServer, []string) {
 		}
 		out = append(out, s)
 	})
-	return out, warnings
+	if err != nil {
+		return nil, warnings, fmt.Errorf("nfsfs servers: %w", err)
+	}
+	return out, warnings, nil
 }
 
 // ParseNFSVolumes parses /proc/fs/nfsfs/volumes (also /proc/<pid>/net/nfsfs/volumes):
-// "NV SERVER PORT DEV FSID FSC" with the same white-space splitting as ParseNFSServers.
-func ParseNFSVolumes(r io.Reader) ([]NFSVolume, []string) {
+// "NV SERVER PORT DEV FSID FSC" with the same white-space splitting as ParseNFSServers. A
+// line longer than 1 MiB is an error (ErrLineTooLong), and no volume is returned.
+func ParseNFSVolumes(r io.Reader) ([]NFSVolume, []string, error) {
 	var out []NFSVolume
 	var warnings []string
-	forEachRow(r, func(n int, f []string) {
+	err := forEachRow(r, func(n int, f []string) {
 		if len(f) < 5 {
 			warnings = append(warnings, fmt.Sprintf("nfsfs volumes line %d: want at least 5 fields, got %d", n, len(f)))
 			return
@@ -89,20 +93,22 @@ func ParseNFSVolumes(r io.Reader) ([]NFSVolume, []string) {
 		}
 		out = append(out, v)
 	})
-	return out, warnings
+	if err != nil {
+		return nil, warnings, fmt.Errorf("nfsfs volumes: %w", err)
+	}
+	return out, warnings, nil
 }
 
-// forEachRow calls fn with the fields of every non-empty line except the "NV ..." header.
-func forEachRow(r io.Reader, fn func(line int, fields []string)) {
-	s := bufio.NewScanner(r)
-	s.Buffer(make([]byte, 0, 4096), 1<<20)
-	for n := 1; s.Scan(); n++ {
-		f := strings.Fields(s.Text())
+// forEachRow calls fn with the fields of every non-empty line except the "NV ..." header,
+// and returns scanLines' error.
+func forEachRow(r io.Reader, fn func(line int, fields []string)) error {
+	return scanLines(r, func(n int, line string) {
+		f := strings.Fields(line)
 		if len(f) == 0 || f[0] == "NV" {
-			continue
+			return
 		}
 		fn(n, f)
-	}
+	})
 }
 
 // decodeHexAddr turns the kernel's RPC_DISPLAY_HEX_ADDR form into an address: 8 hex digits
@@ -119,14 +125,23 @@ func decodeHexAddr(h string) string {
 }
 
 // VolumeDevices parses a /proc/fs/nfsfs/volumes file into the set of its devices: the
-// superblocks the kernel confirms as NFS, which are the only bdis nfstune ever writes.
+// superblocks the kernel confirms as NFS, which are the only bdis nfstune ever writes. A
+// file that cannot be parsed whole confirms no device (ReadVolumeDevices says why).
 func VolumeDevices(b []byte) map[string]bool {
-	vols, _ := ParseNFSVolumes(bytes.NewReader(b))
+	devs, _ := volumeDevices(b)
+	return devs
+}
+
+func volumeDevices(b []byte) (map[string]bool, error) {
+	vols, _, err := ParseNFSVolumes(bytes.NewReader(b))
+	if err != nil {
+		return map[string]bool{}, err
+	}
 	devs := make(map[string]bool, len(vols))
 	for _, v := range vols {
 		if hostfs.ValidDevice(v.Device) {
 			devs[v.Device] = true
 		}
 	}
-	return devs
+	return devs, nil
 }

@@ -42,7 +42,10 @@ func TestParseNFSServers(t *testing.T) {
 	t.Parallel()
 	for _, tt := range nfsServersTests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, warnings := ParseNFSServers(strings.NewReader(tt.in))
+			got, warnings, err := ParseNFSServers(strings.NewReader(tt.in))
+			if err != nil {
+				t.Fatal(err)
+			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
@@ -57,7 +60,7 @@ func FuzzParseNFSServers(f *testing.F) {
 	for _, tt := range nfsServersTests {
 		f.Add(tt.in)
 	}
-	f.Fuzz(func(t *testing.T, s string) { ParseNFSServers(strings.NewReader(s)) })
+	f.Fuzz(func(t *testing.T, s string) { _, _, _ = ParseNFSServers(strings.NewReader(s)) })
 }
 
 var nfsVolumesTests = []struct {
@@ -91,7 +94,10 @@ func TestParseNFSVolumes(t *testing.T) {
 	t.Parallel()
 	for _, tt := range nfsVolumesTests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, warnings := ParseNFSVolumes(strings.NewReader(tt.in))
+			got, warnings, err := ParseNFSVolumes(strings.NewReader(tt.in))
+			if err != nil {
+				t.Fatal(err)
+			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
@@ -106,7 +112,7 @@ func FuzzParseNFSVolumes(f *testing.F) {
 	for _, tt := range nfsVolumesTests {
 		f.Add(tt.in)
 	}
-	f.Fuzz(func(t *testing.T, s string) { ParseNFSVolumes(strings.NewReader(s)) })
+	f.Fuzz(func(t *testing.T, s string) { _, _, _ = ParseNFSVolumes(strings.NewReader(s)) })
 }
 
 var fstabTests = []struct {
@@ -138,7 +144,10 @@ func TestParseFstab(t *testing.T) {
 	t.Parallel()
 	for _, tt := range fstabTests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, warnings := ParseFstab(strings.NewReader(tt.in))
+			got, warnings, err := ParseFstab(strings.NewReader(tt.in))
+			if err != nil {
+				t.Fatal(err)
+			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
@@ -153,7 +162,7 @@ func FuzzParseFstab(f *testing.F) {
 	for _, tt := range fstabTests {
 		f.Add(tt.in)
 	}
-	f.Fuzz(func(t *testing.T, s string) { ParseFstab(strings.NewReader(s)) })
+	f.Fuzz(func(t *testing.T, s string) { _, _, _ = ParseFstab(strings.NewReader(s)) })
 }
 
 var iniTests = []struct {
@@ -191,7 +200,10 @@ func TestParseINI(t *testing.T) {
 	t.Parallel()
 	for _, tt := range iniTests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, warnings := ParseINI(strings.NewReader(tt.in), "f")
+			got, warnings, err := ParseINI(strings.NewReader(tt.in), "f")
+			if err != nil {
+				t.Fatal(err)
+			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
@@ -207,15 +219,18 @@ func FuzzParseINI(f *testing.F) {
 		f.Add(tt.in)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		ParseINI(strings.NewReader(s), "f")
-		ParseNFSMountConf(strings.NewReader(s), "f")
+		_, _, _ = ParseINI(strings.NewReader(s), "f")
+		_, _, _ = ParseNFSMountConf(strings.NewReader(s), "f")
 	})
 }
 
 func TestParseNFSMountConf(t *testing.T) {
 	t.Parallel()
 	in := "[ NFSMount_Global_Options ]\nHard=True\nCto=False\n[ Server \"a\" ]\nRsize=8k\n[ Server \"a\" ]\nWsize=8k\n[ MountPoint \"/data/\" ]\nNfsvers=3\n[ Bogus ]\nx=1\n"
-	c, warnings := ParseNFSMountConf(strings.NewReader(in), "/etc/nfsmount.conf")
+	c, warnings, err := ParseNFSMountConf(strings.NewReader(in), "/etc/nfsmount.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(warnings) != 1 || !strings.Contains(warnings[0], `unknown section "bogus"`) {
 		t.Errorf("warnings = %q", warnings)
 	}
@@ -289,7 +304,10 @@ func TestParseUdevRules(t *testing.T) {
 	t.Parallel()
 	for _, tt := range udevTests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := ParseUdevRules(strings.NewReader(tt.in))
+			got, err := ParseUdevRules(strings.NewReader(tt.in))
+			if err != nil {
+				t.Fatal(err)
+			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
@@ -301,7 +319,7 @@ func FuzzParseUdevRules(f *testing.F) {
 	for _, tt := range udevTests {
 		f.Add(tt.in)
 	}
-	f.Fuzz(func(t *testing.T, s string) { ParseUdevRules(strings.NewReader(s)) })
+	f.Fuzz(func(t *testing.T, s string) { _, _ = ParseUdevRules(strings.NewReader(s)) })
 }
 
 var backendTests = []struct{ server, want string }{

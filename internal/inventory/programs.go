@@ -3,7 +3,6 @@ package inventory
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -94,7 +93,7 @@ func ScanProcesses(ctx context.Context, root hostfs.Root, opts ScanOptions) Proc
 	if opts.Pods {
 		out.PodProcesses = map[string]int{}
 	}
-	entries, err := os.ReadDir(root.Proc())
+	entries, err := hostfs.ReadDir(root.Proc())
 	if err != nil {
 		out.Complete = false
 		out.Warnings = append(out.Warnings, fmt.Sprintf("listing processes: %v", err))

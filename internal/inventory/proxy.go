@@ -1,8 +1,6 @@
 package inventory
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -359,19 +357,7 @@ func readStateDir(root hostfs.Root, dirs ...[]string) (dir, shown string, names 
 // readStateFile reads a helper's file: a regular file (a final symbolic link is refused,
 // a FIFO does not block) of at most maxStateFile bytes.
 func readStateFile(p string) ([]byte, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxStateFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxStateFile {
-		return nil, fmt.Errorf("%s: %w", p, hostfs.ErrTooLarge)
-	}
-	return b, nil
+	return hostfs.ReadFileNoFollow(p, maxStateFile)
 }
 
 // tunnelConnect returns the host of the first "connect = host:port" line of a stunnel-style
@@ -404,12 +390,13 @@ func tunnelAcceptPort(b []byte) int {
 }
 
 // iniValue returns the first "key = value" of an INI-style file, in section when it is
-// not empty (in any section otherwise). Keys compare case-insensitively.
+// not empty (in any section otherwise). Keys compare case-insensitively. b is a whole
+// file, already read and capped: its lines are split in memory, with no line limit at
+// which a scan could stop short.
 func iniValue(b []byte, section, key string) (string, bool) {
 	cur := ""
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
+	for line := range strings.Lines(string(b)) {
+		line = strings.TrimSpace(line)
 		if line == "" || line[0] == '#' || line[0] == ';' {
 			continue
 		}

@@ -80,14 +80,22 @@ func Read(root hostfs.Root, opts ReadOptions) (*Inventory, error) {
 	}
 	if len(mounts) > 0 {
 		if b, err := hostfs.ReadSmall(root.Proc(append(nfsfsDir, "servers")...)); err == nil {
-			inv.NFSServers, w = ParseNFSServers(bytes.NewReader(b))
+			var err error
+			inv.NFSServers, w, err = ParseNFSServers(bytes.NewReader(b))
 			warn(w...)
+			if err != nil {
+				warn(fmt.Sprintf("reading %v", err))
+			}
 		} else {
 			warn(fmt.Sprintf("reading nfsfs servers: %v", err))
 		}
 		if b, err := hostfs.ReadSmall(root.Proc(append(nfsfsDir, "volumes")...)); err == nil {
-			inv.NFSVolumes, w = ParseNFSVolumes(bytes.NewReader(b))
+			var err error
+			inv.NFSVolumes, w, err = ParseNFSVolumes(bytes.NewReader(b))
 			warn(w...)
+			if err != nil {
+				warn(fmt.Sprintf("reading %v", err))
+			}
 		} else {
 			warn(fmt.Sprintf("reading nfsfs volumes: %v", err))
 		}

@@ -1,13 +1,10 @@
 package inventory
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -74,7 +71,7 @@ const noSunrpcSysfs = "no /sys/kernel/sunrpc/xprt-switches (Linux 5.14 and later
 // without that directory (before 5.14) gives none and the noSunrpcSysfs warning.
 func readTransports(root hostfs.Root) ([]Transport, []string) {
 	base := root.Sys("kernel", "sunrpc", "xprt-switches")
-	switches, err := os.ReadDir(base)
+	switches, err := hostfs.ReadDir(base)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, []string{noSunrpcSysfs}
 	}
@@ -87,7 +84,7 @@ func readTransports(root hostfs.Root) ([]Transport, []string) {
 		if !strings.HasPrefix(sw.Name(), "switch-") {
 			continue
 		}
-		xprts, err := os.ReadDir(root.Sys("kernel", "sunrpc", "xprt-switches", sw.Name()))
+		xprts, err := hostfs.ReadDir(root.Sys("kernel", "sunrpc", "xprt-switches", sw.Name()))
 		if err != nil {
 			warnings = append(warnings, fmt.Sprintf("reading sunrpc %s: %v", sw.Name(), err))
 			continue
@@ -125,10 +122,10 @@ func parseXprtState(s string) []string {
 }
 
 // parseXprtInfo parses the key=value lines of xprt_info; "<closed>" leaves t unchanged.
+// The lines are split in memory (no bufio.Scanner line limit to stop at).
 func parseXprtInfo(b []byte, t *Transport) {
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), "=")
+	for line := range strings.Lines(string(b)) {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
 		if !ok {
 			continue
 		}

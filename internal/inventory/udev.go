@@ -1,7 +1,6 @@
 package inventory
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -43,7 +42,7 @@ var (
 // readUdevRules returns the rule lines that set a bdi's read_ahead_kb, in the order udev
 // runs them (file names sorted across all directories, then line order), and the rules
 // files masked by a symlink to /dev/null.
-func readUdevRules(root hostfs.Root) (rules []UdevRule, masked []string) {
+func readUdevRules(root hostfs.Root) (rules []UdevRule, masked, warnings []string) {
 	type pick struct{ file, hides string }
 	chosen := map[string]*pick{}
 	var names []string
@@ -56,7 +55,7 @@ func readUdevRules(root hostfs.Root) (rules []UdevRule, masked []string) {
 		} else {
 			seenDir[real] = true
 		}
-		entries, err := os.ReadDir(full)
+		entries, err := hostfs.ReadDir(full)
 		if err != nil {
 			continue
 		}
@@ -95,13 +94,17 @@ func readUdevRules(root hostfs.Root) (rules []UdevRule, masked []string) {
 		paths[i] = root.Path(c.file)
 	}
 	for i, b := range readFiles(paths) {
-		for _, r := range ParseUdevRules(bytes.NewReader(b)) {
+		rs, err := ParseUdevRules(bytes.NewReader(b))
+		if err != nil {
+			warnings = append(warnings, fmt.Sprintf("reading %s: %v: none of its rules is used", read[i].file, err))
+		}
+		for _, r := range rs {
 			r.File = read[i].file
 			r.Hides = read[i].hides
 			rules = append(rules, r)
 		}
 	}
-	return rules, masked
+	return rules, masked, warnings
 }
 
 // readFiles returns the contents of paths, nil for those that cannot be read, reading
@@ -143,21 +146,20 @@ func resolveUnderRoot(root hostfs.Root, dir string) string {
 // ParseUdevRules returns the rules of one udev rules file that set read_ahead_kb: an
 // ATTR{read_ahead_kb} assignment, or a PROGRAM/RUN that names nfsrahead or writes
 // read_ahead_kb itself. Lines continued with a trailing backslash are joined; Line is the
-// first physical line of the rule. File and Hides are left for the caller.
-func ParseUdevRules(r io.Reader) []UdevRule {
+// first physical line of the rule. File and Hides are left for the caller. A line longer
+// than 1 MiB is an error (ErrLineTooLong), and no rule is returned: the file was not read
+// whole.
+func ParseUdevRules(r io.Reader) ([]UdevRule, error) {
 	var out []UdevRule
-	s := bufio.NewScanner(r)
-	s.Buffer(make([]byte, 0, 4096), 1<<20)
 	var cont strings.Builder
 	start := 0
-	for n := 1; s.Scan(); n++ {
-		line := s.Text()
+	err := scanLines(r, func(n int, line string) {
 		if cont.Len() == 0 {
 			start = n
 		}
 		if strings.HasSuffix(line, `\`) {
 			cont.WriteString(strings.TrimSuffix(line, `\`))
-			continue
+			return
 		}
 		cont.WriteString(line)
 		text := strings.TrimSpace(cont.String())
@@ -166,6 +168,9 @@ func ParseUdevRules(r io.Reader) []UdevRule {
 			r.Line = start
 			out = append(out, r)
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	if cont.Len() > 0 {
 		if r, ok := parseUdevRule(strings.TrimSpace(cont.String())); ok {
@@ -173,7 +178,7 @@ func ParseUdevRules(r io.Reader) []UdevRule {
 			out = append(out, r)
 		}
 	}
-	return out
+	return out, nil
 }
 
 func parseUdevRule(text string) (UdevRule, bool) {
@@ -231,7 +236,7 @@ func firstWord(s string) string {
 func readReadAheadConfig(root hostfs.Root) (ReadAheadConfig, []string) {
 	var c ReadAheadConfig
 	var warnings []string
-	c.UdevRules, c.Masked = readUdevRules(root)
+	c.UdevRules, c.Masked, warnings = readUdevRules(root)
 	read := func(p string) ([]byte, error) { return hostfs.ReadSmall(root.Path(p)) }
 	for _, dir := range []string{"/usr/etc", "/etc"} {
 		files := []string{path.Join(dir, "nfs.conf")}

@@ -44,7 +44,10 @@ func TestReadUdevRulesPrecedence(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	rules, masked := readUdevRules(hostfs.Root(root))
+	rules, masked, warnings := readUdevRules(hostfs.Root(root))
+	if len(warnings) > 0 {
+		t.Errorf("warnings: %q", warnings)
+	}
 	want := []UdevRule{
 		{File: "/etc/udev/rules.d/10-early.rules", Line: 1, Text: own, Program: "/usr/local/bin/nfstune"},
 		{File: "/etc/udev/rules.d/99-nfs.rules", Line: 2, Text: `SUBSYSTEM=="bdi", ACTION=="add", ATTR{read_ahead_kb}="16384"`, ReadAheadKB: intp(16384), Hides: "/usr/lib/udev/rules.d/99-nfs.rules"},

@@ -53,8 +53,10 @@ func (s mountSection) title() string {
 // point. Never a global section. Into NFSMountDropInPath when the node's mount.nfs reads
 // drop-ins (nfs-utils 2.5.3 and later), else into a marked block of /etc/nfsmount.conf.
 func planNFSMountConf(root hostfs.Root, p *Plan, inv *inventory.Inventory, want Want, desired []Desired) error {
-	mounter := inventory.FindMounter(root)
+	mounter, err := inventory.FindMounter(root)
 	switch {
+	case err != nil:
+		return err
 	case mounter == nil:
 		return fmt.Errorf("no mount.nfs on this node (/sbin/mount.nfs): nothing would read nfsmount.conf; install nfs-common or nfs-utils")
 	case !mounter.ReadsConfig:
@@ -172,22 +174,35 @@ func nfsmountSections(p *Plan, inv *inventory.Inventory, want Want, desired []De
 			continue
 		}
 		from := strings.Join(m.MountPoints, ", ")
+		type section struct{ kind, arg, from string }
+		var secs []section
 		if d.Match.MountPoint != "" {
 			for _, mp := range m.MountPoints {
 				if ok, _ := path.Match(d.Match.MountPoint, mp); ok {
-					if err := add(inventory.SectionMountPoint, mp, d.Profile, mp+" ("+d.Rule+")"); err != nil {
-						errs = append(errs, err.Error())
-					}
+					secs = append(secs, section{inventory.SectionMountPoint, mp, mp + " (" + d.Rule + ")"})
 				}
 			}
+		} else {
+			for _, server := range serverNames(m) {
+				if strings.Contains(server, ":") {
+					p.note("no [ Server ] section for %s (%s): mount.nfs cuts the server name at its first ':', so a section for an IPv6 address never applies; give the mount its options directly", server, from)
+					continue
+				}
+				secs = append(secs, section{inventory.SectionServer, server, from})
+			}
+		}
+		if len(d.Profile.Mount.List()) == 0 {
+			continue // no option to write for it
+		}
+		// A name from the host that a section header cannot carry is refused for its
+		// mount alone: one such mount must not keep the others' sections from being
+		// written. The mount gets none of its sections, not some.
+		if j := slices.IndexFunc(secs, func(s section) bool { return inventory.ValidSectionArg(s.kind, s.arg) != nil }); j >= 0 {
+			p.warn("nfsmount.conf: no section for the mount of %s: %v", from, inventory.ValidSectionArg(secs[j].kind, secs[j].arg))
 			continue
 		}
-		for _, server := range serverNames(m) {
-			if strings.Contains(server, ":") {
-				p.note("no [ Server ] section for %s (%s): mount.nfs cuts the server name at its first ':', so a section for an IPv6 address never applies; give the mount its options directly", server, from)
-				continue
-			}
-			if err := add(inventory.SectionServer, server, d.Profile, from); err != nil {
+		for _, s := range secs {
+			if err := add(s.kind, s.arg, d.Profile, s.from); err != nil {
 				errs = append(errs, err.Error())
 			}
 		}

@@ -1,9 +1,12 @@
 package tune
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -215,13 +218,6 @@ func TestPlanNFSMountRefuses(t *testing.T) {
 			wantErr: "cannot carry",
 		},
 		{
-			name: "a mounted server name with a quote",
-			change: func(_ *Want, inv *inventory.Inventory) {
-				inv.Mounts[1].Server = `tools"`
-			},
-			wantErr: "cannot carry",
-		},
-		{
 			name: "a drop-in directory that is a symbolic link",
 			setup: func(t *testing.T, root hostfs.Root) {
 				if err := os.MkdirAll(root.Path("elsewhere"), 0o755); err != nil {
@@ -239,6 +235,16 @@ func TestPlanNFSMountRefuses(t *testing.T) {
 				os.Remove(root.Path("sbin/mount.nfs"))
 			},
 			wantErr: "no mount.nfs on this node",
+		},
+		{
+			name: "mount.nfs that is a FIFO",
+			setup: func(t *testing.T, root hostfs.Root) {
+				os.Remove(root.Path("sbin/mount.nfs"))
+				if err := syscall.Mkfifo(root.Path("sbin/mount.nfs"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantErr: "not a regular file",
 		},
 		{
 			name: "mount.nfs without mount configuration",
@@ -265,6 +271,91 @@ func TestPlanNFSMountRefuses(t *testing.T) {
 			}
 			if diff := cmp.Diff(before, snapshot(t, root)); diff != "" {
 				t.Errorf("planning changed the tree:\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPlanNFSMountSkipsHostileName gives one mount a name a section header cannot carry:
+// that mount gets no section and a warning, which apply prints in its table and its JSON,
+// and the other mounts and rules get theirs.
+func TestPlanNFSMountSkipsHostileName(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		change func(*Want, *inventory.Inventory)
+		gone   string // the section the hostile mount would have had by its address
+	}{
+		{
+			name: "a mounted server name with a quote",
+			change: func(w *Want, inv *inventory.Inventory) {
+				inv.Mounts[1].Server = `tools" ]`
+				base := w.Resolve
+				w.Resolve = func(m *inventory.Mount) Desired {
+					if m.ServerAddr == "192.168.122.72" {
+						byAddr := *m
+						byAddr.Server = m.ServerAddr
+						return base(&byAddr) // the profile of the tools server
+					}
+					return base(m)
+				}
+			},
+			gone: `[ Server "192.168.122.72" ]`,
+		},
+		{
+			name: "a mount point with a bracket",
+			change: func(w *Want, inv *inventory.Inventory) {
+				inv.Mounts[1].MountPoints = []string{"/mnt/tools]"}
+				base := w.Resolve
+				w.Resolve = func(m *inventory.Mount) Desired {
+					d := base(m)
+					if m.Server == "192.168.122.72" {
+						d.Match = policy.Match{MountPoint: "/mnt/*"}
+					}
+					return d
+				}
+			},
+			gone: `[ Server "192.168.122.72" ]`,
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := fixtureRoot(t)
+			writeRootFile(t, root, "sbin/mount.nfs", mountNFSDropIns)
+			want, inv := nfsmountWant(), fixtureInventory()
+			tt.change(&want, inv)
+			p, err := NewPlan(root, inv, want, Options{Persist: PersistNone, NFSMountConf: true})
+			if err != nil {
+				t.Fatalf("one hostile mount failed the plan: %v", err)
+			}
+			var dropIn string
+			for _, a := range p.Actions {
+				if a.Kind == KindNFSMountDropIn {
+					dropIn = a.New
+				}
+			}
+			for _, s := range []string{`[ Server "192.168.122.71" ]`, `[ Server "nas.example.com" ]`, `[ MountPoint "/scratch" ]`} {
+				if !strings.Contains(dropIn, s) {
+					t.Errorf("drop-in lacks %s of the other mounts and rules:\n%s", s, dropIn)
+				}
+			}
+			if strings.Contains(dropIn, tt.gone) || strings.Contains(dropIn, "tools") {
+				t.Errorf("drop-in has a section of the hostile mount:\n%s", dropIn)
+			}
+			if len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0], "cannot carry") {
+				t.Fatalf("warnings = %q, want one on the hostile name", p.Warnings)
+			}
+			var table bytes.Buffer
+			if err := WriteReport(&table, &Report{DryRun: true, Plan: p}); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(table.String(), "Warnings:\n  - nfsmount.conf: no section for the mount of") {
+				t.Errorf("apply's table does not show the warning:\n%s", table.String())
+			}
+			js, err := json.Marshal(Report{DryRun: true, Plan: p})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(js), `"warnings":["nfsmount.conf: no section for the mount of`) {
+				t.Errorf("apply's JSON does not show the warning: %s", js)
 			}
 		})
 	}

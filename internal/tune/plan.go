@@ -186,6 +186,9 @@ type Plan struct {
 	Remounts []RemountGroup `json:"remounts,omitempty"`
 	// Notes explain conflicts, skipped mounts and what the user has to do.
 	Notes []string `json:"notes,omitempty"`
+	// Warnings name what the plan refused to write for one mount while it planned the
+	// others: a name from the host that cannot be written safely.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Empty reports whether the plan changes nothing on the host.
@@ -193,6 +196,10 @@ func (p *Plan) Empty() bool { return len(p.Actions) == 0 }
 
 func (p *Plan) note(format string, args ...any) {
 	p.Notes = append(p.Notes, fmt.Sprintf(format, args...))
+}
+
+func (p *Plan) warn(format string, args ...any) {
+	p.Warnings = append(p.Warnings, fmt.Sprintf(format, args...))
 }
 
 // NewPlan compares the inventory with the desired state and returns the changes to make.

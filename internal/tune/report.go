@@ -23,7 +23,7 @@ type Report struct {
 
 // WriteReport writes apply's text report: the plan, old -> new for every value and file,
 // and with a result what happened to each change; then the mounts to unmount together for
-// new options, and the plan's notes. Paths, mount points and file lines come from the host
+// new options, and the plan's warnings and notes. Paths, mount points and file lines come from the host
 // and are escaped (printer).
 func WriteReport(w io.Writer, rep *Report) error {
 	p := rep.Plan
@@ -117,6 +117,12 @@ func WriteReport(w io.Writer, rep *Report) error {
 					ew.Printf("      mount: %s\n", c)
 				}
 			}
+		}
+	}
+	if len(p.Warnings) > 0 {
+		ew.Printf("\nWarnings:\n")
+		for _, w := range p.Warnings {
+			ew.Printf("  - %s\n", w)
 		}
 	}
 	if len(p.Notes) > 0 {

@@ -102,9 +102,12 @@ func findMount(root hostfs.Root, dev string) *inventory.Mount {
 }
 
 // mountFromVolumes builds what /proc/fs/nfsfs/volumes says about dev (inventory's parser):
-// NFS version and the server address.
+// NFS version and the server address; nil when the file cannot be parsed whole.
 func mountFromVolumes(b []byte, dev string) *inventory.Mount {
-	vols, _ := inventory.ParseNFSVolumes(bytes.NewReader(b))
+	vols, _, err := inventory.ParseNFSVolumes(bytes.NewReader(b))
+	if err != nil {
+		return nil
+	}
 	for _, v := range vols {
 		if v.Device != dev {
 			continue

@@ -32,6 +32,7 @@ type probeResult struct {
 	WriteThroughRoot string `json:"write_through_root"` // probeWritten through /host/proc/1/root
 	RootLinkText     string `json:"root_link_text"`     // readlink /host/proc/1/root
 	FDInfo           string `json:"fdinfo"`             // list /host/proc/1/fdinfo
+	Environ          string `json:"environ"`            // read /host/proc/1/environ
 }
 
 // apparmorProbe tries, from inside a container, what the agent's capability could do and
@@ -52,6 +53,8 @@ func apparmorProbe() int {
 	r.RootLinkText = outcome(err)
 	_, err = os.ReadDir("/host/proc/1/fdinfo")
 	r.FDInfo = outcome(err)
+	_, err = os.ReadFile("/host/proc/1/environ")
+	r.Environ = outcome(err)
 	b, _ := json.Marshal(r)
 	fmt.Fprintf(os.Stdout, "k8slab-probe %s\n", b)
 	return 0

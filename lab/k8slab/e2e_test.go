@@ -351,7 +351,8 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 // TestAgentAppArmorProfile runs the agent with agent.blockedProcesses under
 // deploy/apparmor/nfstune-agent: it starts and tunes a new volume without one denial, and a
 // container with the agent's capability, mounts and profile can neither read nor write host
-// files through /host/proc/1/root, while the same container unconfined writes one.
+// files through /host/proc/1/root, nor read a process's environ, while the same container
+// unconfined writes one.
 func TestAgentAppArmorProfile(t *testing.T) {
 	requireAgent(t)
 	pod := confineAgent(t)
@@ -385,6 +386,10 @@ func TestAgentAppArmorProfile(t *testing.T) {
 	}
 	if confined.RootLinkText != "ok" || confined.FDInfo != "ok" {
 		t.Errorf("under nfstune-agent the blocked-process view cannot read: root link %s, fdinfo %s", confined.RootLinkText, confined.FDInfo)
+	}
+	// A process's environment: the capability reads it unconfined, the profile denies it.
+	if unconfined.Environ != "ok" || !probeDenied(confined.Environ) {
+		t.Errorf("/host/proc/1/environ: unconfined %s, under nfstune-agent %s; want ok, then refused", unconfined.Environ, confined.Environ)
 	}
 }
 
