@@ -24,7 +24,7 @@ func TestParseAdaptiveRefused(t *testing.T) {
 		{"not whole pages", `readAheadAdaptive: {minKB: 1026}`, `rules[1].readAheadAdaptive.minKB: 1026 is not a multiple of 4`},
 		{"interval too short", `readAheadAdaptive: {interval: 100ms}`, `rules[1].readAheadAdaptive.interval: "100ms" is not a duration from 1s to 10m0s`},
 		{"interval not a duration", `readAheadAdaptive: {interval: 5}`, `rules[1].readAheadAdaptive.interval: "5" is not a duration`},
-		{"unknown key", `readAheadAdaptive: {min_kb: 1024}`, `rules[1].readAheadAdaptive.min_kb: unknown key (want one of interval, maxKB, minKB, observe)`},
+		{"unknown key", `readAheadAdaptive: {min_kb: 1024}`, `rules[1].readAheadAdaptive.min_kb: unknown key (did you mean "minKB"? want one of interval, maxKB, minKB, observe)`},
 		{"not a mapping", `readAheadAdaptive: true`, `rules[1].readAheadAdaptive: want a mapping`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -24,7 +24,13 @@ var configTests = []struct {
 	{file: docsExample},
 	{file: "invalid-unknown-key.yaml", wantErr: []string{
 		`invalid-unknown-key.yaml:6: rules[1].match.host: unknown key`,
-		`invalid-unknown-key.yaml:7: rules[1].readahead: unknown key`,
+		`invalid-unknown-key.yaml:7: rules[1].readahead: unknown key (did you mean "readAheadKB"?`,
+	}},
+	// Keys match exactly: a mis-cased key is refused with the key meant.
+	{file: "invalid-miscased-key.yaml", wantErr: []string{
+		`invalid-miscased-key.yaml:4: defaults.Mode: unknown key (did you mean "mode"?`,
+		`invalid-miscased-key.yaml:6: rules[1].match.mountPoint: unknown key (did you mean "mountpoint"?`,
+		`invalid-miscased-key.yaml:7: rules[1].readAheadKb: unknown key (did you mean "readAheadKB"?`,
 	}},
 	{file: "invalid-values.yaml", wantErr: []string{
 		`invalid-values.yaml:5: rules[1].match.server: bad glob "nfs[1"`,
