@@ -14,6 +14,7 @@ import (
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/policy"
 	"github.com/nfstune/nfstune/internal/readahead"
+	"github.com/nfstune/nfstune/internal/shell"
 )
 
 // Severities, worst first.
@@ -349,7 +350,7 @@ func (c *mountCtx) remountGroup(line string) string {
 	if len(mps) <= 1 {
 		return fmt.Sprintf("set in /etc/fstab: %s ; then %s", line, remountCmd(c.m.MountPoints))
 	}
-	return fmt.Sprintf("set in /etc/fstab: %s ; then unmount every mount of client %s (%s) and mount them again: nconnect is fixed by the first mount of the client", line, c.m.ClientGroup, strings.Join(mps, ", "))
+	return fmt.Sprintf("set in /etc/fstab: %s ; then unmount every mount of client %s (%s) and mount them again: nconnect is fixed by the first mount of the client", line, c.m.ClientGroup, strings.Join(quoteAll(mps), ", "))
 }
 
 // remountCmd unmounts and mounts each mount point again: remount cannot change rsize,
@@ -357,8 +358,31 @@ func (c *mountCtx) remountGroup(line string) string {
 func remountCmd(mps []string) string {
 	cmds := make([]string, len(mps))
 	for i, mp := range mps {
-		q := strconv.Quote(mp)
+		q := shell.Quote(mp)
 		cmds[i] = "umount " + q + " && mount " + q
 	}
 	return strings.Join(cmds, "; ")
+}
+
+// quoteAll quotes each word (shell.Quote).
+func quoteAll(words []string) []string {
+	q := make([]string, len(words))
+	for i, w := range words {
+		q[i] = shell.Quote(w)
+	}
+	return q
+}
+
+// mountPointArg is m's first mount point as a word of a command line (shell.Quote), or
+// the placeholder <mountpoint> when it has none.
+func mountPointArg(m *inventory.Mount) string {
+	if len(m.MountPoints) == 0 {
+		return "<mountpoint>"
+	}
+	return shell.Quote(m.MountPoints[0])
+}
+
+// readAheadFile is the bdi attribute of device dev as a word of a command line.
+func readAheadFile(dev string) string {
+	return shell.Quote("/sys/class/bdi/" + dev + "/read_ahead_kb")
 }

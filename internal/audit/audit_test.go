@@ -16,6 +16,7 @@ import (
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/policy"
 	"github.com/nfstune/nfstune/internal/readahead"
+	"github.com/nfstune/nfstune/internal/shell"
 )
 
 func intp(n int) *int { return &n }
@@ -825,5 +826,47 @@ func TestWriteTableEscapes(t *testing.T) {
 	}
 	if !strings.Contains(out, `/mnt/a\n0:99  forged:/x  (0:99)\x1b[2J`) {
 		t.Errorf("mount point not shown escaped:\n%s", out)
+	}
+}
+
+// TestFixQuotesMountPoints: a fix is a command line to paste, so a mount point in it is one
+// shell word (shell.Quote): /mnt/$(cmd) must not run cmd, and a quote must not end the word.
+func TestFixQuotesMountPoints(t *testing.T) {
+	t.Parallel()
+	pol, err := policy.Parse("config.yaml", []byte(goldenConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := goldenInventory()
+	const marker = "$(reboot)"
+	var words, others []string
+	for i := range inv.Mounts {
+		for j, mp := range inv.Mounts[i].MountPoints {
+			e := mp + "/" + marker + " `id`;x'y\"z"
+			inv.Mounts[i].MountPoints[j] = e
+			// A mount point as a word of its own, or in grep's pattern (NFS090).
+			words = append(words, shell.Quote(e), shell.Quote("mounted on "+e+" "))
+			// Not shell: an fstab line's field, a config rule's YAML string.
+			others = append(others, escapeFstab(e)+" nfs", "{mountpoint: "+strconv.Quote(e)+"}")
+		}
+	}
+	quoted := 0
+	for _, f := range Run(inv, pol).Findings {
+		// Every occurrence of the marker is inside a mount point quoted as one shell word,
+		// or in an fstab line or a config snippet.
+		n, o := 0, 0
+		for _, q := range words {
+			n += strings.Count(f.Fix, q)
+		}
+		for _, q := range others {
+			o += strings.Count(f.Fix, q)
+		}
+		if m := strings.Count(f.Fix, marker); m != n+o {
+			t.Errorf("%s fix has a mount point not quoted as one shell word (%d of %d quoted, %d elsewhere): %s", f.ID, n, m, o, f.Fix)
+		}
+		quoted += n
+	}
+	if quoted == 0 {
+		t.Error("no fix names a mount point: the test proves nothing")
 	}
 }

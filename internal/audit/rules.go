@@ -13,6 +13,7 @@ import (
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/policy"
 	"github.com/nfstune/nfstune/internal/readahead"
+	"github.com/nfstune/nfstune/internal/shell"
 )
 
 // Sources cited by the rules.
@@ -49,7 +50,7 @@ func checkReadAhead(c *mountCtx) []Finding {
 	if derived {
 		asks += fmt.Sprintf(" (%d x rsize %s)", c.res.ReadAheadRSizes, kib(c.m.RSize/1024))
 	}
-	set := fmt.Sprintf("echo %d > /sys/class/bdi/%s/read_ahead_kb ; nfstune apply makes it persistent", want, c.m.Device)
+	set := fmt.Sprintf("echo %d > %s ; nfstune apply makes it persistent", want, readAheadFile(c.m.Device))
 	switch {
 	case c.res.ReadAheadChange(got, c.m.RSize, false) && got > want:
 		f := c.finding("NFS001", SeverityWarning)
@@ -98,11 +99,11 @@ func checkReadAheadRSize(c *mountCtx) []Finding {
 	f.Actual = fmt.Sprintf("read_ahead_kb = %d, rsize=%d", got, c.m.RSize)
 	switch want := c.res.ReadAheadKB; {
 	case want >= rsizeKB:
-		f.Fix = fmt.Sprintf("echo %d > /sys/class/bdi/%s/read_ahead_kb ; nfstune apply makes it persistent", want, c.m.Device)
+		f.Fix = fmt.Sprintf("echo %d > %s ; nfstune apply makes it persistent", want, readAheadFile(c.m.Device))
 	case want > 0:
 		f.Fix = fmt.Sprintf("raise readAheadKB %d of %s to at least %d, then nfstune apply", want, c.res.Rule, rsizeKB)
 	default:
-		f.Fix = fmt.Sprintf("echo %d > /sys/class/bdi/%s/read_ahead_kb (15 x rsize), or give this mount a readAheadKB in the config and run nfstune apply", 15*rsizeKB, c.m.Device)
+		f.Fix = fmt.Sprintf("echo %d > %s (15 x rsize), or give this mount a readAheadKB in the config and run nfstune apply", 15*rsizeKB, readAheadFile(c.m.Device))
 	}
 	f.Reason = "the read-ahead window bounds how far ahead the page cache reads; a window smaller than rsize makes every READ of a sequential reader smaller than the size the client and server agreed on, so each round trip carries less than it could (the kernel only widens it to rsize for a single read(2) larger than the window)"
 	f.Source = srcReadAheadCommit + "; Linux mm/readahead.c (bdi io_pages)"
@@ -136,12 +137,12 @@ func checkOverRead(c *mountCtx) []Finding {
 		e.OverRead, e.Seconds, e.ServerReadBytes, e.AppReadBytes, cur, e.ReadPageEvents, e.ReadaheadEvents)
 	// The window that would have fetched what was read, in whole READs, at least one.
 	lower := max(int(float64(cur)/e.OverRead)/rsizeKB*rsizeKB, rsizeKB)
-	mp := firstOr(c.m.MountPoints, "<mountpoint>")
+	mp := mountPointArg(c.m)
 	if lower < cur {
-		f.Fix = fmt.Sprintf("echo %d > /sys/class/bdi/%s/read_ahead_kb ; nfstune stats 10 %s shows the over-read of files opened from then on; to keep it: readAheadKB: %d and readAheadExact: true in a config rule for this mount, then nfstune apply --exact --measure 1m",
-			lower, c.m.Device, mp, lower)
+		f.Fix = fmt.Sprintf("echo %d > %s ; nfstune stats 10 %s shows the over-read of files opened from then on; to keep it: readAheadKB: %d and readAheadExact: true in a config rule for this mount, then nfstune apply --exact --measure 1m",
+			lower, readAheadFile(c.m.Device), mp, lower)
 	} else {
-		f.Fix = fmt.Sprintf("read-ahead is already at most one READ (rsize %s): give the readers of %s more memory (their cgroup's memory.max, or the host's), or look for readers that map files (mmap) rather than read them", kib(rsizeKB), mp)
+		f.Fix = fmt.Sprintf("read-ahead is already at most one READ (rsize %s): give the readers of %s more memory (their cgroup's memory.max, or the host's), or look for readers that map files (mmap) rather than read them", kib(rsizeKB), firstOr(c.m.MountPoints, "<mountpoint>"))
 	}
 	f.Reason = "read-ahead reads pages before the reader asks for them; when the readers' memory (their cgroup's memory.max, or the host's) cannot hold a window per stream until it is read, the pages are evicted and fetched again, so the server sends several times what is read and the readers slow down. Reads of mmap'd files count as server bytes but not as application bytes: a mount read through mmap shows over-read without waste"
 	f.Source = srcReadAheadEvidence + "; " + srcReadAheadOptimum
@@ -159,8 +160,8 @@ func mappedFinding(c *mountCtx, e readahead.Evidence) []Finding {
 	f.Expected = fmt.Sprintf("application read bytes >= 1/%d of server READ bytes (over at least %s of READs), so that over-read measures read-ahead (NFS003)", readahead.MappedOverRead, gib(readahead.MinWasteBytes))
 	f.Actual = fmt.Sprintf("%d server READ bytes, %d application read bytes (normal + direct) over %.0f s; read_ahead_kb = %d; %d single-page reads, %d read-ahead batches",
 		e.ServerReadBytes, e.AppReadBytes, e.Seconds, cur, e.ReadPageEvents, e.ReadaheadEvents)
-	f.Fix = fmt.Sprintf("if the mapped files are read at random (a database, a search index), lower the window: echo 128 > /sys/class/bdi/%s/read_ahead_kb, and to keep it readAheadKB: 128 and readAheadExact: true in a config rule for this mount, then nfstune apply --exact; or have the readers advise MADV_RANDOM. Readers that map files and read them in order gain from the window as read(2) readers do: leave it",
-		c.m.Device)
+	f.Fix = fmt.Sprintf("if the mapped files are read at random (a database, a search index), lower the window: echo 128 > %s, and to keep it readAheadKB: 128 and readAheadExact: true in a config rule for this mount, then nfstune apply --exact; or have the readers advise MADV_RANDOM. Readers that map files and read them in order gain from the window as read(2) readers do: leave it",
+		readAheadFile(c.m.Device))
 	f.Reason = "a page fault on a mapped file reads the read-ahead window around the faulting page, and mountstats counts those pages as server READ bytes but not as application bytes. Four random 16 KiB readers of a mapped file in the lab (a 64 MiB memory cgroup) read 6.7 MiB/s at 128 KiB and 0.2 at 15360 KiB on Linux 6.1 (2.0 and 0.1 on 7.2), the server sending up to 726 times what they read. Programs and libraries run from the mount are mapped too"
 	f.Source = srcReadAheadEvidence + "; Linux mm/filemap.c (do_sync_mmap_readahead); docs/benchmarks.md (scenario e)"
 	return []Finding{f}
@@ -180,9 +181,9 @@ func checkWindowBound(c *mountCtx) []Finding {
 	f.Expected = fmt.Sprintf("READs in flight below %.2f of a read-ahead window's", readahead.WindowBoundAt)
 	f.Actual = fmt.Sprintf("window-bound %.2f over %.0f s: %d READs of %.0f KiB on average (rsize %s), RTT %.1f ms, over-read %.2f; read_ahead_kb = %d",
 		e.WindowBound, e.Seconds, e.Reads, e.AvgReadBytes/1024, kib(e.RSize/1024), 1000*e.ReadRTTSeconds/float64(e.Reads), e.OverRead, cur)
-	mp := firstOr(c.m.MountPoints, "<mountpoint>")
-	f.Fix = fmt.Sprintf("echo %d > /sys/class/bdi/%s/read_ahead_kb ; nfstune stats 10 %s shows window-bound and application MB/s for files opened from then on; to keep it: readAheadKB: %d in a config rule for this mount, then nfstune apply --measure 1m",
-		2*cur, c.m.Device, mp, 2*cur)
+	mp := mountPointArg(c.m)
+	f.Fix = fmt.Sprintf("echo %d > %s ; nfstune stats 10 %s shows window-bound and application MB/s for files opened from then on; to keep it: readAheadKB: %d in a config rule for this mount, then nfstune apply --measure 1m",
+		2*cur, readAheadFile(c.m.Device), mp, 2*cur)
 	f.Reason = "a sequential reader has at most one read-ahead window of READs outstanding (mm/readahead.c); READs in flight are READs per second times their RTT, so when they fill the window, throughput is the window divided by the RTT, and a larger window raises it until the server, the network or memory bounds it (NFS003 then says so). Files already open keep the read-ahead they were opened with"
 	f.Source = srcReadAheadEvidence
 	return []Finding{f}
@@ -724,7 +725,7 @@ func checkStats(c *mountCtx) []Finding {
 	f.Message = "no usable /proc/self/mountstats entry: the connection count and I/O counters are unknown (entry missing, malformed, or the mount is in another namespace)"
 	f.Expected = "a mountstats device entry"
 	f.Actual = "none"
-	f.Fix = fmt.Sprintf("grep -A2 'mounted on %s ' /proc/self/mountstats ; run nfstune audit --pid 1 to read the host's mount namespace", firstOr(c.m.MountPoints, "<mountpoint>"))
+	f.Fix = fmt.Sprintf("grep -A2 %s /proc/self/mountstats ; run nfstune audit --pid 1 to read the host's mount namespace", shell.Quote("mounted on "+firstOr(c.m.MountPoints, "<mountpoint>")+" "))
 	f.Reason = "nfstune counts transports and reads counters from mountstats; it never touches the mount point itself"
 	f.Source = srcMountstats
 	return []Finding{f}
@@ -751,7 +752,7 @@ func checkTimeouts(c *mountCtx) []Finding {
 	f.Expected = "0 major timeouts"
 	f.Actual = fmt.Sprintf("%d major timeouts", timeouts)
 	addr := serverDesc(c.m)
-	f.Fix = fmt.Sprintf("check the server and the network path to %s; watch it with nfstune stats %s ; if the server is gone for good (Linux >= 6.6): nfstune shutdown %s (the processes using it get EIO), then umount", addr, firstOr(c.m.MountPoints, ""), c.m.Device)
+	f.Fix = fmt.Sprintf("check the server and the network path to %s; watch it with nfstune stats %s ; if the server is gone for good (Linux >= 6.6): nfstune shutdown %s (the processes using it get EIO), then umount", addr, mountPointArg(c.m), shell.Quote(c.m.Device))
 	f.Reason = "a major timeout is an RPC that got no reply after retrans retransmissions; on a hard mount the application blocks meanwhile, on a soft mount it gets an error"
 	f.Source = srcMountstats + "; " + srcNFSMan + " (timeo, retrans)"
 	return []Finding{f}
@@ -843,7 +844,7 @@ func checkStalled(c *mountCtx) []Finding {
 			addr, state, len(s.Transports), max(len(s.Each), len(s.Transports)), s.Window, firstOr(c.m.MountPoints, "this mount"))
 		f.Expected = "replies within the window"
 		f.Actual = fmt.Sprintf("no progress on %s", strings.Join(s.Transports, ", "))
-		f.Fix = fmt.Sprintf("check the server and the network path to %s; watch it with nfstune stats %s ; if the server is gone for good (Linux >= 6.6): nfstune shutdown %s (the processes using it get EIO), then umount", addr, firstOr(c.m.MountPoints, ""), c.m.Device)
+		f.Fix = fmt.Sprintf("check the server and the network path to %s; watch it with nfstune stats %s ; if the server is gone for good (Linux >= 6.6): nfstune shutdown %s (the processes using it get EIO), then umount", addr, mountPointArg(c.m), shell.Quote(c.m.Device))
 		f.Reason = "/sys/kernel/sunrpc/xprt-switches shows the transport's queues now: requests pending with last_used unchanged means no reply and no new request went through"
 		f.Source = srcSunrpcSysfs
 		return []Finding{f}

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"time"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/strictyaml"
 )
 
 // Result is what bench run and bench sweep write: the runs, the tuning state at the start
@@ -203,8 +203,8 @@ func ReadResult(path string) (*Result, error) {
 		return nil, fmt.Errorf("reading result: %w", err)
 	}
 	var r Result
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("parsing result %q: %w", path, err)
+	if err := strictyaml.Decode(path, b, &r, strictyaml.JSON); err != nil {
+		return nil, fmt.Errorf("parsing result: %w", err)
 	}
 	if len(r.Runs) == 0 {
 		return nil, fmt.Errorf("result %q has no runs", path)

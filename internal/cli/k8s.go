@@ -88,9 +88,9 @@ func runK8sRender(c *cobra.Command, streams IOStreams, flags *k8sRenderFlags) er
 		}
 		raw = b
 	}
-	v, err := render.LoadValues(raw)
+	v, err := render.LoadValues(configName(flags.Config), raw)
 	if err != nil {
-		return &ExitError{Code: ExitError2, Err: fmt.Errorf("%s: %w", configName(flags.Config), err)}
+		return &ExitError{Code: ExitError2, Err: err}
 	}
 	set := c.Flags().Changed
 	if set("namespace") {

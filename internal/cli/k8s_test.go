@@ -33,6 +33,7 @@ func TestK8sRenderFlags(t *testing.T) {
 		args     []string
 		want     []string // substrings of stdout
 		wantCode int      // ExitError code, 0 for success
+		wantErr  string   // a substring of the error
 	}{
 		{
 			name: "digest pins the image",
@@ -75,6 +76,10 @@ func TestK8sRenderFlags(t *testing.T) {
 		{name: "bad mode", args: []string{"k8s", "render", "--mode", "operator"}, wantCode: ExitError2},
 		{name: "bad output", args: []string{"k8s", "render", "-o", "table"}, wantCode: ExitError2},
 		{name: "unknown key", stdin: "privileged: true\n", args: []string{"k8s", "render", "--config", "-"}, wantCode: ExitError2},
+		// encoding/json would take it for agent.policyMode: an agent without --observe, its
+		// bdi directory writable.
+		{name: "mis-cased key", stdin: "agent:\n  policymode: enforce\n", args: []string{"k8s", "render", "--config", "-", "--image", "r/n:v9"},
+			wantCode: ExitError2, wantErr: `stdin:2: agent.policymode: unknown key (did you mean "policyMode"?)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -82,8 +87,8 @@ func TestK8sRenderFlags(t *testing.T) {
 			out, _, err := runK8sCLI(t, tt.stdin, tt.args...)
 			if tt.wantCode != 0 {
 				var exit *ExitError
-				if !errors.As(err, &exit) || exit.Code != tt.wantCode {
-					t.Fatalf("err = %v, want exit code %d", err, tt.wantCode)
+				if !errors.As(err, &exit) || exit.Code != tt.wantCode || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want exit code %d and %q", err, tt.wantCode, tt.wantErr)
 				}
 				return
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/policy"
+	"github.com/nfstune/nfstune/internal/shell"
 )
 
 // Formats of nfstune options.
@@ -123,7 +124,7 @@ func writeOptions(w io.Writer, flags *optionsFlags, res policy.Resolved) error {
 			o = "defaults"
 		}
 		if flags.server != "" && flags.export != "" && flags.mountpoint != "" {
-			fmt.Fprintf(&b, "mount -t nfs -o %s %s:%s %s\n", o, server, shellQuote(flags.export), shellQuote(flags.mountpoint))
+			fmt.Fprintf(&b, "%s\n", shell.Join("mount", "-t", "nfs", "-o", o, server+":"+flags.export, flags.mountpoint))
 		} else {
 			fmt.Fprintf(&b, "-o %s\n", o)
 		}
@@ -197,19 +198,4 @@ func placeholder(s, def string) string {
 // fstabEscape octal-escapes white space and backslashes, as fstab(5) requires.
 func fstabEscape(s string) string {
 	return strings.NewReplacer(" ", `\040`, "\t", `\011`, "\n", `\012`, `\`, `\134`).Replace(s)
-}
-
-// shellQuote quotes s for a POSIX shell when it holds anything but safe characters.
-func shellQuote(s string) string {
-	safe := true
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-:+@,=", r)) {
-			safe = false
-			break
-		}
-	}
-	if safe && s != "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

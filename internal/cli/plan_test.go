@@ -111,7 +111,7 @@ func TestPlanErrors(t *testing.T) {
 		{name: "nothing asked", args: []string{"plan"}, want: "give at least one of"},
 		{name: "bad output", args: []string{"plan", "--throughput", "1GiB/s", "-o", "csv"}, want: "unknown output format"},
 		{name: "price file line", args: []string{"plan", "--throughput", "1GiB/s", "--prices", "testdata/plan/bad-prices.yaml"},
-			want: "testdata/plan/bad-prices.yaml:8: field perTBMonth not found"},
+			want: `testdata/plan/bad-prices.yaml:8: prices[0].perTBMonth: unknown key (did you mean "perGiBMonth"?)`},
 		{name: "missing price file", args: []string{"plan", "--throughput", "1GiB/s", "--prices", "testdata/plan/none.yaml"}, want: "no such file"},
 		{name: "show needs service", args: []string{"plan", "show", "--capacity", "1TiB"}, want: "needs --service and --capacity"},
 		{name: "show unknown service", args: []string{"plan", "show", "--service", "s3", "--capacity", "1TiB"}, want: "want one of azure-files"},

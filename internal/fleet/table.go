@@ -114,3 +114,13 @@ func orDash(s string) string {
 	}
 	return s
 }
+
+// WriteWarnings writes what an agent's inventory could not read, one line per warning,
+// escaped as the table is: the warnings quote mount points and file contents from the node.
+func WriteWarnings(w io.Writer, node string, warnings []string) error {
+	ew := printer.New(w)
+	for _, warn := range warnings {
+		ew.Printf("warning: %s: %s\n", node, warn)
+	}
+	return ew.Err()
+}

@@ -17,6 +17,11 @@ import (
 // nfsrahead, say, which writes once when an NFS superblock's bdi appears.
 var ErrOverwritten = errors.New("another writer changed it right after this write")
 
+// MinReadAheadKB is the smallest read-ahead nfstune writes: one page. The kernel keeps
+// read_ahead_kb in whole pages (mm/backing-dev.c read_ahead_kb_store: kb >> (PAGE_SHIFT -
+// 10)), so 1 to 3 KiB would be stored as 0, read-ahead off.
+const MinReadAheadKB = 4
+
 // SetReadAhead writes kb to /sys/class/bdi/<device>/read_ahead_kb in place and returns
 // the value read back. It is the one writer of read_ahead_kb; callers confirm first
 // that device is an NFS superblock (inventory.ConfirmNFS).
@@ -26,13 +31,18 @@ var ErrOverwritten = errors.New("another writer changed it right after this writ
 // /sys/devices/virtual/bdi), and the attribute itself must not be a link. The kernel keeps
 // read-ahead in pages (mm/backing-dev.c read_ahead_kb_store: kb >> (PAGE_SHIFT - 10)), so
 // the value read back may be kb rounded down to a multiple of the page size: 1001 reads
-// back 1000 with 4 KiB pages (Documentation/ABI/stable/sysfs-class-bdi).
+// back 1000 with 4 KiB pages (Documentation/ABI/stable/sysfs-class-bdi). A kb from 1 to
+// MinReadAheadKB-1 is refused, since the kernel would turn read-ahead off; 0 is written, as
+// revert restores a read-ahead someone had turned off.
 func SetReadAhead(r Root, device string, kb int) (int, error) {
 	if !ValidDevice(device) {
 		return 0, fmt.Errorf("setting read-ahead: invalid device %q: want major:minor", device)
 	}
 	if kb < 0 {
 		return 0, fmt.Errorf("setting read-ahead of %s: negative value %d", device, kb)
+	}
+	if kb > 0 && kb < MinReadAheadKB {
+		return 0, fmt.Errorf("setting read-ahead of %s: %d KiB is below one page (%d KiB), which the kernel stores as 0, read-ahead off", device, kb, MinReadAheadKB)
 	}
 	shown := "/sys/class/bdi/" + device + "/read_ahead_kb"
 	// O_TRUNC does nothing on sysfs; it keeps a test fixture's plain file exact.

@@ -38,6 +38,12 @@ func TestSetReadAhead(t *testing.T) {
 	if got, err := SetReadAhead(root, "0:53", 128); err != nil || got != 128 {
 		t.Errorf("SetReadAhead(128) = %d, %v", got, err)
 	}
+	// One page, the least read-ahead, and 0, a read-ahead turned off that revert restores.
+	for _, kb := range []int{MinReadAheadKB, 0} {
+		if got, err := SetReadAhead(root, "0:53", kb); err != nil || got != kb {
+			t.Errorf("SetReadAhead(%d) = %d, %v", kb, got, err)
+		}
+	}
 }
 
 func TestSetReadAheadRefuses(t *testing.T) {
@@ -66,6 +72,9 @@ func TestSetReadAheadRefuses(t *testing.T) {
 		{name: "missing bdi", dev: "0:62", kb: 1024, is: fs.ErrNotExist, setup: func(*testing.T, Root) {}},
 		{name: "crafted device", dev: "0:53/../../../../etc", kb: 1024, setup: func(*testing.T, Root) {}},
 		{name: "negative", dev: "0:53", kb: -1, setup: func(*testing.T, Root) {}},
+		// Stored as 0 by the kernel: read-ahead off.
+		{name: "1 KiB", dev: "0:53", kb: 1, setup: func(*testing.T, Root) {}},
+		{name: "below one page", dev: "0:53", kb: MinReadAheadKB - 1, setup: func(*testing.T, Root) {}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,14 +1,13 @@
 package plan
 
 import (
-	"bytes"
 	_ "embed"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"github.com/nfstune/nfstune/internal/strictyaml"
 )
 
 //go:embed models.yaml
@@ -63,9 +62,7 @@ func LoadCatalog() (*Catalog, error) {
 
 func parseCatalog(b []byte) (*Catalog, error) {
 	var c Catalog
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil {
+	if err := strictyaml.Decode("models.yaml", b, &c, strictyaml.YAML); err != nil {
 		return nil, fmt.Errorf("decoding models: %w", err)
 	}
 	if err := c.validate(); err != nil {

@@ -189,7 +189,7 @@ func TestCatalogValidates(t *testing.T) {
 	bad := []struct {
 		name, yaml, want string
 	}{
-		{"unknown field", "apiVersion: nfstune.io/v1alpha1\nkind: PlanModels\nbogus: 1\n", "field bogus not found"},
+		{"unknown field", "apiVersion: nfstune.io/v1alpha1\nkind: PlanModels\nbogus: 1\n", `models.yaml:3: bogus: unknown key (did you mean "kind"?)`},
 		{"wrong kind", "apiVersion: nfstune.io/v1alpha1\nkind: Other\n", "kind PlanModels"},
 		{"missing param", `apiVersion: nfstune.io/v1alpha1
 kind: PlanModels

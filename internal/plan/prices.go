@@ -1,17 +1,15 @@
 package plan
 
 import (
-	"bytes"
 	_ "embed"
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
-	"strings"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/nfstune/nfstune/internal/hostfs"
+	"github.com/nfstune/nfstune/internal/strictyaml"
 )
 
 // PriceList is a list of prices for some service tiers: the built-in list
@@ -66,8 +64,6 @@ type Prices struct {
 	// Lists are the files that were read, in order, for currency and dates.
 	Lists []PriceList
 }
-
-var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): `)
 
 //go:embed prices.yaml
 var pricesYAML []byte
@@ -131,18 +127,12 @@ func LoadPrices(c *Catalog, paths ...string) (*Prices, error) {
 // resolved to the service's name.
 func parsePriceList(c *Catalog, path string, b []byte) (*PriceList, error) {
 	var l PriceList
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&l); err != nil {
-		return nil, locate(path, err)
-	}
-	var more yaml.Node
-	if err := dec.Decode(&more); err == nil {
-		return nil, fmt.Errorf("%s:%d: only one YAML document is allowed", path, more.Line)
+	if err := strictyaml.Decode(path, b, &l, strictyaml.YAML); err != nil {
+		return nil, err
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(b, &root); err != nil {
-		return nil, locate(path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	at := func(line int, format string, args ...any) error {
 		return fmt.Errorf("%s:%d: %s", path, line, fmt.Sprintf(format, args...))
@@ -197,26 +187,6 @@ func deref(p *float64) float64 {
 		return 0
 	}
 	return *p
-}
-
-// locate rewrites yaml.v3's "line N: msg" errors as "path:N: msg".
-func locate(path string, err error) error {
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		var errs []error
-		for _, e := range te.Errors {
-			errs = append(errs, locateOne(path, e))
-		}
-		return errors.Join(errs...)
-	}
-	return locateOne(path, err.Error())
-}
-
-func locateOne(path, msg string) error {
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		return fmt.Errorf("%s:%s: %s", path, m[1], strings.TrimPrefix(msg, m[0]))
-	}
-	return fmt.Errorf("%s: %s", path, strings.TrimPrefix(msg, "yaml: "))
 }
 
 func mappingValue(root *yaml.Node, key string) (k, v *yaml.Node) {

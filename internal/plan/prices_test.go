@@ -18,7 +18,9 @@ var priceFileTests = []struct {
 	{file: "valid-prices.yaml"},
 	{file: "valid-override.yaml"},
 	{file: "example-prices.yaml"},
-	{file: "invalid-unknown-field.yaml", wantErr: "invalid-unknown-field.yaml:7: field perGBMonth not found"},
+	{file: "invalid-unknown-field.yaml", wantErr: `invalid-unknown-field.yaml:7: prices[0].perGBMonth: unknown key (did you mean "perGiBMonth"?)`},
+	{file: "invalid-miscased-key.yaml", wantErr: `invalid-miscased-key.yaml:3: Currency: unknown key (did you mean "currency"?)` + "\n" +
+		`testdata/invalid-miscased-key.yaml:7: prices[0].perGiBmonth: unknown key (did you mean "perGiBMonth"?)`},
 	{file: "invalid-service.yaml", wantErr: `invalid-service.yaml:8: unknown service "ceph"`},
 	{file: "invalid-tier.yaml", wantErr: `invalid-tier.yaml:5: unknown tier "gold" of azure-netapp-files`},
 	{file: "invalid-negative.yaml", wantErr: "invalid-negative.yaml:5: amazon-efs/elastic: perGiBMonth must be a non-negative number"},

@@ -210,8 +210,8 @@ node prints them).
 				return &exitError{code: ExitNotCompliant, err: err}
 			}
 			err = g.write(streams.Out, doc, func(w io.Writer) error {
-				for _, warn := range doc.Warnings {
-					fmt.Fprintf(streams.ErrOut, "warning: %s: %s\n", args[0], warn)
+				if err := fleet.WriteWarnings(streams.ErrOut, args[0], doc.Warnings); err != nil {
+					return err
 				}
 				return audit.WriteTable(w, doc.Report)
 			})

@@ -138,6 +138,9 @@ func newFleet(t *testing.T) (*fakeAPI, string) {
 	api.agents = map[string]func(http.ResponseWriter, string){
 		"agent-a": serves(agentStatus("node-a", 3, 3, status.Findings{Info: 1}), status.Audit{
 			APIVersion: status.APIVersion, Kind: status.KindAudit, Node: "node-a",
+			// A mount point the inventory could not read, as the agent words it: the
+			// newline and escape come from the host and must not reach the terminal raw.
+			Warnings: []string{"mountstats entry for \"/mnt/x\nNFS031 forged\x1b[2J\" dropped"},
 			Report: audit.Report{
 				Mounts:   []inventory.Mount{{Device: "0:52", MountPoints: []string{"/mnt/data"}, Server: "10.0.0.5", Export: "/data"}},
 				Findings: []audit.Finding{{ID: "NFS031", Severity: "info", Device: "0:52", Message: "caching"}},
@@ -288,6 +291,9 @@ func TestAudit(t *testing.T) {
 	code, out, errOut := run(t, "audit", "node-a", "--kubeconfig", kubeconfig)
 	if code != ExitCompliant || !strings.Contains(out, "INFO    NFS031 caching") {
 		t.Errorf("exit %d (%s), want 0 and the finding:\n%s", code, errOut, out)
+	}
+	if want := `warning: node-a: mountstats entry for "/mnt/x\nNFS031 forged\x1b[2J" dropped` + "\n"; errOut != want {
+		t.Errorf("stderr %q, want the agent's warning escaped: %q", errOut, want)
 	}
 	if !slices.Contains(api.requests, "agent-a/audit") {
 		t.Errorf("proxy requests %q, want agent-a/audit", api.requests)

@@ -4,14 +4,12 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/nfstune/nfstune/internal/hostfs"
 )
 
 // Bounds of a rule's adaptive read-ahead (readAheadAdaptive).
 const (
-	// MinAdaptiveKB is one page: the kernel keeps read_ahead_kb in whole pages
-	// (mm/backing-dev.c read_ahead_kb_store), so a bound below it would be written as 0,
-	// read-ahead off.
-	MinAdaptiveKB = 4
 	// DefaultAdaptiveRSizes is the default cap in rsizes: 15, the generic target.
 	DefaultAdaptiveRSizes = 15
 	// DefaultAdaptiveInterval is how often the agent steps by default: four doublings from
@@ -43,15 +41,16 @@ type AdaptiveReadAhead struct {
 
 // ForMount returns the adaptive read-ahead of a mount with an effective rsize of rsize
 // bytes (0: unknown, taken as MaxIOSize) and a mount helper that writes helperKB itself
-// (0: none): MinKB at least one rsize and helperKB, MaxKB the rule's or
-// DefaultAdaptiveRSizes rsizes, never below MinKB.
+// (0: none): MinKB at least one rsize, helperKB and one page (hostfs.MinReadAheadKB: an
+// rsize of 1 or 2 KiB is less), MaxKB the rule's or DefaultAdaptiveRSizes rsizes, never
+// below MinKB.
 func (a AdaptiveReadAhead) ForMount(rsize, helperKB int) AdaptiveReadAhead {
 	if rsize <= 0 {
 		rsize = MaxIOSize
 	}
 	rsizeKB := rsize / 1024
 	out := a
-	out.MinKB = max(a.MinKB, rsizeKB, helperKB)
+	out.MinKB = max(a.MinKB, rsizeKB, helperKB, hostfs.MinReadAheadKB)
 	if out.MaxKB == 0 {
 		out.MaxKB = DefaultAdaptiveRSizes * rsizeKB
 	}
@@ -73,11 +72,11 @@ func (d *decoder) adaptive(n *yaml.Node, prefix string) *AdaptiveReadAhead {
 			switch {
 			case !ok:
 				good = false
-			case k < MinAdaptiveKB || k > MaxReadAheadKB:
-				d.errorf(v, key, "%d is out of range %d..%d (one page to 1 GiB)", k, MinAdaptiveKB, MaxReadAheadKB)
+			case k < hostfs.MinReadAheadKB || k > MaxReadAheadKB:
+				d.errorf(v, key, "%d is out of range %d..%d (one page to 1 GiB)", k, hostfs.MinReadAheadKB, MaxReadAheadKB)
 				good = false
-			case k%MinAdaptiveKB != 0:
-				d.errorf(v, key, "%d is not a multiple of %d (the kernel keeps whole pages)", k, MinAdaptiveKB)
+			case k%hostfs.MinReadAheadKB != 0:
+				d.errorf(v, key, "%d is not a multiple of %d (the kernel keeps whole pages)", k, hostfs.MinReadAheadKB)
 				good = false
 			default:
 				*dst = k

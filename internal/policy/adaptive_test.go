@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
 )
 
@@ -23,7 +24,7 @@ func TestParseAdaptiveRefused(t *testing.T) {
 		{"not whole pages", `readAheadAdaptive: {minKB: 1026}`, `rules[1].readAheadAdaptive.minKB: 1026 is not a multiple of 4`},
 		{"interval too short", `readAheadAdaptive: {interval: 100ms}`, `rules[1].readAheadAdaptive.interval: "100ms" is not a duration from 1s to 10m0s`},
 		{"interval not a duration", `readAheadAdaptive: {interval: 5}`, `rules[1].readAheadAdaptive.interval: "5" is not a duration`},
-		{"unknown key", `readAheadAdaptive: {min_kb: 1024}`, `rules[1].readAheadAdaptive.min_kb: unknown key (want one of interval, maxKB, minKB, observe)`},
+		{"unknown key", `readAheadAdaptive: {min_kb: 1024}`, `rules[1].readAheadAdaptive.min_kb: unknown key (did you mean "minKB"? want one of interval, maxKB, minKB, observe)`},
 		{"not a mapping", `readAheadAdaptive: true`, `rules[1].readAheadAdaptive: want a mapping`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,6 +75,11 @@ rules:
 			AdaptiveReadAhead{MinKB: 1024, MaxKB: 1024, Interval: DefaultAdaptiveInterval}},
 		{"bounds over one rsize", inventory.Mount{MountPoints: []string{"/narrow/a"}, RSize: 64 << 10},
 			AdaptiveReadAhead{MinKB: 128, MaxKB: 512, Interval: DefaultAdaptiveInterval}},
+		// Never below one page: one rsize of 1 KiB would be stored as 0, read-ahead off.
+		{"defaults, 1 KiB rsize", inventory.Mount{MountPoints: []string{"/default/a"}, RSize: 1024},
+			AdaptiveReadAhead{MinKB: hostfs.MinReadAheadKB, MaxKB: 15, Interval: DefaultAdaptiveInterval}},
+		{"defaults, 2 KiB rsize", inventory.Mount{MountPoints: []string{"/default/a"}, RSize: 2048},
+			AdaptiveReadAhead{MinKB: hostfs.MinReadAheadKB, MaxKB: 30, Interval: DefaultAdaptiveInterval}},
 		// efs-utils writes 15 x rsize itself: never below it.
 		{"efs-utils' value is the floor", inventory.Mount{MountPoints: []string{"/efs/a"}, RSize: 256 << 10, Proxy: efs},
 			AdaptiveReadAhead{MinKB: 3840, MaxKB: 3840, Interval: DefaultAdaptiveInterval}},

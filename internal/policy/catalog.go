@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/nfstune/nfstune/internal/strictyaml"
 )
 
 // profilesYAML is the built-in catalog: backend facts and profiles, with the source of each
@@ -113,7 +115,7 @@ func (d *decoder) named(n *yaml.Node, path string, allowed []string, f func(name
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if !slices.Contains(allowed, k.Value) {
-			d.errorf(k, join(path, k.Value), "unknown name (want one of %v)", allowed)
+			d.errorf(k, join(path, k.Value), "unknown name (did you mean %q? want one of %v)", strictyaml.Nearest(k.Value, allowed), allowed)
 			continue
 		}
 		f(k.Value, v, join(path, k.Value))

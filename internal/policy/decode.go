@@ -3,11 +3,14 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/nfstune/nfstune/internal/strictyaml"
 )
 
 // decoder walks a yaml.v3 node tree strictly: every key must be known, every value must have
@@ -60,7 +63,8 @@ func (d *decoder) fields(n *yaml.Node, path string, handlers map[string]func(v *
 		seen[k.Value] = true
 		h, ok := handlers[k.Value]
 		if !ok {
-			d.errorf(k, key, "unknown key (want one of %s)", knownKeys(handlers))
+			known := knownKeys(handlers)
+			d.errorf(k, key, "unknown key (did you mean %q? want one of %s)", strictyaml.Nearest(k.Value, known), strings.Join(known, ", "))
 			continue
 		}
 		h(v, key)
@@ -68,13 +72,8 @@ func (d *decoder) fields(n *yaml.Node, path string, handlers map[string]func(v *
 	return true
 }
 
-func knownKeys(handlers map[string]func(*yaml.Node, string)) string {
-	keys := make([]string, 0, len(handlers))
-	for k := range handlers {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return strings.Join(keys, ", ")
+func knownKeys(handlers map[string]func(*yaml.Node, string)) []string {
+	return slices.Sorted(maps.Keys(handlers))
 }
 
 func kindName(n *yaml.Node) string {

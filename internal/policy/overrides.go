@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/nfstune/nfstune/internal/hostfs"
 )
 
 // Limits the kernel puts on mount options (nfs(5); fs/nfs/fs_context.c).
@@ -128,8 +130,12 @@ func (d *decoder) profileFields(o *Overrides) map[string]func(*yaml.Node, string
 	return map[string]func(*yaml.Node, string){
 		"readAheadKB": func(v *yaml.Node, key string) {
 			if n, ok := d.size(v, key); ok {
-				if n > MaxReadAheadKB {
+				switch {
+				case n > MaxReadAheadKB:
 					d.errorf(v, key, "%d is out of range 0..%d", n, MaxReadAheadKB)
+					return
+				case n > 0 && n < hostfs.MinReadAheadKB:
+					d.errorf(v, key, "%d is below one page (%d KiB), which the kernel stores as 0, read-ahead off (0 leaves read-ahead alone)", n, hostfs.MinReadAheadKB)
 					return
 				}
 				o.ReadAheadKB = &n

@@ -435,7 +435,8 @@ const KernelReadAheadKB = 128
 // ReadAheadFor returns the read-ahead in KiB the profile wants for a mount whose effective
 // rsize is rsize bytes. A profile with ReadAheadRSizes derives it from rsize; when rsize is
 // unknown (0) it uses the profile's rsize, else 1 MiB (MaxIOSize, what Linux servers and
-// most filers negotiate).
+// most filers negotiate). A derived value is at least one page (hostfs.MinReadAheadKB):
+// one rsize of 1 KiB would be stored as 0, read-ahead off.
 func (p Profile) ReadAheadFor(rsize int) int {
 	if p.ReadAheadRSizes <= 0 {
 		return p.ReadAheadKB
@@ -446,7 +447,7 @@ func (p Profile) ReadAheadFor(rsize int) int {
 	if rsize <= 0 {
 		rsize = MaxIOSize
 	}
-	return p.ReadAheadRSizes * (rsize / 1024)
+	return max(p.ReadAheadRSizes*(rsize/1024), hostfs.MinReadAheadKB)
 }
 
 // ReadAheadChange reports whether a mount whose read_ahead_kb is cur, with an effective

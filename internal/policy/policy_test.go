@@ -24,7 +24,13 @@ var configTests = []struct {
 	{file: docsExample},
 	{file: "invalid-unknown-key.yaml", wantErr: []string{
 		`invalid-unknown-key.yaml:6: rules[1].match.host: unknown key`,
-		`invalid-unknown-key.yaml:7: rules[1].readahead: unknown key`,
+		`invalid-unknown-key.yaml:7: rules[1].readahead: unknown key (did you mean "readAheadKB"?`,
+	}},
+	// Keys match exactly: a mis-cased key is refused with the key meant.
+	{file: "invalid-miscased-key.yaml", wantErr: []string{
+		`invalid-miscased-key.yaml:4: defaults.Mode: unknown key (did you mean "mode"?`,
+		`invalid-miscased-key.yaml:6: rules[1].match.mountPoint: unknown key (did you mean "mountpoint"?`,
+		`invalid-miscased-key.yaml:7: rules[1].readAheadKb: unknown key (did you mean "readAheadKB"?`,
 	}},
 	{file: "invalid-values.yaml", wantErr: []string{
 		`invalid-values.yaml:5: rules[1].match.server: bad glob "nfs[1"`,
@@ -316,6 +322,12 @@ func TestReadAheadFor(t *testing.T) {
 	if got := p.ReadAheadFor(0); got != 960 {
 		t.Errorf("unknown rsize with a profile rsize of 64 KiB: %d KiB, want 960", got)
 	}
+	// One rsize of 1 or 2 KiB is less than a page, which the kernel would store as 0.
+	for rsize, want := range map[int]int{1024: 4, 2048: 4, 4096: 4} {
+		if got := (Profile{ReadAheadRSizes: 1}).ReadAheadFor(rsize); got != want {
+			t.Errorf("1 x rsize %d = %d KiB, want %d (one page)", rsize, got, want)
+		}
+	}
 	if got := (Profile{ReadAheadKB: 4096}).ReadAheadFor(65536); got != 4096 {
 		t.Errorf("fixed read-ahead: %d, want 4096", got)
 	}
@@ -520,6 +532,7 @@ func TestParseRejectsUnsafeValues(t *testing.T) {
 		{"nbsp in option", ruleConfig(`mountOptions: {extra: ["a\u00a0b"]}`), `is not a single mount option`},
 		{"empty value", ruleConfig(`mountOptions: {extra: ["sec="]}`), `"sec=" is not a single mount option`},
 		{"read-ahead above bench's cap", ruleConfig(`readAheadKB: 2147483647`), `readAheadKB: 2147483647 is out of range 0..1048576`},
+		{"read-ahead below one page", ruleConfig(`readAheadKB: 2`), `readAheadKB: 2 is below one page (4 KiB)`},
 		{"sysctl not about NFS", ruleConfig(`sysctls: {kernel.panic: 1}`), `sysctls.kernel.panic: not a sysctl nfstune sets`},
 		{"sysctl max not about NFS", ruleConfig(`sysctlsMax: {vm.drop_caches: 3}`), `sysctlsMax.vm.drop_caches: not a sysctl nfstune sets`},
 		{"sysrq", ruleConfig(`sysctls: {kernel.sysrq: 1}`), `not a sysctl nfstune sets`},

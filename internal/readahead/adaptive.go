@@ -3,6 +3,8 @@ package readahead
 import (
 	"fmt"
 	"time"
+
+	"github.com/nfstune/nfstune/internal/hostfs"
 )
 
 // The adaptive controller's thresholds (docs/agent.md, Adaptive read-ahead).
@@ -205,8 +207,10 @@ type learnedLimit struct {
 func (l learnedLimit) active(now time.Time) bool { return l.kb > 0 && now.Before(l.until) }
 
 // NewController returns a controller for bounds [minKB, maxKB] in KiB (minKB <= maxKB)
-// that steps once per interval.
+// that steps once per interval. minKB is at least one page (hostfs.MinReadAheadKB): the
+// kernel would store less as 0, read-ahead off.
 func NewController(minKB, maxKB int, interval time.Duration) *Controller {
+	minKB = max(minKB, hostfs.MinReadAheadKB)
 	if maxKB < minKB {
 		maxKB = minKB
 	}

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/nfstune/nfstune/internal/hostfs"
 )
 
 const interval = 5 * time.Second
@@ -607,5 +609,23 @@ func TestControllerJudgesLateEffects(t *testing.T) {
 	}
 	if !slices.Contains(path, 8192) {
 		t.Errorf("path %v never tried 8192: the case tests nothing", path)
+	}
+}
+
+// TestControllerFloorOnePage: the bounds of a mount with an rsize of 1 KiB (one rsize to 15)
+// start at one page, which the kernel can hold: a cut below it would be stored as 0,
+// read-ahead off.
+func TestControllerFloorOnePage(t *testing.T) {
+	c := NewController(1, 15, interval)
+	if c.MinKB != hostfs.MinReadAheadKB || c.MaxKB != 15 {
+		t.Errorf("bounds %d..%d KiB, want %d..15", c.MinKB, c.MaxKB, hostfs.MinReadAheadKB)
+	}
+	e := intervalAt(hostfs.MinReadAheadKB, 50, 2.0, 1)
+	e.RSize = 1024
+	if s := c.Decide(e, time.Unix(1_700_000_000, 0), false); s.ToKB != hostfs.MinReadAheadKB || s.Reason != HoldLimit {
+		t.Errorf("over-read at one page: %d -> %d KiB (%s: %s), want a hold at %d", s.FromKB, s.ToKB, s.Reason, s.Why, hostfs.MinReadAheadKB)
+	}
+	if c := NewController(1, 2, interval); c.MinKB != hostfs.MinReadAheadKB || c.MaxKB != hostfs.MinReadAheadKB {
+		t.Errorf("bounds 1..2 KiB became %d..%d, want one page", c.MinKB, c.MaxKB)
 	}
 }

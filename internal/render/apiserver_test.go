@@ -114,7 +114,7 @@ func TestAPIServerAcceptsRenderedObjects(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			v, err := LoadValues(b)
+			v, err := LoadValues("values.yaml", b)
 			if err != nil {
 				t.Fatal(err)
 			}

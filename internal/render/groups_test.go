@@ -57,7 +57,7 @@ func TestNodeGroupsPartitionNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := LoadValues(b)
+	v, err := LoadValues("values.yaml", b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestNodeGroupsValidation(t *testing.T) {
 		{"bad policy", "nodeGroups:\n  - name: a\n    nodeSelector: {pool: a}\n    policy: \"kind: Nope\"\n", "nodeGroups[0].policy"},
 		{"installer", "mode: installer\nnodeGroups:\n" + group("a", "{pool: a}"), "nodeGroups: only in agent mode"},
 	} {
-		_, err := LoadValues([]byte(tt.values))
+		_, err := LoadValues("values.yaml", []byte(tt.values))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: %v, want an error with %q", tt.name, err, tt.want)
 		}

@@ -154,6 +154,12 @@ func TestHelmChartRejects(t *testing.T) {
 			t.Errorf("--set %s: error does not name the key: %s", set, msg)
 		}
 	}
+	// A mis-cased key is not the key: the schema refuses it, as LoadValues does
+	// (testdata/invalid-miscased-key.values.yaml).
+	_, err := helm(t, "template", "nfstune", chartDir, "-f", filepath.Join("testdata", "invalid-miscased-key.values.yaml"))
+	if want := "additional properties 'policymode' not allowed"; err == nil || !strings.Contains(string(err.(*exec.ExitError).Stderr), want) {
+		t.Errorf("helm template -f invalid-miscased-key.values.yaml: %v, want an error with %q", err, want)
+	}
 	// The checks across keys fail with Validate's messages.
 	for set, want := range map[string]string{
 		"metrics.podMonitor.enabled=true,metrics.serviceMonitor.enabled=true":            "enable one",
@@ -169,7 +175,7 @@ func TestHelmChartRejects(t *testing.T) {
 		}
 	}
 	// The recovery policy's shutdown needs what lets the agent see every holder.
-	_, err := helm(t, "template", "nfstune", chartDir, "-f", filepath.Join("testdata", "invalid-recovery.values.yaml"))
+	_, err = helm(t, "template", "nfstune", chartDir, "-f", filepath.Join("testdata", "invalid-recovery.values.yaml"))
 	if want := "policy recovery: needs agent.blockedProcesses"; err == nil || !strings.Contains(string(err.(*exec.ExitError).Stderr), want) {
 		t.Errorf("helm template -f invalid-recovery.values.yaml: %v, want an error with %q", err, want)
 	}

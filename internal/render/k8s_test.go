@@ -35,7 +35,7 @@ func renderFile(t *testing.T, name, format string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := LoadValues(b)
+	v, err := LoadValues("values.yaml", b)
 	if err != nil {
 		t.Fatalf("LoadValues: %v", err)
 	}
@@ -249,7 +249,8 @@ func TestLoadValuesInvalid(t *testing.T) {
 		file string
 		want []string // substrings every one of which the joined error must contain
 	}{
-		{"invalid-unknown-key", []string{`unknown field "hostNetwork"`}},
+		{"invalid-unknown-key", []string{`values.yaml:2: hostNetwork: unknown key`}},
+		{"invalid-miscased-key", []string{`values.yaml:4: agent.policymode: unknown key (did you mean "policyMode"?)`}},
 		{"invalid-values", []string{
 			`namespace "NFS_Tune"`, `mode "sidecar"`, `image.digest "sha256:short"`,
 			`agent.policyMode "fix"`, `agent.resync "soon"`, `installer.binDir "relative/bin"`,
@@ -270,7 +271,7 @@ func TestLoadValuesInvalid(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = LoadValues(b)
+			_, err = LoadValues("values.yaml", b)
 			if err == nil {
 				t.Fatal("LoadValues accepted invalid values")
 			}
@@ -310,7 +311,7 @@ func FuzzLoadValues(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		v, err := LoadValues(b)
+		v, err := LoadValues("values.yaml", b)
 		if err != nil {
 			return
 		}
@@ -328,7 +329,7 @@ func TestChartValuesAreDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chart, err := LoadValues(b)
+	chart, err := LoadValues("values.yaml", b)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -135,12 +135,12 @@ func TestMonitoringValuesRejected(t *testing.T) {
 		{"metrics: {podMonitor: {enabled: true}, serviceMonitor: {enabled: true}}", "enable one"},
 		{"metrics: {service: false, serviceMonitor: {enabled: true}}", "needs metrics.service"},
 		{"metrics: {interval: soon}", `metrics.interval "soon"`},
-		{"prometheusRule: {enabled: true, severity: page}", "unknown field"},
+		{"prometheusRule: {enabled: true, severity: page}", "prometheusRule.severity: unknown key"},
 		{"grafanaDashboard: {enabled: true, labels: null}", "grafanaDashboard.labels: empty"},
 		{"grafanaDashboard: {namespace: Monitoring}", `grafanaDashboard.namespace "Monitoring"`},
 		{`grafanaDashboard: {labels: {"grafana dashboard": "1"}}`, "grafanaDashboard.labels grafana dashboard"},
 	} {
-		_, err := LoadValues([]byte(tt.values))
+		_, err := LoadValues("values.yaml", []byte(tt.values))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("LoadValues(%s) = %v, want an error with %q", tt.values, err, tt.want)
 		}
@@ -183,7 +183,7 @@ func TestDashboardConfigMap(t *testing.T) {
 		t.Errorf("data keys %v: want only %s, the dashboard file unchanged", slices.Collect(maps.Keys(cm.Data)), dashboardFile)
 	}
 
-	v, err := LoadValues([]byte("grafanaDashboard: {enabled: true, namespace: monitoring, labels: {grafana_dashboard: null, dashboards: nfs}, annotations: {grafana_folder: NFS}}"))
+	v, err := LoadValues("values.yaml", []byte("grafanaDashboard: {enabled: true, namespace: monitoring, labels: {grafana_dashboard: null, dashboards: nfs}, annotations: {grafana_folder: NFS}}"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/policy"
+	"github.com/nfstune/nfstune/internal/strictyaml"
 )
 
 // Deployment modes.
@@ -355,15 +357,30 @@ func DefaultValues() Values {
 
 // LoadValues decodes a values file over DefaultValues the way Helm merges a -f file over a
 // chart's values.yaml: maps merge key by key, lists and scalars replace, and null deletes
-// a default. Unknown keys are errors.
-func LoadValues(b []byte) (Values, error) {
+// a default. A key must name a value exactly, as the chart's schema has it (strictyaml):
+// encoding/json alone would take policymode for policyMode. name is the file, for errors.
+func LoadValues(name string, b []byte) (Values, error) {
+	v, err := loadValues(name, b)
+	if err != nil {
+		return Values{}, err
+	}
+	if err := v.Validate(); err != nil {
+		return v, fmt.Errorf("%s: %w", name, err)
+	}
+	return v, nil
+}
+
+func loadValues(name string, b []byte) (Values, error) {
 	v := DefaultValues()
 	if len(bytes.TrimSpace(b)) == 0 {
-		return v, v.Validate()
+		return v, nil
+	}
+	if err := strictyaml.Check(name, b, reflect.TypeFor[Values](), strictyaml.JSON); err != nil {
+		return Values{}, err
 	}
 	var user map[string]any
 	if err := yaml.Unmarshal(b, &user); err != nil {
-		return Values{}, fmt.Errorf("decoding values: %w", err)
+		return Values{}, fmt.Errorf("%s: decoding values: %w", name, err)
 	}
 	def, err := json.Marshal(v)
 	if err != nil {
@@ -375,13 +392,13 @@ func LoadValues(b []byte) (Values, error) {
 	}
 	merged, err := json.Marshal(coalesce(base, user))
 	if err != nil {
-		return Values{}, fmt.Errorf("decoding values: %w", err)
+		return Values{}, fmt.Errorf("%s: decoding values: %w", name, err)
 	}
 	v = Values{}
 	if err := yaml.UnmarshalStrict(merged, &v); err != nil {
-		return Values{}, fmt.Errorf("decoding values: %w", err)
+		return Values{}, fmt.Errorf("%s: decoding values: %w", name, err)
 	}
-	return v, v.Validate()
+	return v, nil
 }
 
 // coalesce merges over onto base as Helm merges values: nested maps recursively, a null

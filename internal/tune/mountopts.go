@@ -11,6 +11,7 @@ import (
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/policy"
+	"github.com/nfstune/nfstune/internal/shell"
 )
 
 // clientWide reports whether an option is fixed by the first mount of a kernel NFS client
@@ -237,16 +238,6 @@ func escapeOctal(s string) string {
 	return r.Replace(s)
 }
 
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-:,=@+[]", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 // mountSource is "server:/export", with an IPv6 address in brackets.
 func isNFSType(t string) bool { return t == "nfs" || t == "nfs4" }
 
@@ -298,7 +289,7 @@ func planMountOptions(root hostfs.Root, p *Plan, inv *inventory.Inventory, desir
 					newLines[idx] = line + strings.TrimPrefix(lines[idx], l.text)
 					edited = true
 				}
-				r.Commands = append(r.Commands, fmt.Sprintf("mount -t %s -o %s %s %s", l.vfstype, shellQuote(merged), shellQuote(l.spec), shellQuote(mp)))
+				r.Commands = append(r.Commands, shell.Join("mount", "-t", l.vfstype, "-o", merged, l.spec, mp))
 			} else {
 				// A proxied mount is mounted again through its helper (inventory.RemountSpec).
 				rs := inventory.RemountSpec(m)
@@ -314,7 +305,7 @@ func planMountOptions(root hostfs.Root, p *Plan, inv *inventory.Inventory, desir
 				merged := mergeOptions(joinOptions(base), changes)
 				spec := rs.Source()
 				line = fmt.Sprintf("%s %s %s %s 0 0", spec, escapeOctal(mp), rs.FSType, merged)
-				r.Commands = append(r.Commands, fmt.Sprintf("mount -t %s -o %s %s %s", rs.FSType, shellQuote(merged), shellQuote(spec), shellQuote(mp)))
+				r.Commands = append(r.Commands, shell.Join("mount", "-t", rs.FSType, "-o", merged, spec, mp))
 				if opts.Fstab {
 					p.note("%s is not in /etc/fstab; add this line by hand: %s", mp, line)
 				}

@@ -165,18 +165,6 @@ func TestOptionChanges(t *testing.T) {
 	}
 }
 
-func TestShellQuote(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{
-		"/mnt/x": "/mnt/x", "/mnt/with space": "'/mnt/with space'", "it's": `'it'\''s'`, "": "''",
-		"[fd00::5]:/export": "[fd00::5]:/export", "a;rm -rf": "'a;rm -rf'",
-	} {
-		if got := shellQuote(in); got != want {
-			t.Errorf("shellQuote(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // FuzzFstabEdit: the editor either writes a line that parses back to the same entry with
 // the new options, or refuses; and it never refuses a policy-valid option on a one-line entry.
 func FuzzFstabEdit(f *testing.F) {

@@ -256,6 +256,10 @@ func planReadAhead(root hostfs.Root, p *Plan, m *inventory.Mount, d Desired, nfs
 		return
 	}
 	where := m.Device + " (" + strings.Join(m.MountPoints, ", ") + ")"
+	if want < hostfs.MinReadAheadKB {
+		p.note("read-ahead of %s left alone: %d KiB is below one page (%d KiB), which the kernel stores as 0, read-ahead off", where, want, hostfs.MinReadAheadKB)
+		return
+	}
 	if d.Mode == policy.ModeObserve {
 		p.note("read-ahead of %s left alone: observe mode", where)
 		return

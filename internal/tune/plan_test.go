@@ -120,6 +120,8 @@ func TestPlanReadAheadOnlyConfirmedNFS(t *testing.T) {
 		{"not nfs in mountinfo", func(inv *inventory.Inventory) { inv.Mounts[0].FSType = "fuse" }, "not nfs or nfs4", 1},
 		{"invalid device", func(inv *inventory.Inventory) { inv.Mounts[0].Device = "0:../../x" }, "not an anonymous", 1},
 		{"observe", func(inv *inventory.Inventory) { inv.Mounts[0].Server = "observe.example" }, "observe mode", 1},
+		// The kernel would store 2 KiB as 0, read-ahead off.
+		{"below one page", func(inv *inventory.Inventory) { inv.Mounts[0].Server = "tiny.example" }, "2 KiB is below one page", 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -134,6 +136,10 @@ func TestPlanReadAheadOnlyConfirmedNFS(t *testing.T) {
 				if m.Server == "observe.example" {
 					d = base(&inventory.Mount{Server: "192.168.122.71"})
 					d.Mode = policy.ModeObserve
+				}
+				if m.Server == "tiny.example" {
+					d = base(&inventory.Mount{Server: "192.168.122.71"})
+					d.Profile.ReadAheadKB = 2
 				}
 				return d
 			}

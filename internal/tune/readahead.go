@@ -137,7 +137,7 @@ func planNFSConf(root hostfs.Root, p *Plan, inv *inventory.Inventory, want Want,
 			p.note("%s: the default read-ahead is %d x rsize, which nfsrahead cannot compute; the drop-in gets the value the current %s mounts need, if any", fstype, d.Profile.ReadAheadRSizes, fstype)
 			continue
 		}
-		if d.Mode != policy.ModeObserve && d.Profile.ReadAheadKB > 0 {
+		if d.Mode != policy.ModeObserve && d.Profile.ReadAheadKB >= hostfs.MinReadAheadKB {
 			values[fstype] = d.Profile.ReadAheadKB
 			from[fstype] = "the default profile"
 		}
@@ -146,6 +146,9 @@ func planNFSConf(root hostfs.Root, p *Plan, inv *inventory.Inventory, want Want,
 		d := desired[i]
 		if d.Mode == policy.ModeObserve || d.Profile.ReadAheadKB <= 0 {
 			continue
+		}
+		if d.Profile.ReadAheadKB < hostfs.MinReadAheadKB {
+			return fmt.Errorf("--persist nfsconf: %s wants %d KiB, below one page (%d KiB), which the kernel stores as 0, read-ahead off", strings.Join(m.MountPoints, ", "), d.Profile.ReadAheadKB, hostfs.MinReadAheadKB)
 		}
 		v, seen := values[m.FSType]
 		if seen && v != d.Profile.ReadAheadKB {

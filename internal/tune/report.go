@@ -3,11 +3,11 @@ package tune
 import (
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
 	"github.com/nfstune/nfstune/internal/printer"
 	"github.com/nfstune/nfstune/internal/readahead"
+	"github.com/nfstune/nfstune/internal/shell"
 )
 
 // Report is what apply prints: the plan and, unless it was a dry run, the result.
@@ -92,14 +92,7 @@ func WriteReport(w io.Writer, rep *Report) error {
 			if g.ClientWide {
 				why = "every mount of this NFS client, since the first mount fixed nconnect/vers/proto"
 			}
-			var mps []string
-			for _, mp := range g.UnmountTogether {
-				if strings.ContainsAny(mp, " \t'\"") {
-					mp = strconv.Quote(mp)
-				}
-				mps = append(mps, mp)
-			}
-			ew.Printf("  client %s: unmount together (%s): %s\n", g.Key, why, strings.Join(mps, " "))
+			ew.Printf("  client %s: unmount together (%s): %s\n", g.Key, why, shell.Join(g.UnmountTogether...))
 			for _, m := range g.Mounts {
 				var ch []string
 				for _, c := range m.Changes {

@@ -74,3 +74,18 @@ func TestWriteReportKeepsWriteError(t *testing.T) {
 		t.Errorf("err = %v, want the write error", err)
 	}
 }
+
+// The mounts to unmount together and their mount commands are words to paste: each mount
+// point is one shell word (shell.Quote), whatever it holds.
+func TestWriteReportQuotesMountPoints(t *testing.T) {
+	t.Parallel()
+	mps := []string{"/mnt/$(reboot)", `/mnt/a "b"`}
+	p := &Plan{Remounts: []RemountGroup{{Key: "srv:2049/v3/tcp", UnmountTogether: mps}}}
+	var b strings.Builder
+	if err := WriteReport(&b, &Report{Plan: p, DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	if want := `unmount together (these superblocks): '/mnt/$(reboot)' '/mnt/a "b"'` + "\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("report:\n%s\nwant %q", b.String(), want)
+	}
+}

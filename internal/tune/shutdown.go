@@ -15,6 +15,7 @@ import (
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/kubelet"
 	"github.com/nfstune/nfstune/internal/printer"
+	"github.com/nfstune/nfstune/internal/shell"
 )
 
 // KindShutdown is the journal's record of an NFS superblock shut down through
@@ -266,7 +267,7 @@ func resolveTarget(root hostfs.Root, pid int, target string) (string, error) {
 func noKnob(p *ShutdownPlan, err error) error {
 	mp := "MOUNT"
 	if len(p.Mounts) > 0 {
-		mp = p.Mounts[0]
+		mp = shell.Quote(p.Mounts[0])
 	}
 	why := fmt.Sprintf("shutting down an NFS superblock needs Linux %s or later, and this kernel is %s", ShutdownKernel, p.KernelRelease)
 	if kernelAtLeast(p.KernelRelease, ShutdownKernel) {
@@ -479,7 +480,7 @@ func WriteShutdownResult(w io.Writer, rep *ShutdownReport) error {
 	ew := printer.New(w)
 	mp := "MOUNT"
 	if len(rep.Plan.Mounts) > 0 {
-		mp = strings.Join(rep.Plan.Mounts, " ")
+		mp = shell.Join(rep.Plan.Mounts...)
 	}
 	switch {
 	case rep.Plan.AlreadyShutDown && rep.Error == "":
@@ -490,7 +491,7 @@ func WriteShutdownResult(w io.Writer, rep *ShutdownReport) error {
 	case rep.Result != nil && rep.Result.ReadBack != "":
 		ew.Printf("Shut down: wrote 1 to %s, read back %s; recorded in %s.\n", rep.Plan.Attribute, rep.Result.ReadBack, rep.Result.Journal)
 		if len(rep.Result.MountPoints) > 0 {
-			mp = strings.Join(rep.Result.MountPoints, " ")
+			mp = shell.Join(rep.Result.MountPoints...)
 		}
 		ew.Printf("Next: umount %s\n", mp)
 	}

@@ -498,3 +498,30 @@ func TestShutdownInHostNamespace(t *testing.T) {
 		t.Errorf("attribute = %q, want 1", got)
 	}
 }
+
+// The next step is a command line to paste: each mount point is one shell word, so that
+// /mnt/$(cmd) does not run cmd and a quote does not end the word (shell.Quote).
+func TestShutdownNextStepQuoted(t *testing.T) {
+	t.Parallel()
+	mounts := []string{"/mnt/$(reboot)", "/mnt/it's here"}
+	const want = `umount '/mnt/$(reboot)' '/mnt/it'\''s here'`
+	p := &ShutdownPlan{Device: "0:53", Attribute: "/sys/fs/nfs/0:53/shutdown", Mounts: mounts, AlreadyShutDown: true}
+	var b strings.Builder
+	if err := WriteShutdownResult(&b, &ShutdownReport{Plan: p}); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.String(); !strings.Contains(got, "Next: "+want+"\n") {
+		t.Errorf("already shut down:\n%s\nwant Next: %s", got, want)
+	}
+	b.Reset()
+	if err := WriteShutdownResult(&b, &ShutdownReport{Plan: &ShutdownPlan{Attribute: p.Attribute}, Result: &ShutdownResult{ReadBack: "1", Journal: "j", MountPoints: mounts}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.String(); !strings.Contains(got, "Next: "+want+"\n") {
+		t.Errorf("shut down:\n%s\nwant Next: %s", got, want)
+	}
+	err := noKnob(&ShutdownPlan{Attribute: p.Attribute, Mounts: mounts[1:], KernelRelease: "6.1.0-50-amd64"}, nil)
+	if want := `umount -f '/mnt/it'\''s here' (`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("noKnob = %v, want %q", err, want)
+	}
+}

@@ -78,6 +78,9 @@ func UdevReadAhead(ctx context.Context, root hostfs.Root, dev string, resolve fu
 	if want <= 0 {
 		return 0, m, fmt.Errorf("%w: the profile of %s has no read-ahead", ErrNoReadAhead, dev)
 	}
+	if want < hostfs.MinReadAheadKB {
+		return 0, m, fmt.Errorf("%w: the profile of %s wants %d KiB, below one page (%d KiB), which the kernel stores as 0, read-ahead off", ErrNoReadAhead, dev, want, hostfs.MinReadAheadKB)
+	}
 	if dir, err := root.BDI(dev); err == nil {
 		if cur, err := hostfs.ReadInt(dir + "/read_ahead_kb"); err == nil && !d.Profile.ReadAheadChange(int(cur), m.RSize, opts.Exact) {
 			return 0, m, fmt.Errorf("%w: %s already has %d KiB, the profile wants %d", ErrNoReadAhead, dev, cur, want)

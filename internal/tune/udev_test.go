@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -242,5 +243,20 @@ func TestUdevReadAheadBuiltIn(t *testing.T) {
 				t.Errorf("got %d, %v; want %d", got, err, tt.want)
 			}
 		})
+	}
+}
+
+// A target below one page is refused: the kernel would store it as 0, read-ahead off.
+func TestUdevReadAheadBelowOnePage(t *testing.T) {
+	t.Parallel()
+	root := fixtureRoot(t)
+	resolve := func(m *inventory.Mount) Desired {
+		d := fixtureWant().Resolve(m)
+		d.Profile.ReadAheadKB = 2
+		return d
+	}
+	// Exact: the bdi's 128 KiB would otherwise be kept as larger than the target.
+	if got, _, err := UdevReadAhead(context.Background(), root, "0:53", resolve, UdevOptions{Exact: true}); !errors.Is(err, ErrNoReadAhead) || !strings.Contains(err.Error(), "below one page") {
+		t.Errorf("got %d KiB, %v; want ErrNoReadAhead for 2 KiB, below one page", got, err)
 	}
 }
