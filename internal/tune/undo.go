@@ -81,10 +81,9 @@ func pairLines(a, b []string) ([]int, error) {
 	t := make([]int32, (n+1)*w)
 	for i := n - 1; i >= 0; i-- {
 		for j := m - 1; j >= 0; j-- {
-			switch {
-			case ma[i] == mb[j]:
+			if ma[i] == mb[j] {
 				t[i*w+j] = t[(i+1)*w+j+1] + 1
-			default:
+			} else {
 				t[i*w+j] = max(t[(i+1)*w+j], t[i*w+j+1])
 			}
 		}
