@@ -22,7 +22,7 @@ type IOStreams struct {
 // Exit codes shared by every verb, so that scripts can branch on them.
 const (
 	ExitOK     = 0 // success, nothing to report at the failure threshold
-	ExitIssues = 1 // the command ran and found something (findings at --fail-on, a partial apply)
+	ExitIssues = 1 // the command ran and found something (findings at --fail-on, a partial apply or revert)
 	ExitError2 = 2 // usage error, bad input, or the host could not be read
 	// ExitRefused: a guard refused a dangerous action (nfstune shutdown of a server not seen
 	// stalled without --force, or not confirmed).

@@ -1,7 +1,6 @@
 package tune
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,6 +23,9 @@ const (
 	StatusFailed    = "failed"
 	StatusUnchanged = "unchanged"
 	StatusGone      = "gone"
+	// StatusRefused is revert's status for a file changed since apply in a way it cannot
+	// separate from nfstune's own change: the file is left as it is.
+	StatusRefused = "refused"
 )
 
 // ApplyOptions change how a plan is carried out.
@@ -42,6 +45,9 @@ type ItemResult struct {
 	Status string `json:"status"`
 	// Value is the value read back after a live write.
 	Value string `json:"value,omitempty"`
+	// Kept counts the lines of a file others added or changed since apply, which revert
+	// kept.
+	Kept  int    `json:"kept_lines,omitempty"`
 	Error string `json:"error,omitempty"`
 }
 
@@ -52,11 +58,11 @@ type Result struct {
 	Journal string `json:"journal,omitempty"`
 }
 
-// Failed counts the items that failed.
+// Failed counts the items that failed or were refused.
 func (r *Result) Failed() int {
 	n := 0
 	for _, it := range r.Items {
-		if it.Status == StatusFailed {
+		if it.Status == StatusFailed || it.Status == StatusRefused {
 			n++
 		}
 	}
@@ -133,6 +139,9 @@ func Apply(ctx context.Context, root hostfs.Root, p *Plan, opts ApplyOptions) (*
 			errs = append(errs, errors.New(it.Error))
 		} else {
 			j.Entries[idx].Done = true
+			if w := j.Entries[idx].Writes; len(w) > 0 {
+				w[len(w)-1].Done = true
+			}
 			if err := j.save(root); err != nil {
 				errs = append(errs, err)
 			}
@@ -160,12 +169,20 @@ func explain(err error) string {
 }
 
 // Revert puts back every value and file recorded in the journal, newest first: it writes
-// original values and bytes, removes files and directories apply created, and then removes
-// the journal. Read-ahead of a superblock that has been unmounted since is gone with it. A
-// shutdown record (nfstune shutdown) is reported as not reversible and kept: the kernel has
-// no way back, nothing is written, and the journal stays with the records of what cannot be
-// undone. Without a journal it does nothing, so it can be run any number of times.
-func Revert(root hostfs.Root) (*Result, error) {
+// original values, takes apply's own lines back out of each file and puts back the lines
+// they replaced, keeping every line others changed since (revertFile), removes files and
+// directories apply created once nothing else is in them, and then removes the journal. A
+// file whose nfstune lines were edited since is refused (StatusRefused), left as it is and
+// kept in the journal, while the rest is reverted. Read-ahead of a superblock that has been
+// unmounted since is gone with it. A shutdown record (nfstune shutdown) is reported as not
+// reversible and kept: the kernel has no way back, nothing is written, and the journal stays
+// with the records of what cannot be undone. Without a journal it does nothing, so it can be
+// run any number of times.
+//
+// restoreOriginal names files to put back byte for byte as they were before the first apply,
+// dropping every change made to them since, nfstune's or anyone's: the way out for a file
+// revert refuses. A name that is no file in the journal is an error before anything changes.
+func Revert(root hostfs.Root, restoreOriginal ...string) (*Result, error) {
 	res := &Result{}
 	if ok, err := Pending(root); err != nil || !ok {
 		return res, err
@@ -179,6 +196,13 @@ func Revert(root hostfs.Root) (*Result, error) {
 	if err != nil || j == nil {
 		return res, err
 	}
+	whole := map[string]bool{}
+	for _, p := range restoreOriginal {
+		if i := j.find(p); i < 0 || !j.Entries[i].isFile() {
+			return res, fmt.Errorf("%s is not a file in the journal: nothing to restore", p)
+		}
+		whole[p] = true
+	}
 	var errs []error
 	var keep []Entry
 	for _, e := range slices.Backward(j.Entries) {
@@ -190,15 +214,28 @@ func Revert(root hostfs.Root) (*Result, error) {
 				it.Action.Device, it.Action.MountPoints = e.Shutdown.Device, e.Shutdown.MountPoints
 			}
 		}
-		status, value, err := revertEntry(root, e)
-		it.Status, it.Value = status, value
+		var err error
 		switch {
+		case !e.isFile():
+			it.Status, it.Value, err = revertEntry(root, e)
+		case whole[e.Path]:
+			it.Status, err = restoreFile(root, e)
+		default:
+			it.Status, it.Kept, err = revertFile(root, e)
+		}
+		switch {
+		case it.Status == StatusRefused:
+			it.Error = err.Error()
+			errs = append(errs, err)
+			keep = append([]Entry{e}, keep...)
 		case err != nil:
 			it.Status, it.Error = StatusFailed, explain(err)
 			errs = append(errs, errors.New(it.Error))
 			keep = append([]Entry{e}, keep...)
-		case status == StatusIrreversible:
+		case it.Status == StatusIrreversible:
 			keep = append([]Entry{e}, keep...) // the one record of what cannot be undone
+		case e.Kind == KindDir && it.Status == StatusUnchanged && holdsEntry(e.Path, keep):
+			keep = append([]Entry{e}, keep...) // to remove once the file kept in it goes
 		}
 		res.Items = append(res.Items, it)
 	}
@@ -225,6 +262,13 @@ func Revert(root hostfs.Root) (*Result, error) {
 	return res, nil
 }
 
+// holdsEntry reports whether one of the entries is below the directory dir.
+func holdsEntry(dir string, entries []Entry) bool {
+	return slices.ContainsFunc(entries, func(e Entry) bool { return strings.HasPrefix(e.Path, dir+"/") })
+}
+
+// revertEntry puts back a value, or removes a directory apply created; revertFile takes
+// care of files.
 func revertEntry(root hostfs.Root, e Entry) (status, value string, err error) {
 	switch {
 	case e.Kind == KindShutdown && !e.Done:
@@ -260,7 +304,7 @@ func revertEntry(root hostfs.Root, e Entry) (status, value string, err error) {
 		}
 		got, err := setReadAhead(root, dev, string(e.Original))
 		return StatusDone, got, err
-	case e.Kind.Live():
+	default: // a sysctl
 		cur, err := readLive(root, e.Path)
 		if err != nil {
 			return "", "", err
@@ -271,23 +315,6 @@ func revertEntry(root hostfs.Root, e Entry) (status, value string, err error) {
 		got, err := writeLive(root, e.Path, string(e.Original))
 		return StatusDone, got, err
 	}
-	defer removeTemps(root, e.Path)
-	content, absent, err := readFile(root, e.Path)
-	if err != nil {
-		return "", "", err
-	}
-	if e.Absent {
-		if absent {
-			return StatusUnchanged, "", nil
-		}
-		return StatusDone, "", root.RemoveFile(e.Path)
-	}
-	if !absent && bytes.Equal([]byte(content), e.Original) {
-		if attr, err := root.Attr(e.Path); err == nil && attr.Perm == e.Mode {
-			return StatusUnchanged, "", nil
-		}
-	}
-	return StatusDone, "", root.ReplaceFile(e.Path, e.Original, e.Mode)
 }
 
 // Pending reports whether a journal exists, i.e. whether there is something to revert.

@@ -15,14 +15,20 @@ import (
 // KindDir is a journal entry for a directory apply created to hold a file.
 const KindDir Kind = "dir"
 
-const journalVersion = 1
+// journalVersion is the version apply writes. Version 1, of earlier nfstune, journaled a
+// file's original only, not what apply wrote: revert still reads it (revertFile).
+const (
+	journalVersion       = 2
+	oldestJournalVersion = 1
+)
 
-// MaxJournalSize caps the journal: the originals of a few small files and values. apply
-// refuses to start a journal revert would not read.
+// MaxJournalSize caps the journal: the originals of a few small files and values, and each
+// write of those files. apply refuses to start a journal revert would not read.
 const MaxJournalSize = 8 << 20
 
-// Journal records the original of every value and file apply changes, so that Revert can
-// put them back. It is written (and fsync'd) before the first change and after each one.
+// Journal records the original of every value and file apply changes, and each write to a
+// file, so that Revert can put them back. It is written (and fsync'd) before the first
+// change and after each one.
 type Journal struct {
 	Version int     `json:"version"`
 	Entries []Entry `json:"entries"`
@@ -39,14 +45,33 @@ type Entry struct {
 	Path string `json:"path"`
 	// Absent means the file or directory did not exist: revert removes it.
 	Absent bool `json:"absent,omitempty"`
-	// Original is the attribute value as the kernel printed it, or the file's bytes.
+	// Original is the attribute value as the kernel printed it, or the file's bytes, before
+	// the first apply.
 	Original []byte `json:"original,omitempty"`
+	// Writes are apply's writes to a file, oldest first: what revert takes back out of it.
+	Writes []Write `json:"writes,omitempty"`
 	// Mode is the file's permission bits.
 	Mode fs.FileMode `json:"mode,omitempty"`
 	// Done is set once apply has made its change.
 	Done bool `json:"done"`
 	// Shutdown is the record of a KindShutdown entry: nothing to restore, only what was done.
 	Shutdown *ShutdownRecord `json:"shutdown,omitempty"`
+}
+
+// Write is one write of a file by apply: the file as apply read it right before, and the
+// content it wrote. The lines that differ are nfstune's change; revert swaps them back
+// (undoWrite) and keeps every other line.
+type Write struct {
+	Old       []byte `json:"old,omitempty"`
+	OldAbsent bool   `json:"old_absent,omitempty"`
+	New       []byte `json:"new"`
+	// Done is set once the file is written.
+	Done bool `json:"done"`
+}
+
+// isFile reports whether the entry is a file apply wrote.
+func (e Entry) isFile() bool {
+	return !e.Kind.Live() && e.Kind != KindDir && e.Kind != KindShutdown
 }
 
 func (j *Journal) find(p string) int {
@@ -85,8 +110,8 @@ func decodeJournal(b []byte) (*Journal, error) {
 	if err := json.Unmarshal(b, j); err != nil {
 		return nil, err
 	}
-	if j.Version != journalVersion {
-		return nil, fmt.Errorf("version %d, want %d", j.Version, journalVersion)
+	if j.Version < oldestJournalVersion || j.Version > journalVersion {
+		return nil, fmt.Errorf("version %d, want %d to %d", j.Version, oldestJournalVersion, journalVersion)
 	}
 	if err := j.check(); err != nil {
 		return nil, fmt.Errorf("refused: %w", err)
@@ -94,8 +119,10 @@ func decodeJournal(b []byte) (*Journal, error) {
 	return j, nil
 }
 
-// save writes the journal atomically and durably.
+// save writes the journal atomically and durably, as the current version: entries of an
+// earlier version read the same in it.
 func (j *Journal) save(root hostfs.Root) error {
+	j.Version = journalVersion
 	b, err := json.MarshalIndent(j, "", "  ")
 	if err != nil {
 		return err
@@ -111,6 +138,8 @@ func (j *Journal) save(root hostfs.Root) error {
 
 // record adds the original state of what an action writes, unless the journal already has
 // it: after an interrupted or repeated apply the first original is the one to go back to.
+// For a file it also adds the write: the file as it is now and the content the action
+// writes.
 func (j *Journal) record(root hostfs.Root, a Action) error {
 	if !a.Kind.Live() {
 		if err := checkWritable(root, a.Path); err != nil {
@@ -122,7 +151,15 @@ func (j *Journal) record(root hostfs.Root, a Action) error {
 			}
 		}
 	}
-	if j.find(a.Path) >= 0 {
+	if i := j.find(a.Path); i >= 0 {
+		if a.Kind.Live() {
+			return nil
+		}
+		w, err := newWrite(root, a)
+		if err != nil {
+			return err
+		}
+		j.Entries[i].Writes = append(j.Entries[i].Writes, w)
 		return nil
 	}
 	e := Entry{Kind: a.Kind, Path: a.Path}
@@ -139,6 +176,7 @@ func (j *Journal) record(root hostfs.Root, a Action) error {
 		}
 		e.Absent = absent
 		e.Mode = 0o644
+		e.Writes = []Write{{Old: []byte(content), OldAbsent: absent, New: []byte(a.New)}}
 		if !absent {
 			e.Original = []byte(content)
 			attr, err := root.Attr(a.Path)
@@ -153,6 +191,15 @@ func (j *Journal) record(root hostfs.Root, a Action) error {
 	}
 	j.Entries = append(j.Entries, e)
 	return nil
+}
+
+// newWrite reads the file an action is about to write, for its Write.
+func newWrite(root hostfs.Root, a Action) (Write, error) {
+	content, absent, err := readFile(root, a.Path)
+	if err != nil {
+		return Write{}, err
+	}
+	return Write{Old: []byte(content), OldAbsent: absent, New: []byte(a.New)}, nil
 }
 
 // ErrBusy means another apply, revert or shutdown holds the journal.

@@ -150,11 +150,12 @@ func FuzzDecodeJournal(f *testing.F) {
 		{Kind: KindUdevRule, Path: UdevRulePath, Absent: true, Done: true},
 		{Kind: KindReadAhead, Path: "/sys/class/bdi/0:53/read_ahead_kb", Original: []byte("128\n"), Done: true},
 		{Kind: KindSysctl, Path: "/proc/sys/sunrpc/tcp_slot_table_entries", Original: []byte("2\n")},
-		{Kind: KindFstab, Path: FstabPath, Original: []byte(fixtureFstab), Mode: 0o644},
+		{Kind: KindFstab, Path: FstabPath, Original: []byte(fixtureFstab), Mode: 0o644, Writes: []Write{{Old: []byte(fixtureFstab), New: []byte("x\n"), Done: true}}},
 	}, []string{"/var/lib/nfstune"})
 	seed([]Entry{{Kind: KindFstab, Path: "/../etc/shadow", Mode: 0o777}}, []string{"/etc"})
 	seed([]Entry{{Kind: "exec", Path: "/bin/sh", Mode: fs.ModeSetuid | 0o755}}, nil)
 	f.Add([]byte(`{"version":1,"entries":[{"kind":"readahead","path":"/sys/class/bdi/0:53/../../x"}]}`))
+	f.Add([]byte(`{"version":1,"entries":[{"kind":"fstab","path":"/etc/fstab","original":"eAo=","mode":420,"done":true}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		j, err := decodeJournal(b)
 		if err != nil {

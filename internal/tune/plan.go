@@ -5,7 +5,8 @@
 // mounts must be unmounted together and what their new fstab lines and mount commands are.
 //
 // Every change is recorded in a journal under /var/lib/nfstune before the first write, so
-// that Revert restores every value and file byte for byte, even after a crash mid-apply.
+// that Revert puts back every value and takes nfstune's own lines back out of every file,
+// keeping lines others changed since, even after a crash mid-apply.
 // Nothing here opens a path below an NFS mount point. InstallNode puts the binary, the
 // policy and the udev rule on a Kubernetes node (the installer's init container).
 //
