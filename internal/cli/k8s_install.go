@@ -39,6 +39,7 @@ their read-ahead and options: the rule and the drop-in act on new mounts.`,
 			return runK8sInstallNode(c.Context(), g.Logger(streams.ErrOut), flags)
 		},
 	}
+	g.logFlags(c)
 	f := c.Flags()
 	f.StringVar(&flags.Host, "host", "/host", "where the host's filesystem is mounted")
 	f.StringVar(&flags.BinDir, "bin-dir", "/opt/nfstune/bin", "host directory for the nfstune binary")

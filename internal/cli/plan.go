@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nfstune/nfstune/internal/plan"
+	"github.com/nfstune/nfstune/internal/printer"
 )
 
 type planFlags struct {
@@ -63,7 +64,7 @@ func addPlanFlags(c *cobra.Command, flags *planFlags) {
 	c.Flags().StringVar(&flags.ClientNIC, "client-nic", "", "network bandwidth of one client, e.g. 12.5Gbps")
 	c.Flags().StringVar(&flags.Access, "access", string(plan.Read), "read or write: EFS, Blob NFS and Filestore publish different limits")
 	c.Flags().StringArrayVar(&flags.Prices, "prices", nil, "price file (YAML kind PriceList) used instead of the built-in price list; repeat to layer files, later entries win")
-	c.Flags().StringVarP(&flags.Output, "output", "o", OutputTable, "output format: table, json or yaml")
+	addOutputFlag(c, &flags.Output, printer.Formats, "")
 }
 
 func newPlanShowCommand(streams IOStreams) *cobra.Command {
@@ -133,9 +134,6 @@ func planFlagErr(flag string, err error) error {
 }
 
 func loadPlanInputs(f *planFlags) (*plan.Catalog, *plan.Prices, plan.Need, error) {
-	if err := checkOutput(f.Output, OutputTable, OutputJSON, OutputYAML); err != nil {
-		return nil, nil, plan.Need{}, err
-	}
 	n, err := f.need()
 	if err != nil {
 		return nil, nil, n, planUsageErr(err)

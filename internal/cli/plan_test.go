@@ -109,7 +109,7 @@ func TestPlanErrors(t *testing.T) {
 		{name: "zero clients", args: []string{"plan", "--throughput", "1GiB/s", "--clients", "0"}, want: "want 1 to 1000000 clients"},
 		{name: "bad access", args: []string{"plan", "--throughput", "1GiB/s", "--access", "both"}, want: "--access: want read or write"},
 		{name: "nothing asked", args: []string{"plan"}, want: "give at least one of"},
-		{name: "bad output", args: []string{"plan", "--throughput", "1GiB/s", "-o", "csv"}, want: "unknown output format"},
+		{name: "bad output", args: []string{"plan", "--throughput", "1GiB/s", "-o", "csv"}, want: `invalid argument "csv" for "-o, --output" flag`},
 		{name: "price file line", args: []string{"plan", "--throughput", "1GiB/s", "--prices", "testdata/plan/bad-prices.yaml"},
 			want: "testdata/plan/bad-prices.yaml:8: field perTBMonth not found"},
 		{name: "missing price file", args: []string{"plan", "--throughput", "1GiB/s", "--prices", "testdata/plan/none.yaml"}, want: "no such file"},

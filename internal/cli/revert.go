@@ -31,14 +31,12 @@ restored; they stay in the journal.`,
 			return runRevert(g, streams, flags)
 		},
 	}
-	c.Flags().StringVarP(&flags.output, "output", "o", OutputTable, "output format: table, json or yaml")
+	addOutputFlag(c, &flags.output, printer.Formats, "")
+	g.hostFlags(c)
 	return c
 }
 
 func runRevert(g *globals, streams IOStreams, flags *revertFlags) error {
-	if err := checkOutput(flags.output, OutputTable, OutputJSON, OutputYAML); err != nil {
-		return err
-	}
 	res, err := tune.Revert(g.Root())
 	if flags.output != OutputTable {
 		if werr := writeStructured(streams.Out, flags.output, res); werr != nil {
