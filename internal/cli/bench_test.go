@@ -26,7 +26,7 @@ func runBenchCLI(t *testing.T, deps benchDeps, args ...string) (string, string, 
 	root := &cobra.Command{Use: "nfstune", SilenceUsage: true, SilenceErrors: true}
 	root.SetOut(&out)
 	root.SetErr(&errOut)
-	root.PersistentFlags().StringVar(&g.root, "root", "/", "")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &ExitError{Code: ExitError2, Err: err} })
 	root.AddCommand(newBenchCommandWith(g, streams, deps))
 	root.SetArgs(args)
 	err := root.ExecuteContext(context.Background())

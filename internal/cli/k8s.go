@@ -211,7 +211,7 @@ sets it. Pod inline nfs volumes cannot carry mount options, so use the claim.`,
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&flags.Backend, "backend", "", "backend profile: "+strings.Join(policy.Backends(), ", "))
+	addBackendFlag(c, &flags.Backend, "backend", "backend profile: "+backendNames())
 	f.StringVar(&flags.Workload, "workload", policy.WorkloadGeneral, "workload profile: "+strings.Join(policy.Workloads(), ", "))
 	f.StringVar(&flags.Driver, "driver", "", "volume driver: "+strings.Join(render.Drivers(), ", ")+" (default: the backend's)")
 	f.BoolVar(&flags.Static, "static", false, "PersistentVolume and claim for an existing share")

@@ -1,8 +1,12 @@
 package cli
 
 import (
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 )
 
 func TestOptionsCommand(t *testing.T) {
@@ -70,7 +74,7 @@ rules:
 			want: "# nfstune generic/general (built-in)\n" +
 				"# read_ahead_kb 15 x rsize (15360 at rsize 1024 KiB) is not a mount option: nfstune apply sets it with a udev rule\n" +
 				"[fd00::5]:/e /m nfs proto=tcp,hard 0 0\n"},
-		{name: "unknown backend", args: []string{"options", "--backend", "netapp"}, code: ExitError2, want: "unknown --backend"},
+		{name: "unknown backend", args: []string{"options", "--backend", "ontap"}, code: ExitError2, want: `invalid argument "ontap" for "--backend" flag: unknown backend: want one of azure-files (afs, azurefiles),`},
 		{name: "unknown workload", args: []string{"options", "--workload", "batch"}, code: ExitError2, want: "unknown --workload"},
 		{name: "unknown format", args: []string{"options", "-o", "table"}, code: ExitError2, want: `invalid argument "table" for "-o, --output" flag: want mount, fstab, nfsmount.conf, json, yaml`},
 		{name: "relative mount point", args: []string{"options", "--mountpoint", "mnt"}, code: ExitError2, want: "absolute path"},
@@ -116,5 +120,39 @@ func TestNFSMountConfLine(t *testing.T) {
 		if got := nfsmountConfLine(in); got != want {
 			t.Errorf("nfsmountConfLine(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// options -o json|yaml writes the resolved profile; a backend named by an alias resolves
+// to its canonical name, as the fstab comment says it.
+func TestOptionsStructured(t *testing.T) {
+	t.Parallel()
+	for _, format := range []string{"json", "yaml"} {
+		stdout, stderr, code := runVerb(t, "options", "--backend", "amazon-efs", "--workload", "sequential-read", "-o", format)
+		if code != ExitOK {
+			t.Fatalf("-o %s: exit %d: %s", format, code, stderr)
+		}
+		b := []byte(stdout)
+		if format == "yaml" {
+			var err error
+			if b, err = yaml.YAMLToJSON(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var got struct {
+			Backend  string   `json:"backend"`
+			Workload string   `json:"workload"`
+			Options  []string `json:"options"`
+		}
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatalf("-o %s: %v\n%s", format, err, stdout)
+		}
+		if got.Backend != "aws-efs" || got.Workload != "sequential-read" || !slices.Contains(got.Options, "vers=4.1") {
+			t.Errorf("-o %s: %+v, want aws-efs/sequential-read with vers=4.1", format, got)
+		}
+	}
+	fstab, _, _ := runVerb(t, "options", "--backend", "efs", "-o", "fstab")
+	if !strings.HasPrefix(fstab, "# nfstune aws-efs/general (built-in)\n") {
+		t.Errorf("options --backend efs -o fstab:\n%s", fstab)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -80,7 +81,7 @@ func newPlanShowCommand(streams IOStreams) *cobra.Command {
 		},
 	}
 	addPlanFlags(c, &flags.planFlags)
-	c.Flags().StringVar(&flags.Service, "service", "", "service name or alias: azure-files (afs), azure-netapp-files (anf), azure-blob-nfs (blob), amazon-efs (efs), google-filestore (filestore)")
+	addBackendFlag(c, &flags.Service, "service", "the service, by its backend name or an alias: "+planServices())
 	c.Flags().StringVar(&flags.Tier, "tier", "", "one tier of the service (default all)")
 	c.Flags().StringVar(&flags.Capacity, "capacity", "", "capacity to describe, e.g. 4000GiB")
 	return c
@@ -204,4 +205,17 @@ func writePlan(w io.Writer, format string, r *plan.Result, show bool) error {
 		return plan.WriteShowTable(w, r)
 	}
 	return plan.WriteTable(w, r)
+}
+
+// planServices lists the services nfstune plan models, by canonical name.
+func planServices() string {
+	c, err := plan.LoadCatalog()
+	if err != nil {
+		return err.Error() // the catalog is compiled in and checked by plan's tests
+	}
+	var names []string
+	for _, s := range c.Services {
+		names = append(names, s.Name)
+	}
+	return strings.Join(names, ", ")
 }

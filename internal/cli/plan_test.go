@@ -78,8 +78,8 @@ func TestPlanGoldenFacts(t *testing.T) {
 		// Azure NetApp Files Premium: a 32 TiB pool at 0.000403 USD per GiB-hour, 730 hours a month.
 		"plan-2gibps": {"share 19,467 GiB", "4/2 (nconnect=4)", "Ranked by monthly cost, then provisioned capacity",
 			"9,640.02 USD", "prices in USD per month from nfstune built-in price list"},
-		"plan-priced":       {"Ranked by monthly cost, then provisioned capacity", "USD", "one client needs nconnect=4", "amazon-efs/provisioned: 1 client reaches 500 MiB/s at most"},
-		"plan-nothing-fits": {"azure-files/provisioned-v1: needs 102,400 MiB/s, the largest share", "amazon-efs/elastic: needs 102,400 MiB/s, a file system gives 20,480 MiB/s"},
+		"plan-priced":       {"Ranked by monthly cost, then provisioned capacity", "USD", "one client needs nconnect=4", "aws-efs/provisioned: 1 client reaches 500 MiB/s at most"},
+		"plan-nothing-fits": {"azure-files/provisioned-v1: needs 102,400 MiB/s, the largest share", "aws-efs/elastic: needs 102,400 MiB/s, a file system gives 20,480 MiB/s"},
 	}
 	for name, want := range facts {
 		b, err := os.ReadFile(filepath.Join("testdata", "plan", name+".golden"))
