@@ -9,10 +9,6 @@ import (
 	"github.com/nfstune/nfstune/internal/backend"
 )
 
-// backendAnnotation marks a flag whose value names a backend, set through backendValue:
-// every such flag takes each canonical name and alias of package backend's one table.
-const backendAnnotation = "nfstune_backend"
-
 // backendValue is the value of a flag that names a backend (options' and k8s volume's
 // --backend, plan show's and bench report's --service): an alias is stored as its
 // canonical name, an unknown name is a usage error when the flag is set.
@@ -34,7 +30,6 @@ func (v backendValue) Type() string { return "backend" }
 // addBackendFlag declares the flag name, which names a backend, on c.
 func addBackendFlag(c *cobra.Command, p *string, name, usage string) {
 	c.Flags().Var(backendValue{p: p}, name, usage)
-	_ = c.Flags().SetAnnotation(name, backendAnnotation, []string{"true"})
 	_ = c.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(backend.Names(), cobra.ShellCompDirectiveNoFileComp))
 }
 

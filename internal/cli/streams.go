@@ -100,9 +100,9 @@ func addOutputFlag(c *cobra.Command, p *string, formats []string, note string) {
 	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
 }
 
-// deprecatedAnnotation marks a flag as a hidden, deprecated name of another, whose name
+// DeprecatedAnnotation marks a flag as a hidden, deprecated name of another, whose name
 // it holds.
-const deprecatedAnnotation = "nfstune_deprecated_alias_of"
+const DeprecatedAnnotation = "nfstune_deprecated_alias_of"
 
 // deprecatedAlias declares old on c as a hidden, deprecated name of the flag name: the
 // same value, for the command lines written before the flag was renamed. Using it prints
@@ -112,14 +112,14 @@ func deprecatedAlias(c *cobra.Command, old, name string) {
 	f := c.Flags().Lookup(name)
 	c.Flags().Var(f.Value, old, f.Usage)
 	_ = c.Flags().MarkHidden(old)
-	_ = c.Flags().SetAnnotation(old, deprecatedAnnotation, []string{name})
+	_ = c.Flags().SetAnnotation(old, DeprecatedAnnotation, []string{name})
 }
 
 // warnDeprecated warns on w of every deprecated alias set on c's command line.
 func warnDeprecated(c *cobra.Command, w io.Writer) error {
 	var err error
 	c.Flags().Visit(func(f *pflag.Flag) {
-		if name := f.Annotations[deprecatedAnnotation]; len(name) == 1 && err == nil {
+		if name := f.Annotations[DeprecatedAnnotation]; len(name) == 1 && err == nil {
 			_, err = fmt.Fprintf(w, "warning: --%s is deprecated, use --%s\n", f.Name, name[0])
 		}
 	})
