@@ -135,6 +135,7 @@ func groupCommands(c *cobra.Command) {
 	if c.HasSubCommands() && !c.Runnable() {
 		c.Args = cobra.ArbitraryArgs
 		c.SuggestionsMinimumDistance = 2 // cobra's own default, which SuggestionsFor does not apply
+		c.DisableFlagsInUseLine = true   // it takes no flags of its own but --help
 		c.RunE = func(c *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return c.Help()
