@@ -96,7 +96,6 @@ func addOutputFlag(c *cobra.Command, p *string, formats []string, note string) {
 		usage += " (" + note + ")"
 	}
 	c.Flags().VarP(printer.NewFormat(p, formats[0], formats...), "output", "o", usage)
-	_ = c.Flags().SetAnnotation("output", printer.FormatsAnnotation, formats)
 	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
 }
 

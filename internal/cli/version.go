@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -28,12 +28,6 @@ func writeVersion(streams IOStreams, output string) error {
 	if output != OutputTable {
 		return writeStructured(streams.Out, output, v)
 	}
-	commit := v.Commit
-	if commit == "" {
-		commit = "unknown"
-	} else if v.Modified {
-		commit += " (modified)"
-	}
-	_, err := fmt.Fprintf(streams.Out, "nfstune %s\ncommit: %s\ngo: %s\nplatform: %s\n", v.Version, commit, v.Go, v.Platform)
+	_, err := io.WriteString(streams.Out, v.Text("nfstune"))
 	return err
 }

@@ -145,7 +145,6 @@ func (g *globals) clusterFlags(c *cobra.Command) {
 // outputFlag declares -o on c with nfstune's formats (printer.Formats), checked when set.
 func (g *globals) outputFlag(c *cobra.Command) {
 	c.Flags().VarP(printer.NewFormat(&g.output, printer.Table, printer.Formats...), "output", "o", "output format: "+strings.Join(printer.Formats, ", "))
-	_ = c.Flags().SetAnnotation("output", printer.FormatsAnnotation, printer.Formats)
 	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(printer.Formats, cobra.ShellCompDirectiveNoFileComp))
 }
 
@@ -157,13 +156,7 @@ func newVersionCommand(g *globals, streams Streams) *cobra.Command {
 		RunE: func(*cobra.Command, []string) error {
 			v := version.Get()
 			return g.write(streams.Out, v, func(w io.Writer) error {
-				commit := v.Commit
-				if commit == "" {
-					commit = "unknown"
-				} else if v.Modified {
-					commit += " (modified)"
-				}
-				_, err := fmt.Fprintf(w, "kubectl nfstune %s\ncommit: %s\ngo: %s\nplatform: %s\n", v.Version, commit, v.Go, v.Platform)
+				_, err := io.WriteString(w, v.Text("kubectl nfstune"))
 				return err
 			})
 		},

@@ -17,10 +17,6 @@ const (
 // Formats are the formats -o accepts on every command whose human output is a table.
 var Formats = []string{Table, JSON, YAML}
 
-// FormatsAnnotation is the cobra flag annotation that lists the formats an -o flag accepts,
-// so that the command tree can be checked for one set of formats everywhere.
-const FormatsAnnotation = "nfstune_output_formats"
-
 // Format is the value of an -o flag (a pflag.Value): one of its formats, checked when the
 // flag is set, so that a command never starts with a format it cannot write.
 type Format struct {
@@ -34,9 +30,6 @@ func NewFormat(p *string, def string, formats ...string) *Format {
 	*p = def
 	return &Format{p: p, formats: formats}
 }
-
-// Formats returns the formats the flag accepts.
-func (f *Format) Formats() []string { return slices.Clone(f.formats) }
 
 // Set sets the format, or says which formats there are.
 func (f *Format) Set(s string) error {

@@ -10,6 +10,7 @@ package version
 
 import (
 	_ "embed" // the release, from VERSION
+	"fmt"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -52,6 +53,23 @@ func Get() Info {
 		}
 	}
 	return i
+}
+
+// Text is i for people, one fact a line, the first naming program and its version:
+//
+//	nfstune v0.1.0
+//	commit: 0123456789ab... (modified)
+//	go: go1.26.11
+//	platform: linux/amd64
+func (i Info) Text(program string) string {
+	commit := i.Commit
+	switch {
+	case commit == "":
+		commit = "unknown"
+	case i.Modified:
+		commit += " (modified)"
+	}
+	return fmt.Sprintf("%s %s\ncommit: %s\ngo: %s\nplatform: %s\n", program, i.Version, commit, i.Go, i.Platform)
 }
 
 // String returns the version with the VCS revision when the binary carries one.
