@@ -37,5 +37,5 @@ labctl link
 
 echo "== tuned on the cloud link against tuned with no added delay"
 "$bin" bench compare "$out/no-delay.json" "$out/cloud-link.json"
-"$bin" bench report "$out/no-delay.json" "$out/cloud-link.json" --out "$out/report" --nic-speed "$nic"
+"$bin" bench report "$out/no-delay.json" "$out/cloud-link.json" --out "$out/report" --client-nic "$nic"
 umount "$mnt"

@@ -82,4 +82,15 @@ func Run(ctx context.Context, streams cli.IOStreams, args []string) int {
 // the terminal or forge a line; the problems of a join keep one line each.
 func printError(w io.Writer, err error) {
 	fmt.Fprintf(w, "nfstune: %s\n", display.Error(err))
+	// A mistyped verb: cobra's suggestions, one a line, each escaped as the verb is.
+	var unknown *cli.UnknownCommandError
+	if errors.As(err, &unknown) {
+		if len(unknown.Suggestions) > 0 {
+			fmt.Fprintf(w, "\nDid you mean this?\n")
+			for _, s := range unknown.Suggestions {
+				fmt.Fprintf(w, "\t%s\n", display.Text(s))
+			}
+		}
+		fmt.Fprintf(w, "\nRun '%s --help' for usage.\n", display.Text(unknown.Path))
+	}
 }

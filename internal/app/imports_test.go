@@ -17,6 +17,7 @@ const modulePath = "github.com/nfstune/nfstune"
 // and in the table.
 var outsideNames = []struct{ prefix, name string }{
 	{"github.com/spf13/cobra", "cobra"},
+	{"github.com/spf13/pflag", "pflag"},
 	{"sigs.k8s.io/yaml", "sigs.k8s.io/yaml"},
 	{"golang.org/x/sys/unix", "x/sys/unix"},
 	{"golang.org/x/net/", "x/net"},

@@ -45,6 +45,8 @@ so does a change of the file. SIGTERM stops it cleanly.`,
 			return runAgent(c.Context(), g, streams, flags)
 		},
 	}
+	g.hostFlags(c)
+	g.logFlags(c)
 	f := c.Flags()
 	f.StringVar(&flags.Listen, "listen", agent.DefaultListen, "address to serve /metrics, /healthz, /readyz, /status and /audit on (the node address to let Prometheus scrape)")
 	f.StringVar(&flags.Config, "config", "", "policy file (YAML); empty for the built-in profiles")

@@ -14,6 +14,7 @@ import (
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/policy"
+	"github.com/nfstune/nfstune/internal/printer"
 	"github.com/nfstune/nfstune/internal/readahead"
 	"github.com/nfstune/nfstune/internal/tune"
 )
@@ -60,7 +61,8 @@ first; "nfstune revert" puts them back. Exit code 1 means some changes failed.`,
 	f.BoolVar(&flags.fstab, "fstab", false, "rewrite the NFS lines of /etc/fstab whose options must change (a backup is kept)")
 	f.BoolVar(&flags.nfsmount, "nfsmount-conf", false, "write the policy's mount options as nfsmount.conf sections (a drop-in in /etc/nfsmount.conf.d), which mount.nfs adds to every future mount of those servers and mount points")
 	f.BoolVar(&flags.dryRun, "dry-run", false, "print the plan (old -> new for every value and file) and change nothing")
-	f.StringVarP(&flags.output, "output", "o", OutputTable, "output format: table, json or yaml")
+	addOutputFlag(c, &flags.output, printer.Formats, "")
+	g.hostFlags(c)
 	f.StringVar(&flags.udevProgram, "udev-program", "", "absolute path of nfstune on the host, for the udev rule (default: this executable)")
 	f.DurationVar(&flags.udevWait, "udev-wait", time.Second, "longest time the udev rule's helper waits for a new mount's mountinfo entry (at most 10s; udev is blocked meanwhile)")
 	f.IntVar(&flags.pid, "pid", 0, "read the mounts of this process's mount namespace (0: this process)")
@@ -141,9 +143,6 @@ func measure(ctx context.Context, read func() (*inventory.Inventory, error), win
 }
 
 func runApply(ctx context.Context, g *globals, streams IOStreams, flags *applyFlags) error {
-	if err := checkOutput(flags.output, OutputTable, OutputJSON, OutputYAML); err != nil {
-		return err
-	}
 	if flags.measure < 0 || (flags.measure > 0 && flags.dryRun) {
 		return &ExitError{Code: ExitError2, Err: fmt.Errorf("--measure %s: want a positive duration, without --dry-run", flags.measure)}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/policy"
+	"github.com/nfstune/nfstune/internal/printer"
 	"github.com/nfstune/nfstune/internal/readahead"
 	"github.com/nfstune/nfstune/internal/tune"
 )
@@ -57,12 +58,13 @@ interrupted stall window prints no report.`,
 	f.StringVar(&flags.config, "config", "", "nfstune policy file (default: built-in profiles)")
 	f.IntVar(&flags.pid, "pid", 0, "read the mounts of this process's mount namespace (0: this process)")
 	f.StringVar(&flags.failOn, "fail-on", audit.SeverityError, "exit 1 when a finding is at or above this severity: error, warning, info or none")
-	f.StringVarP(&flags.output, "output", "o", OutputTable, "output format: table, json or yaml")
+	addOutputFlag(c, &flags.output, printer.Formats, "")
+	g.hostFlags(c)
+	g.logFlags(c)
 	f.DurationVar(&flags.stall, "stall-window", inventory.DefaultStallWindow, "when requests are queued on a transport, look again after this long and report servers that did not answer (NFS093); 0 disables")
 	f.DurationVar(&flags.traffic, "traffic-window", 0, "read mountstats again after this long and judge each mount's read-ahead on the traffic in between (NFS004, the window bounds the readers); it runs alongside the stall window. 0 disables")
 	f.BoolVar(&flags.opStats, "op-stats", false, "also parse the per-operation rows of mountstats, to report servers that left requests unanswered (NFS091); slower with many mounts")
 	_ = c.RegisterFlagCompletionFunc("fail-on", cobra.FixedCompletions([]string{audit.SeverityError, audit.SeverityWarning, audit.SeverityInfo, failOnNone}, cobra.ShellCompDirectiveNoFileComp))
-	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{OutputTable, OutputJSON, OutputYAML}, cobra.ShellCompDirectiveNoFileComp))
 	return c
 }
 
@@ -112,9 +114,6 @@ type auditOutput struct {
 }
 
 func runAudit(ctx context.Context, g *globals, streams IOStreams, flags *auditFlags) error {
-	if err := checkOutput(flags.output, OutputTable, OutputJSON, OutputYAML); err != nil {
-		return err
-	}
 	threshold := 0
 	if flags.failOn != failOnNone {
 		if threshold = audit.SeverityRank(flags.failOn); threshold == 0 {

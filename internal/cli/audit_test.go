@@ -103,7 +103,7 @@ rules:
 		{name: "json", args: []string{"audit", "--root", auditRoot, "-o", "json"}, code: ExitOK, structured: "json"},
 		{name: "yaml", args: []string{"audit", "--root", auditRoot, "-o", "yaml", "--fail-on", "warning"}, code: ExitIssues, structured: "yaml"},
 		{name: "bad fail-on", args: []string{"audit", "--root", auditRoot, "--fail-on", "sometimes"}, code: ExitError2, stderr: []string{"unknown --fail-on"}},
-		{name: "bad output", args: []string{"audit", "--root", auditRoot, "-o", "xml"}, code: ExitError2, stderr: []string{"unknown output format"}},
+		{name: "bad output", args: []string{"audit", "--root", auditRoot, "-o", "xml"}, code: ExitError2, stderr: []string{`invalid argument "xml" for "-o, --output" flag: want table, json, yaml`}},
 		{name: "bad policy", args: []string{"audit", "--root", auditRoot, "--config", badPolicy}, code: ExitError2, stderr: []string{"bad.yaml:4: rules[1].match.cidr"}},
 		{name: "missing root", args: []string{"audit", "--root", filepath.Join(t.TempDir(), "none")}, code: ExitError2, stderr: []string{"reading mounts"}},
 		{name: "arguments refused", args: []string{"audit", "/mnt"}, code: ExitError2},

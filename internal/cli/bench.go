@@ -19,6 +19,7 @@ import (
 	"github.com/nfstune/nfstune/internal/fio"
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/plan"
+	"github.com/nfstune/nfstune/internal/printer"
 	"github.com/nfstune/nfstune/internal/version"
 )
 
@@ -64,7 +65,6 @@ programs), inside a directory it creates on the mount and removes afterwards, ev
 interrupted. Every result records the tuning in effect (mount options, read_ahead_kb, effective
 connections, backend), the fio version and command, the kernel and the mountstats delta of
 each run, so that two results can be compared honestly.`,
-		Args: cobra.NoArgs,
 	}
 	c.AddCommand(
 		newBenchRunCommand(g, streams, deps),
@@ -132,9 +132,6 @@ func newBenchRunCommand(g *globals, streams IOStreams, deps benchDeps) *cobra.Co
   nfstune bench run --mount /mnt/data --profile azure-files-random --size 4G -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := checkOutput(f.Output, OutputTable, OutputJSON); err != nil {
-				return err
-			}
 			opts, err := f.options()
 			if err != nil {
 				return &ExitError{Code: ExitError2, Err: err}
@@ -144,7 +141,9 @@ func newBenchRunCommand(g *globals, streams IOStreams, deps benchDeps) *cobra.Co
 		},
 	}
 	addBenchRunFlags(c, f)
-	c.Flags().StringVarP(&f.Output, "output", "o", OutputTable, "output format: table or json")
+	g.hostFlags(c)
+	g.logFlags(c)
+	addOutputFlag(c, &f.Output, printer.Formats, "")
 	return c
 }
 
@@ -160,8 +159,8 @@ func finishBench(streams IOStreams, res *bench.Result, runErr error, output, out
 		}
 	}
 	var err error
-	if output == OutputJSON {
-		err = writeStructured(streams.Out, OutputJSON, res)
+	if output != OutputTable {
+		err = writeStructured(streams.Out, output, res)
 	} else {
 		err = table(streams.Out, res)
 	}
@@ -199,13 +198,10 @@ func newBenchProfilesCommand(streams IOStreams) *cobra.Command {
 		Short: "List the built-in fio profiles",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			if err := checkOutput(output, OutputTable, OutputJSON); err != nil {
-				return err
-			}
 			return writeProfiles(streams.Out, output)
 		},
 	}
-	c.Flags().StringVarP(&output, "output", "o", OutputTable, "output format: table or json")
+	addOutputFlag(c, &output, printer.Formats, "")
 	return c
 }
 
@@ -226,8 +222,8 @@ func writeProfiles(w io.Writer, output string) error {
 		}
 		views = append(views, v)
 	}
-	if output == OutputJSON {
-		return writeStructured(w, OutputJSON, views)
+	if output != OutputTable {
+		return writeStructured(w, output, views)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PROFILE\tJOBS\tDESCRIPTION")
@@ -248,9 +244,6 @@ run-to-run noise and "within noise" is printed instead of a percentage; with a s
 either side the spread is unknown and the percentage is marked as such.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(_ *cobra.Command, args []string) error {
-			if err := checkOutput(output, OutputTable, OutputJSON); err != nil {
-				return err
-			}
 			a, err := bench.ReadResult(args[0])
 			if err != nil {
 				return &ExitError{Code: ExitError2, Err: err}
@@ -260,13 +253,13 @@ either side the spread is unknown and the percentage is marked as such.`,
 				return &ExitError{Code: ExitError2, Err: err}
 			}
 			cs := bench.Compare(a, b)
-			if output == OutputJSON {
-				return writeStructured(streams.Out, OutputJSON, cs)
+			if output != OutputTable {
+				return writeStructured(streams.Out, output, cs)
 			}
 			return bench.WriteComparisonTable(streams.Out, cs)
 		},
 	}
-	c.Flags().StringVarP(&output, "output", "o", OutputTable, "output format: table or json")
+	addOutputFlag(c, &output, printer.Formats, "")
 	return c
 }
 
@@ -302,9 +295,6 @@ run-to-run spread, and a policy rule that applies it.`,
       --remount --remountable /mnt/data --out sweep.json`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := checkOutput(f.Output, OutputTable, OutputJSON); err != nil {
-				return err
-			}
 			run, err := f.options()
 			if err != nil {
 				return &ExitError{Code: ExitError2, Err: err}
@@ -324,8 +314,8 @@ run-to-run spread, and a policy rule that applies it.`,
 				}
 			}
 			var werr error
-			if f.Output == OutputJSON {
-				werr = writeStructured(streams.Out, OutputJSON, res)
+			if f.Output != OutputTable {
+				werr = writeStructured(streams.Out, f.Output, res)
 			} else {
 				werr = bench.WriteSweepTable(streams.Out, res)
 			}
@@ -333,7 +323,9 @@ run-to-run spread, and a policy rule that applies it.`,
 		},
 	}
 	addBenchRunFlags(c, &f.benchRunFlags)
-	c.Flags().StringVarP(&f.Output, "output", "o", OutputTable, "output format: table or json")
+	g.hostFlags(c)
+	g.logFlags(c)
+	addOutputFlag(c, &f.Output, printer.Formats, "")
 	c.Flags().IntSliceVar(&f.ReadAhead, "readahead", nil, "read_ahead_kb values to try, e.g. 128,1024,4096,15360")
 	c.Flags().IntSliceVar(&f.NConnect, "nconnect", nil, "nconnect values to try (needs --remount)")
 	c.Flags().IntSliceVar(&f.RSize, "rsize", nil, "rsize values in bytes to try (needs --remount)")
@@ -343,13 +335,17 @@ run-to-run spread, and a policy rule that applies it.`,
 }
 
 type benchReportFlags struct {
-	Format   string
-	Out      string
-	NICSpeed string
-	Limit    string
+	Format    string
+	Out       string
+	ClientNIC string
+	Limit     string
 	// Service, Tier, Capacity and Access take the limit from the planner's model.
 	Service, Tier, Capacity, Access string
 }
+
+// reportFormats are the formats of the report bench report writes into --out: Markdown or
+// HTML, each with its SVG charts.
+var reportFormats = []string{"md", "html"}
 
 func newBenchReportCommand(streams IOStreams) *cobra.Command {
 	f := &benchReportFlags{}
@@ -358,12 +354,12 @@ func newBenchReportCommand(streams IOStreams) *cobra.Command {
 		Short: "Write a Markdown or HTML report with throughput, IOPS and latency charts",
 		Long: `report writes report.md (or report.html) and three SVG charts (throughput, IOPS, p99
 latency) into --out, one bar per result file and sweep variant for each job, with the
-run-to-run range as whiskers. With --nic-speed, --limit (a throughput limit you know) or
+run-to-run range as whiskers. With --client-nic, --limit (a throughput limit you know) or
 --service and --capacity (the throughput nfstune plan's model gives that service tier at
 that size) every throughput is also shown as a share of the limit; given several, the
 lowest is used.`,
-		Example: `  nfstune bench report before.json after.json --out report/ --nic-speed 10Gbps
-  nfstune bench report sweep.json --format html --out report/ --limit 200MiB/s
+		Example: `  nfstune bench report before.json after.json --out report/ --client-nic 10Gbps
+  nfstune bench report sweep.json -o html --out report/ --limit 200MiB/s
   nfstune bench report after.json --out report/ --service anf --tier premium --capacity 4TiB`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
@@ -399,18 +395,20 @@ lowest is used.`,
 			return nil
 		},
 	}
-	c.Flags().StringVar(&f.Format, "format", "md", "report format: md or html")
+	addOutputFlag(c, &f.Format, reportFormats, "of the report written into --out")
+	deprecatedAlias(c, "format", "output")
 	c.Flags().StringVar(&f.Out, "out", "", "directory to write the report and charts into (required)")
-	c.Flags().StringVar(&f.NICSpeed, "nic-speed", "", "client NIC speed, e.g. 10Gbps or 1250MB/s")
+	c.Flags().StringVar(&f.ClientNIC, "client-nic", "", "network bandwidth of the client, e.g. 10Gbps or 1250MB/s (as nfstune plan takes it)")
+	deprecatedAlias(c, "nic-speed", "client-nic")
 	c.Flags().StringVar(&f.Limit, "limit", "", "the service's throughput limit, e.g. 200MiB/s (see nfstune plan)")
-	c.Flags().StringVar(&f.Service, "service", "", "take the limit from nfstune plan's model of this service (with --capacity): azure-files, anf, blob, efs, filestore")
+	addBackendFlag(c, &f.Service, "service", "take the limit from nfstune plan's model of this service (with --capacity): "+planServices())
 	c.Flags().StringVar(&f.Tier, "tier", "", "the service's tier, when it has more than one")
 	c.Flags().StringVar(&f.Capacity, "capacity", "", "the provisioned capacity the service's limit is computed for, e.g. 4TiB")
 	c.Flags().StringVar(&f.Access, "access", string(plan.Read), "read or write: the limit some services publish differs")
 	return c
 }
 
-// reportLimit turns --nic-speed, --limit and --service/--capacity into MiB/s and a label;
+// reportLimit turns --client-nic, --limit and --service/--capacity into MiB/s and a label;
 // with several, the lowest is the limit.
 func reportLimit(f *benchReportFlags) (float64, string, error) {
 	var mibs float64
@@ -420,12 +418,12 @@ func reportLimit(f *benchReportFlags) (float64, string, error) {
 			mibs, label = v, l
 		}
 	}
-	if f.NICSpeed != "" {
-		r, err := plan.ParseRate(f.NICSpeed)
+	if f.ClientNIC != "" {
+		r, err := plan.ParseRate(f.ClientNIC)
 		if err != nil {
-			return 0, "", fmt.Errorf("--nic-speed: %w", err)
+			return 0, "", fmt.Errorf("--client-nic: %w", err)
 		}
-		lower(r.MiBps(), fmt.Sprintf("the NIC (%s = %s MiB/s)", f.NICSpeed, strconv.FormatFloat(r.MiBps(), 'f', 1, 64)))
+		lower(r.MiBps(), fmt.Sprintf("the NIC (%s = %s MiB/s)", f.ClientNIC, strconv.FormatFloat(r.MiBps(), 'f', 1, 64)))
 	}
 	if f.Limit != "" {
 		r, err := plan.ParseRate(f.Limit)

@@ -26,7 +26,7 @@ func runBenchCLI(t *testing.T, deps benchDeps, args ...string) (string, string, 
 	root := &cobra.Command{Use: "nfstune", SilenceUsage: true, SilenceErrors: true}
 	root.SetOut(&out)
 	root.SetErr(&errOut)
-	root.PersistentFlags().StringVar(&g.root, "root", "/", "")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &ExitError{Code: ExitError2, Err: err} })
 	root.AddCommand(newBenchCommandWith(g, streams, deps))
 	root.SetArgs(args)
 	err := root.ExecuteContext(context.Background())
@@ -177,11 +177,11 @@ func TestBenchSweepLocal(t *testing.T) {
 
 // TestBenchReportServiceLimit takes the limit from the planner's model: Azure NetApp Files
 // premium gives 64 MiB/s per TiB, 640 MiB/s at 10 TiB, and before.json's median of
-// 477.6 MiB/s is 75% of it. A lower --nic-speed wins.
+// 477.6 MiB/s is 75% of it. A lower --client-nic wins.
 func TestBenchReportServiceLimit(t *testing.T) {
 	dir := t.TempDir()
 	_, _, err := runBenchCLI(t, defaultBenchDeps(), "bench", "report", "testdata/bench/before.json",
-		"--format", "html", "--out", dir, "--service", "anf", "--tier", "premium", "--capacity", "10TiB")
+		"-o", "html", "--out", dir, "--service", "anf", "--tier", "premium", "--capacity", "10TiB")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestBenchReportServiceLimit(t *testing.T) {
 		t.Errorf("report lacks the share of the service's 640 MiB/s")
 	}
 	_, _, err = runBenchCLI(t, defaultBenchDeps(), "bench", "report", "testdata/bench/before.json",
-		"--format", "html", "--out", dir, "--service", "anf", "--tier", "premium", "--capacity", "10TiB", "--nic-speed", "4Gbps")
+		"-o", "html", "--out", dir, "--service", "anf", "--tier", "premium", "--capacity", "10TiB", "--client-nic", "4Gbps")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestBenchReportServiceLimit(t *testing.T) {
 func TestBenchReport(t *testing.T) {
 	dir := t.TempDir()
 	out, _, err := runBenchCLI(t, defaultBenchDeps(), "bench", "report", "testdata/bench/before.json", "testdata/bench/after.json",
-		"--format", "html", "--out", dir, "--nic-speed", "10Gbps")
+		"-o", "html", "--out", dir, "--client-nic", "10Gbps")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,9 +239,9 @@ func TestBenchReport(t *testing.T) {
 	if !strings.Contains(string(html), "<td>40%</td>") || !strings.Contains(string(html), "10Gbps = 1192.1 MiB/s") {
 		t.Errorf("report lacks the NIC share")
 	}
-	_, _, err = runBenchCLI(t, defaultBenchDeps(), "bench", "report", "testdata/bench/before.json", "--out", dir, "--nic-speed", "10 gigs")
+	_, _, err = runBenchCLI(t, defaultBenchDeps(), "bench", "report", "testdata/bench/before.json", "--out", dir, "--client-nic", "10 gigs")
 	var exit *ExitError
 	if !errors.As(err, &exit) || exit.Code != ExitError2 {
-		t.Errorf("bad --nic-speed: err = %v, want exit 2", err)
+		t.Errorf("bad --client-nic: err = %v, want exit 2", err)
 	}
 }

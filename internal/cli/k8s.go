@@ -15,11 +15,14 @@ import (
 	"github.com/nfstune/nfstune/internal/version"
 )
 
+// manifestFormats are the formats of k8s render and k8s volume: Kubernetes manifests, for
+// kubectl apply, have no table.
+var manifestFormats = []string{OutputYAML, OutputJSON}
+
 func newK8sCommand(g *globals, streams IOStreams) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "k8s",
 		Short: "Render Kubernetes manifests for the node agent, the node installer and NFS volumes",
-		Args:  cobra.NoArgs,
 	}
 	c.AddCommand(
 		newK8sRenderCommand(streams),
@@ -72,14 +75,11 @@ node from an init container, and renders a DaemonSet that logs each node's read-
 	c.Flags().StringVar(&flags.ImageDigest, "image-digest", "", "pin the image by digest: sha256:<hex>")
 	c.Flags().StringVar(&flags.Mode, "mode", "", "agent or installer (default agent)")
 	c.Flags().BoolVar(&flags.ProxyHelpers, "proxy-helpers", false, "mount the NFS proxy helpers' state read-only (agent.proxyHelpers.enabled)")
-	c.Flags().StringVarP(&flags.Output, "output", "o", OutputYAML, "output format: yaml or json")
+	addOutputFlag(c, &flags.Output, manifestFormats, "")
 	return c
 }
 
 func runK8sRender(c *cobra.Command, streams IOStreams, flags *k8sRenderFlags) error {
-	if err := checkOutput(flags.Output, OutputYAML, OutputJSON); err != nil {
-		return err
-	}
 	var raw []byte
 	if flags.Config != "" {
 		b, err := readConfig(streams.In, flags.Config)
@@ -211,25 +211,22 @@ sets it. Pod inline nfs volumes cannot carry mount options, so use the claim.`,
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&flags.Backend, "backend", "", "backend profile: "+strings.Join(policy.Backends(), ", "))
+	addBackendFlag(c, &flags.Backend, "backend", "backend profile: "+backendNames())
 	f.StringVar(&flags.Workload, "workload", policy.WorkloadGeneral, "workload profile: "+strings.Join(policy.Workloads(), ", "))
 	f.StringVar(&flags.Driver, "driver", "", "volume driver: "+strings.Join(render.Drivers(), ", ")+" (default: the backend's)")
 	f.BoolVar(&flags.Static, "static", false, "PersistentVolume and claim for an existing share")
 	f.BoolVar(&flags.Dynamic, "dynamic", false, "StorageClass that provisions shares (the default)")
 	f.StringVar(&flags.Server, "server", "", "NFS server or storage account endpoint")
 	f.StringVar(&flags.Export, "export", "", "exported path, e.g. /<account>/<share> on Azure")
-	f.StringVar(&flags.Export, "share", "", "alias of --export")
+	deprecatedAlias(c, "share", "export")
 	f.StringVar(&flags.Size, "size", "100Gi", "capacity of a static volume")
 	f.StringVar(&flags.Name, "name", "", "object name (default <backend>-<workload>)")
 	f.StringVar(&flags.Namespace, "namespace", "default", "namespace of the claim")
-	f.StringVarP(&flags.Output, "output", "o", OutputYAML, "output format: yaml or json")
+	addOutputFlag(c, &flags.Output, manifestFormats, "")
 	return c
 }
 
 func runK8sVolume(streams IOStreams, flags *k8sVolumeFlags) error {
-	if err := checkOutput(flags.Output, OutputYAML, OutputJSON); err != nil {
-		return err
-	}
 	if flags.Static && flags.Dynamic {
 		return &ExitError{Code: ExitError2, Err: fmt.Errorf("give at most one of --static and --dynamic")}
 	}

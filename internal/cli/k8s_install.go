@@ -11,7 +11,7 @@ import (
 )
 
 type k8sInstallFlags struct {
-	Host      string
+	Root      string
 	BinDir    string
 	ConfigDir string
 	Policy    string
@@ -26,7 +26,7 @@ func newK8sInstallNodeCommand(g *globals, streams IOStreams) *cobra.Command {
 		Use:   "install-node",
 		Short: "Install nfstune's udev rule, binary and policy on the node (the installer's init container)",
 		Long: `install-node copies this binary to --bin-dir and the policy to --config-dir on the host
-(mounted under --host), then writes nfstune's udev rule, which runs
+(mounted under --root), then writes nfstune's udev rule, which runs
 "<bin-dir>/nfstune udev-readahead --config <config-dir>/policy.yaml" for every new NFS
 superblock. The change is journaled under /var/lib/nfstune, so "nfstune revert" on the node
 removes the rule. With --nfsmount-conf it also writes the policy's mount options for the
@@ -39,8 +39,10 @@ their read-ahead and options: the rule and the drop-in act on new mounts.`,
 			return runK8sInstallNode(c.Context(), g.Logger(streams.ErrOut), flags)
 		},
 	}
+	g.logFlags(c)
 	f := c.Flags()
-	f.StringVar(&flags.Host, "host", "/host", "where the host's filesystem is mounted")
+	f.StringVar(&flags.Root, "root", "/host", "where the host's filesystem is mounted")
+	deprecatedAlias(c, "host", "root")
 	f.StringVar(&flags.BinDir, "bin-dir", "/opt/nfstune/bin", "host directory for the nfstune binary")
 	f.StringVar(&flags.ConfigDir, "config-dir", "/etc/nfstune", "host directory for the policy")
 	f.StringVar(&flags.Policy, "policy", "/etc/nfstune/policy.yaml", "policy file to install (in this container)")
@@ -49,7 +51,7 @@ their read-ahead and options: the rule and the drop-in act on new mounts.`,
 }
 
 func runK8sInstallNode(ctx context.Context, logger *slog.Logger, flags *k8sInstallFlags) error {
-	err := tune.InstallNode(ctx, hostfs.Root(flags.Host), tune.NodeInstall{
+	err := tune.InstallNode(ctx, hostfs.Root(flags.Root), tune.NodeInstall{
 		BinDir:       flags.BinDir,
 		ConfigDir:    flags.ConfigDir,
 		PolicyFile:   flags.Policy,

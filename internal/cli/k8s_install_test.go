@@ -26,7 +26,7 @@ func TestK8sInstallNode(t *testing.T) {
 	if err := os.WriteFile(pol, []byte(polText), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"k8s", "install-node", "--host", host, "--policy", pol}
+	args := []string{"k8s", "install-node", "--root", host, "--policy", pol}
 	for run := 1; run <= 2; run++ {
 		_, stderr, err := runK8sCLI(t, "", args...)
 		if err != nil {
@@ -76,7 +76,7 @@ func TestK8sInstallNodeRejects(t *testing.T) {
 		{"--config-dir", "/etc/with space"},
 		{"--policy", pol}, // invalid policy
 	} {
-		_, _, err := runK8sCLI(t, "", append([]string{"k8s", "install-node", "--host", t.TempDir()}, args...)...)
+		_, _, err := runK8sCLI(t, "", append([]string{"k8s", "install-node", "--root", t.TempDir()}, args...)...)
 		if err == nil {
 			t.Errorf("install-node %v succeeded", args)
 		}
@@ -107,7 +107,7 @@ func TestK8sInstallNodeRefusesSymlinks(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		_, _, err := runK8sCLI(t, "", "k8s", "install-node", "--host", host, "--policy", pol)
+		_, _, err := runK8sCLI(t, "", "k8s", "install-node", "--root", host, "--policy", pol)
 		if err == nil || !strings.Contains(err.Error(), "symbolic link") {
 			t.Errorf("%s linked: err = %v, want a refusal naming the link", linked, err)
 		}

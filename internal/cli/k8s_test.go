@@ -127,7 +127,7 @@ func TestK8sVolume(t *testing.T) {
 		{
 			name: "azure files static from the built-in profile",
 			args: []string{"k8s", "volume", "--backend", "azure-files", "--workload", "sequential-read", "--driver", "azurefile-csi",
-				"--static", "--server", "acct.file.core.windows.net", "--share", "/acct/saswork", "--size", "1Ti"},
+				"--static", "--server", "acct.file.core.windows.net", "--export", "/acct/saswork", "--size", "1Ti"},
 			wantOut:    []string{"kind: PersistentVolume", "kind: PersistentVolumeClaim", "driver: file.csi.azure.com", "protocol: nfs", "- nconnect=4"},
 			wantErrOut: []string{`warning: azurefile-csi: dropped "vers=4.1"`, "warning: read_ahead_kb="},
 		},

@@ -16,12 +16,15 @@ import (
 	"github.com/nfstune/nfstune/internal/shell"
 )
 
-// Formats of nfstune options.
+// Formats of nfstune options: the options as a mount command line, an /etc/fstab line or
+// an nfsmount.conf section, or the resolved profile as JSON or YAML.
 const (
 	formatMount        = "mount"
 	formatFstab        = "fstab"
 	formatNFSMountConf = "nfsmount.conf"
 )
+
+var optionsFormats = []string{formatMount, formatFstab, formatNFSMountConf, OutputJSON, OutputYAML}
 
 type optionsFlags struct {
 	backend    string
@@ -44,25 +47,25 @@ matching --server, --export and --mountpoint applies (its backend and workload u
 and its overrides). Read-ahead is not a mount option; it is printed as a comment in the fstab and
 nfsmount.conf formats.`,
 		Example: `  nfstune options --backend azure-files --workload sequential-read
-  nfstune options --backend azure-netapp-files --workload static-tools --format fstab \
+  nfstune options --backend azure-netapp-files --workload static-tools -o fstab \
       --server 10.0.0.4 --export /tools --mountpoint /tools
-  nfstune options --backend aws-efs --format nfsmount.conf --server fs-0123abcd.efs.us-east-1.amazonaws.com`,
+  nfstune options --backend aws-efs -o nfsmount.conf --server fs-0123abcd.efs.us-east-1.amazonaws.com
+  nfstune options --backend azure-files --workload sequential-read -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runOptions(c.Context(), streams, flags)
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&flags.backend, "backend", "", "backend: "+strings.Join(policy.Backends(), ", ")+" (default: from --server or the config, else generic)")
+	addBackendFlag(c, &flags.backend, "backend", "backend: "+backendNames()+" (default: from --server or the config, else generic)")
 	f.StringVar(&flags.workload, "workload", "", "workload: "+strings.Join(policy.Workloads(), ", ")+" (default: the config's, else general)")
 	f.StringVar(&flags.config, "config", "", "nfstune policy file (default: built-in profiles)")
-	f.StringVar(&flags.format, "format", formatMount, "output format: mount, fstab or nfsmount.conf")
+	addOutputFlag(c, &flags.format, optionsFormats, "json and yaml: the resolved profile")
+	deprecatedAlias(c, "format", "output")
 	f.StringVar(&flags.server, "server", "", "NFS server name or address")
 	f.StringVar(&flags.export, "export", "", "exported path on the server")
 	f.StringVar(&flags.mountpoint, "mountpoint", "", "local mount point")
-	_ = c.RegisterFlagCompletionFunc("backend", cobra.FixedCompletions(policy.Backends(), cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("workload", cobra.FixedCompletions(policy.Workloads(), cobra.ShellCompDirectiveNoFileComp))
-	_ = c.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{formatMount, formatFstab, formatNFSMountConf}, cobra.ShellCompDirectiveNoFileComp))
 	return c
 }
 
@@ -70,14 +73,8 @@ func runOptions(_ context.Context, streams IOStreams, flags *optionsFlags) error
 	usage := func(format string, args ...any) error {
 		return &ExitError{Code: ExitError2, Err: fmt.Errorf(format, args...)}
 	}
-	if flags.backend != "" && !slices.Contains(policy.Backends(), flags.backend) {
-		return usage("unknown --backend %q (want one of %s)", flags.backend, strings.Join(policy.Backends(), ", "))
-	}
 	if flags.workload != "" && !slices.Contains(policy.Workloads(), flags.workload) {
 		return usage("unknown --workload %q (want one of %s)", flags.workload, strings.Join(policy.Workloads(), ", "))
-	}
-	if !slices.Contains([]string{formatMount, formatFstab, formatNFSMountConf}, flags.format) {
-		return usage("unknown --format %q (want mount, fstab or nfsmount.conf)", flags.format)
 	}
 	if flags.server != "" && !policy.ValidServer(flags.server) {
 		return usage("--server %q is not a host name or an IP address", flags.server)
@@ -104,10 +101,24 @@ func runOptions(_ context.Context, streams IOStreams, flags *optionsFlags) error
 		m.MountPoints = []string{flags.mountpoint}
 	}
 	res := pol.ResolveAs(&m, flags.backend, flags.workload)
+	if flags.format == OutputJSON || flags.format == OutputYAML {
+		out := optionsOutput{Resolved: res, Options: res.Mount.List()}
+		if out.Options == nil {
+			out.Options = []string{}
+		}
+		return writeStructured(streams.Out, flags.format, out)
+	}
 	if err := writeOptions(streams.Out, flags, res); err != nil {
 		return fmt.Errorf("writing options: %w", err)
 	}
 	return nil
+}
+
+// optionsOutput is the -o json|yaml document: the resolved profile, and its mount options
+// as mount -o takes them.
+type optionsOutput struct {
+	policy.Resolved
+	Options []string `json:"options"`
 }
 
 func writeOptions(w io.Writer, flags *optionsFlags, res policy.Resolved) error {

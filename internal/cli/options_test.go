@@ -1,8 +1,12 @@
 package cli
 
 import (
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 )
 
 func TestOptionsCommand(t *testing.T) {
@@ -33,54 +37,54 @@ rules:
 		},
 		{
 			name: "backend detected from the server name",
-			args: []string{"options", "--server", "acct.blob.core.windows.net", "--format", "fstab", "--export", "/acct/c", "--mountpoint", "/blob"},
+			args: []string{"options", "--server", "acct.blob.core.windows.net", "-o", "fstab", "--export", "/acct/c", "--mountpoint", "/blob"},
 			want: "# nfstune azure-blob-nfs/general (built-in)\n" +
 				"# read_ahead_kb 16384 is not a mount option: nfstune apply sets it with a udev rule\n" +
 				"acct.blob.core.windows.net:/acct/c /blob nfs vers=3,proto=tcp,rsize=1048576,wsize=1048576,hard,retrans=6,nolock,sec=sys 0 0\n",
 		},
 		{
 			name: "fstab with placeholders",
-			args: []string{"options", "--backend", "generic", "--format", "fstab"},
+			args: []string{"options", "--backend", "generic", "-o", "fstab"},
 			want: "# nfstune generic/general (built-in)\n" +
 				"# read_ahead_kb 15 x rsize (15360 at rsize 1024 KiB) is not a mount option: nfstune apply sets it with a udev rule\n" +
 				"<server>:<export> <mountpoint> nfs proto=tcp,hard 0 0\n",
 		},
 		{
 			name: "config rule by address",
-			args: []string{"options", "--config", cfg, "--server", "10.20.1.5", "--export", "/tools", "--mountpoint", "/tools", "--format", "fstab"},
+			args: []string{"options", "--config", cfg, "--server", "10.20.1.5", "--export", "/tools", "--mountpoint", "/tools", "-o", "fstab"},
 			want: "# nfstune azure-netapp-files/static-tools (policy.yaml rule 1)\n" +
 				"# read_ahead_kb 15360 is not a mount option: nfstune apply sets it with a udev rule\n" +
 				"10.20.1.5:/tools /tools nfs vers=3,proto=tcp,nconnect=4,rsize=262144,wsize=262144,hard,timeo=600,actimeo=600,nocto 0 0\n",
 		},
 		{
 			name: "nfsmount.conf server section",
-			args: []string{"options", "--backend", "azure-netapp-files", "--workload", "static-tools", "--format", "nfsmount.conf", "--server", "10.20.1.5"},
+			args: []string{"options", "--backend", "azure-netapp-files", "--workload", "static-tools", "-o", "nfsmount.conf", "--server", "10.20.1.5"},
 			want: "# nfstune azure-netapp-files/static-tools (built-in)\n" +
 				"# read_ahead_kb 15360 is not a mount option: nfstune apply sets it with a udev rule\n" +
 				"[ Server \"10.20.1.5\" ]\nNfsvers=3\nProto=tcp\nNconnect=8\nRsize=262144\nWsize=262144\nHard=True\nTimeo=600\nActimeo=600\nCto=False\n",
 		},
 		{
 			name: "nfsmount.conf global",
-			args: []string{"options", "--backend", "azure-blob-nfs", "--format", "nfsmount.conf"},
+			args: []string{"options", "--backend", "azure-blob-nfs", "-o", "nfsmount.conf"},
 			want: "# nfstune azure-blob-nfs/general (built-in)\n" +
 				"# read_ahead_kb 16384 is not a mount option: nfstune apply sets it with a udev rule\n" +
 				"[ NFSMount_Global_Options ]\nNfsvers=3\nProto=tcp\nRsize=1048576\nWsize=1048576\nHard=True\nRetrans=6\nLock=False\nSec=sys\n",
 		},
-		{name: "ipv6 server", args: []string{"options", "--server", "fd00::5", "--export", "/e", "--mountpoint", "/m", "--format", "fstab"},
+		{name: "ipv6 server", args: []string{"options", "--server", "fd00::5", "--export", "/e", "--mountpoint", "/m", "-o", "fstab"},
 			want: "# nfstune generic/general (built-in)\n" +
 				"# read_ahead_kb 15 x rsize (15360 at rsize 1024 KiB) is not a mount option: nfstune apply sets it with a udev rule\n" +
 				"[fd00::5]:/e /m nfs proto=tcp,hard 0 0\n"},
-		{name: "unknown backend", args: []string{"options", "--backend", "netapp"}, code: ExitError2, want: "unknown --backend"},
+		{name: "unknown backend", args: []string{"options", "--backend", "ontap"}, code: ExitError2, want: `invalid argument "ontap" for "--backend" flag: unknown backend: want one of azure-files (afs, azurefiles),`},
 		{name: "unknown workload", args: []string{"options", "--workload", "batch"}, code: ExitError2, want: "unknown --workload"},
-		{name: "unknown format", args: []string{"options", "--format", "json"}, code: ExitError2, want: "unknown --format"},
+		{name: "unknown format", args: []string{"options", "-o", "table"}, code: ExitError2, want: `invalid argument "table" for "-o, --output" flag: want mount, fstab, nfsmount.conf, json, yaml`},
 		{name: "relative mount point", args: []string{"options", "--mountpoint", "mnt"}, code: ExitError2, want: "absolute path"},
 		{name: "server with a whole fstab line", code: ExitError2, want: "not a host name or an IP address",
-			args: []string{"options", "--format", "fstab", "--server", "srv:/x /mnt nfs sec=none 0 0\nsrv", "--export", "/e", "--mountpoint", "/m"}},
+			args: []string{"options", "-o", "fstab", "--server", "srv:/x /mnt nfs sec=none 0 0\nsrv", "--export", "/e", "--mountpoint", "/m"}},
 		{name: "server with an nfsmount.conf section", code: ExitError2, want: "not a host name or an IP address",
-			args: []string{"options", "--format", "nfsmount.conf", "--server", "srv\" ]\n[ NFSMount_Global_Options ]\nSec=none\n[ Server \"x"}},
+			args: []string{"options", "-o", "nfsmount.conf", "--server", "srv\" ]\n[ NFSMount_Global_Options ]\nSec=none\n[ Server \"x"}},
 		{name: "server with an option", code: ExitError2, want: "not a host name or an IP address", args: []string{"options", "--server", "srv,sec=none"}},
 		{name: "mount point closing the nfsmount.conf section", code: ExitError2, want: "--mountpoint",
-			args: []string{"options", "--format", "nfsmount.conf", "--mountpoint", "/m\" ]\nSec=none\n[ MountPoint \"/m"}},
+			args: []string{"options", "-o", "nfsmount.conf", "--mountpoint", "/m\" ]\nSec=none\n[ MountPoint \"/m"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -116,5 +120,39 @@ func TestNFSMountConfLine(t *testing.T) {
 		if got := nfsmountConfLine(in); got != want {
 			t.Errorf("nfsmountConfLine(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// options -o json|yaml writes the resolved profile; a backend named by an alias resolves
+// to its canonical name, as the fstab comment says it.
+func TestOptionsStructured(t *testing.T) {
+	t.Parallel()
+	for _, format := range []string{"json", "yaml"} {
+		stdout, stderr, code := runVerb(t, "options", "--backend", "amazon-efs", "--workload", "sequential-read", "-o", format)
+		if code != ExitOK {
+			t.Fatalf("-o %s: exit %d: %s", format, code, stderr)
+		}
+		b := []byte(stdout)
+		if format == "yaml" {
+			var err error
+			if b, err = yaml.YAMLToJSON(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var got struct {
+			Backend  string   `json:"backend"`
+			Workload string   `json:"workload"`
+			Options  []string `json:"options"`
+		}
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatalf("-o %s: %v\n%s", format, err, stdout)
+		}
+		if got.Backend != "aws-efs" || got.Workload != "sequential-read" || !slices.Contains(got.Options, "vers=4.1") {
+			t.Errorf("-o %s: %+v, want aws-efs/sequential-read with vers=4.1", format, got)
+		}
+	}
+	fstab, _, _ := runVerb(t, "options", "--backend", "efs", "-o", "fstab")
+	if !strings.HasPrefix(fstab, "# nfstune aws-efs/general (built-in)\n") {
+		t.Errorf("options --backend efs -o fstab:\n%s", fstab)
 	}
 }

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/nfstune/nfstune/internal/plan"
+	"github.com/nfstune/nfstune/internal/printer"
 )
 
 type planFlags struct {
@@ -63,7 +65,7 @@ func addPlanFlags(c *cobra.Command, flags *planFlags) {
 	c.Flags().StringVar(&flags.ClientNIC, "client-nic", "", "network bandwidth of one client, e.g. 12.5Gbps")
 	c.Flags().StringVar(&flags.Access, "access", string(plan.Read), "read or write: EFS, Blob NFS and Filestore publish different limits")
 	c.Flags().StringArrayVar(&flags.Prices, "prices", nil, "price file (YAML kind PriceList) used instead of the built-in price list; repeat to layer files, later entries win")
-	c.Flags().StringVarP(&flags.Output, "output", "o", OutputTable, "output format: table, json or yaml")
+	addOutputFlag(c, &flags.Output, printer.Formats, "")
 }
 
 func newPlanShowCommand(streams IOStreams) *cobra.Command {
@@ -79,7 +81,7 @@ func newPlanShowCommand(streams IOStreams) *cobra.Command {
 		},
 	}
 	addPlanFlags(c, &flags.planFlags)
-	c.Flags().StringVar(&flags.Service, "service", "", "service name or alias: azure-files (afs), azure-netapp-files (anf), azure-blob-nfs (blob), amazon-efs (efs), google-filestore (filestore)")
+	addBackendFlag(c, &flags.Service, "service", "the service, by its backend name or an alias: "+planServices())
 	c.Flags().StringVar(&flags.Tier, "tier", "", "one tier of the service (default all)")
 	c.Flags().StringVar(&flags.Capacity, "capacity", "", "capacity to describe, e.g. 4000GiB")
 	return c
@@ -133,9 +135,6 @@ func planFlagErr(flag string, err error) error {
 }
 
 func loadPlanInputs(f *planFlags) (*plan.Catalog, *plan.Prices, plan.Need, error) {
-	if err := checkOutput(f.Output, OutputTable, OutputJSON, OutputYAML); err != nil {
-		return nil, nil, plan.Need{}, err
-	}
 	n, err := f.need()
 	if err != nil {
 		return nil, nil, n, planUsageErr(err)
@@ -206,4 +205,17 @@ func writePlan(w io.Writer, format string, r *plan.Result, show bool) error {
 		return plan.WriteShowTable(w, r)
 	}
 	return plan.WriteTable(w, r)
+}
+
+// planServices lists the services nfstune plan models, by canonical name.
+func planServices() string {
+	c, err := plan.LoadCatalog()
+	if err != nil {
+		return err.Error() // the catalog is compiled in and checked by plan's tests
+	}
+	var names []string
+	for _, s := range c.Services {
+		names = append(names, s.Name)
+	}
+	return strings.Join(names, ", ")
 }

@@ -78,8 +78,8 @@ func TestPlanGoldenFacts(t *testing.T) {
 		// Azure NetApp Files Premium: a 32 TiB pool at 0.000403 USD per GiB-hour, 730 hours a month.
 		"plan-2gibps": {"share 19,467 GiB", "4/2 (nconnect=4)", "Ranked by monthly cost, then provisioned capacity",
 			"9,640.02 USD", "prices in USD per month from nfstune built-in price list"},
-		"plan-priced":       {"Ranked by monthly cost, then provisioned capacity", "USD", "one client needs nconnect=4", "amazon-efs/provisioned: 1 client reaches 500 MiB/s at most"},
-		"plan-nothing-fits": {"azure-files/provisioned-v1: needs 102,400 MiB/s, the largest share", "amazon-efs/elastic: needs 102,400 MiB/s, a file system gives 20,480 MiB/s"},
+		"plan-priced":       {"Ranked by monthly cost, then provisioned capacity", "USD", "one client needs nconnect=4", "aws-efs/provisioned: 1 client reaches 500 MiB/s at most"},
+		"plan-nothing-fits": {"azure-files/provisioned-v1: needs 102,400 MiB/s, the largest share", "aws-efs/elastic: needs 102,400 MiB/s, a file system gives 20,480 MiB/s"},
 	}
 	for name, want := range facts {
 		b, err := os.ReadFile(filepath.Join("testdata", "plan", name+".golden"))
@@ -109,7 +109,7 @@ func TestPlanErrors(t *testing.T) {
 		{name: "zero clients", args: []string{"plan", "--throughput", "1GiB/s", "--clients", "0"}, want: "want 1 to 1000000 clients"},
 		{name: "bad access", args: []string{"plan", "--throughput", "1GiB/s", "--access", "both"}, want: "--access: want read or write"},
 		{name: "nothing asked", args: []string{"plan"}, want: "give at least one of"},
-		{name: "bad output", args: []string{"plan", "--throughput", "1GiB/s", "-o", "csv"}, want: "unknown output format"},
+		{name: "bad output", args: []string{"plan", "--throughput", "1GiB/s", "-o", "csv"}, want: `invalid argument "csv" for "-o, --output" flag`},
 		{name: "price file line", args: []string{"plan", "--throughput", "1GiB/s", "--prices", "testdata/plan/bad-prices.yaml"},
 			want: `testdata/plan/bad-prices.yaml:8: prices[0].perTBMonth: unknown key (did you mean "perGiBMonth"?)`},
 		{name: "missing price file", args: []string{"plan", "--throughput", "1GiB/s", "--prices", "testdata/plan/none.yaml"}, want: "no such file"},

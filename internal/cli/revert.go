@@ -41,15 +41,13 @@ restored or were refused; they stay in the journal.`,
 			return runRevert(g, streams, flags)
 		},
 	}
-	c.Flags().StringVarP(&flags.output, "output", "o", OutputTable, "output format: table, json or yaml")
+	addOutputFlag(c, &flags.output, printer.Formats, "")
 	c.Flags().StringArrayVar(&flags.restoreOriginal, "restore-original", nil, "put this file back byte for byte as it was before apply, dropping every change made to it since (repeatable)")
+	g.hostFlags(c)
 	return c
 }
 
 func runRevert(g *globals, streams IOStreams, flags *revertFlags) error {
-	if err := checkOutput(flags.output, OutputTable, OutputJSON, OutputYAML); err != nil {
-		return err
-	}
 	res, err := tune.Revert(g.Root(), flags.restoreOriginal...)
 	if flags.output != OutputTable {
 		if werr := writeStructured(streams.Out, flags.output, res); werr != nil {

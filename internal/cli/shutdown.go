@@ -15,6 +15,7 @@ import (
 
 	"github.com/nfstune/nfstune/internal/display"
 	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/printer"
 	"github.com/nfstune/nfstune/internal/tune"
 )
 
@@ -64,14 +65,12 @@ SIGTERM) interrupted before the write: nothing written.`,
 	f.DurationVar(&flags.stallWindow, "stall-window", inventory.DefaultStallWindow, "when requests are queued, look again after this long to tell whether the server answers")
 	f.BoolVar(&flags.dryRun, "dry-run", false, "run every check, print who would get errors, and write nothing")
 	f.BoolVar(&flags.yes, "yes", false, "do not ask for confirmation (needed when stdin is not a terminal)")
-	f.StringVarP(&flags.output, "output", "o", OutputTable, "output format: table, json or yaml")
+	addOutputFlag(c, &flags.output, printer.Formats, "")
+	g.hostFlags(c)
 	return c
 }
 
 func runShutdown(ctx context.Context, g *globals, streams IOStreams, flags *shutdownFlags, target string) error {
-	if err := checkOutput(flags.output, OutputTable, OutputJSON, OutputYAML); err != nil {
-		return err
-	}
 	if err := checkStallWindow(flags.stallWindow); err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/nfstune/nfstune/internal/display"
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/metrics"
+	"github.com/nfstune/nfstune/internal/printer"
 )
 
 type statsFlags struct {
@@ -63,9 +64,6 @@ Only /proc is read; mount points are never touched.`,
 			if err != nil {
 				return &ExitError{Code: ExitError2, Err: err}
 			}
-			if err := checkOutput(flags.Output, OutputTable, OutputJSON); err != nil {
-				return err
-			}
 			views, err := metrics.ParseViews(flags.Views)
 			if err != nil {
 				return &ExitError{Code: ExitError2, Err: err}
@@ -89,7 +87,8 @@ Only /proc is read; mount points are never touched.`,
 			return runStats(c.Context(), streams.Out, read, opts, flags.Output)
 		},
 	}
-	c.Flags().StringVarP(&flags.Output, "output", "o", OutputTable, "output format: table or json (one object per interval)")
+	addOutputFlag(c, &flags.Output, printer.Formats, "json: one object a line per interval; yaml: one document per interval")
+	g.hostFlags(c)
 	c.Flags().IntVar(&flags.PID, "pid", 0, "read /proc/<pid>/mountstats (another mount namespace); 0 for self")
 	c.Flags().StringSliceVar(&flags.Views, "view", nil, "evidence views to add: attr, dir, page or all (repeat or comma-separate)")
 	c.Flags().StringVarP(&flags.File, "file", "f", "", "read a saved mountstats file instead of the host's (mountstats -f)")
@@ -136,7 +135,8 @@ func parseStatsArgs(args []string) (interval time.Duration, count int, mounts []
 	return interval, count, mounts, nil
 }
 
-// runStats prints a report per interval: one JSON object per line with -o json, else a table.
+// runStats prints a report per interval: one JSON object per line with -o json, one YAML
+// document with -o yaml, else a table.
 func runStats(ctx context.Context, w io.Writer, read func() (*inventory.Inventory, error), opts metrics.StatsOptions, format string) error {
 	err := metrics.WatchStats(ctx, read, opts, func(r metrics.StatsReport) error {
 		return writeStatsReport(w, r, format)
@@ -177,8 +177,15 @@ func runSavedStats(streams IOStreams, cur, since string, opts metrics.StatsOptio
 }
 
 func writeStatsReport(w io.Writer, r metrics.StatsReport, format string) error {
-	if format == OutputJSON {
+	switch format {
+	case OutputJSON:
 		return json.NewEncoder(w).Encode(r)
+	case OutputYAML:
+		// One document per interval, so that a stream of reports is one YAML stream.
+		if _, err := io.WriteString(w, "---\n"); err != nil {
+			return err
+		}
+		return writeStructured(w, OutputYAML, r)
 	}
 	return metrics.WriteStatsTable(w, r.Mounts)
 }

@@ -6,10 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"syscall"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 	"sigs.k8s.io/yaml"
+
+	"github.com/nfstune/nfstune/internal/printer"
 )
 
 // IOStreams are the standard streams a command reads and writes; tests pass buffers.
@@ -73,21 +78,51 @@ func (e *ExitError) Error() string {
 
 func (e *ExitError) Unwrap() error { return e.Err }
 
-// Output formats accepted by -o.
+// Output formats accepted by -o (package printer's).
 const (
-	OutputTable = "table"
-	OutputJSON  = "json"
-	OutputYAML  = "yaml"
+	OutputTable = printer.Table
+	OutputJSON  = printer.JSON
+	OutputYAML  = printer.YAML
 )
 
-// checkOutput validates an -o value against the formats a command supports.
-func checkOutput(format string, allowed ...string) error {
-	for _, a := range allowed {
-		if format == a {
-			return nil
-		}
+// addOutputFlag declares -o/--output on c: one of formats, the first the default, checked
+// when the flag is set (an unknown format is a usage error, exit 2). Every command that
+// prints a result declares it this way, with printer.Formats unless its output is a
+// document another program reads (options' mount lines, k8s manifests, bench report's
+// files); note, when not empty, ends the usage line.
+func addOutputFlag(c *cobra.Command, p *string, formats []string, note string) {
+	usage := "output format: " + strings.Join(formats, ", ")
+	if note != "" {
+		usage += " (" + note + ")"
 	}
-	return &ExitError{Code: ExitError2, Err: fmt.Errorf("unknown output format %q (want one of %v)", format, allowed)}
+	c.Flags().VarP(printer.NewFormat(p, formats[0], formats...), "output", "o", usage)
+	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
+}
+
+// DeprecatedAnnotation marks a flag as a hidden, deprecated name of another, whose name
+// it holds.
+const DeprecatedAnnotation = "nfstune_deprecated_alias_of"
+
+// deprecatedAlias declares old on c as a hidden, deprecated name of the flag name: the
+// same value, for the command lines written before the flag was renamed. Using it prints
+// a warning on stderr (warnDeprecated); pflag's own notice would go to stdout, into the
+// output a script reads.
+func deprecatedAlias(c *cobra.Command, old, name string) {
+	f := c.Flags().Lookup(name)
+	c.Flags().Var(f.Value, old, f.Usage)
+	_ = c.Flags().MarkHidden(old)
+	_ = c.Flags().SetAnnotation(old, DeprecatedAnnotation, []string{name})
+}
+
+// warnDeprecated warns on w of every deprecated alias set on c's command line.
+func warnDeprecated(c *cobra.Command, w io.Writer) error {
+	var err error
+	c.Flags().Visit(func(f *pflag.Flag) {
+		if name := f.Annotations[DeprecatedAnnotation]; len(name) == 1 && err == nil {
+			_, err = fmt.Fprintf(w, "warning: --%s is deprecated, use --%s\n", f.Name, name[0])
+		}
+	})
+	return err
 }
 
 // writeStructured writes v as indented JSON or as YAML.

@@ -44,6 +44,8 @@ func newUdevCommand(g *globals, streams IOStreams) *cobra.Command {
 			return err
 		},
 	}
+	g.hostFlags(c)
+	g.logFlags(c)
 	c.Flags().StringVar(&flags.config, "config", "", "nfstune policy file (default: built-in profiles)")
 	c.Flags().BoolVar(&flags.exact, "exact", false, "print the profile value even when the bdi already has more")
 	c.Flags().DurationVar(&flags.wait, "wait", time.Second, "longest wait for the mount to appear in mountinfo")

@@ -47,7 +47,7 @@ func TestUserFilesRefused(t *testing.T) {
 		}},
 		{"k8s render --config", func(f string) []string { return []string{"k8s", "render", "--config", f} }},
 		{"k8s install-node --policy", func(f string) []string {
-			return []string{"k8s", "install-node", "--host", t.TempDir(), "--policy", f}
+			return []string{"k8s", "install-node", "--root", t.TempDir(), "--policy", f}
 		}},
 	}
 	type run struct {

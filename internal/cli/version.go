@@ -1,22 +1,33 @@
 package cli
 
 import (
-	"fmt"
-	"runtime"
+	"io"
 
 	"github.com/spf13/cobra"
 
+	"github.com/nfstune/nfstune/internal/printer"
 	"github.com/nfstune/nfstune/internal/version"
 )
 
 func newVersionCommand(streams IOStreams) *cobra.Command {
-	return &cobra.Command{
+	var output string
+	c := &cobra.Command{
 		Use:   "version",
-		Short: "Print the nfstune version",
+		Short: "Print the nfstune version, its commit and the Go release it was built with",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			_, err := fmt.Fprintf(streams.Out, "nfstune %s %s/%s %s\n", version.String(), runtime.GOOS, runtime.GOARCH, runtime.Version())
-			return err
+			return writeVersion(streams, output)
 		},
 	}
+	addOutputFlag(c, &output, printer.Formats, "")
+	return c
+}
+
+func writeVersion(streams IOStreams, output string) error {
+	v := version.Get()
+	if output != OutputTable {
+		return writeStructured(streams.Out, output, v)
+	}
+	_, err := io.WriteString(streams.Out, v.Text("nfstune"))
+	return err
 }

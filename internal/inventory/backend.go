@@ -5,17 +5,17 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/nfstune/nfstune/internal/backend"
 	"github.com/nfstune/nfstune/internal/kubelet"
 )
 
-// Backend names, equal to the policy package's constants (a test checks they agree); the
-// inventory cannot import policy, which builds on it.
+// Backend names, the canonical ones of package backend.
 const (
-	backendAzureFiles   = "azure-files"
-	backendAzureBlobNFS = "azure-blob-nfs"
-	backendAWSEFS       = "aws-efs"
-	backendLonghorn     = "longhorn"
-	backendGeneric      = "generic"
+	backendAzureFiles   = backend.AzureFiles
+	backendAzureBlobNFS = backend.AzureBlobNFS
+	backendAWSEFS       = backend.AWSEFS
+	backendLonghorn     = backend.Longhorn
+	backendGeneric      = backend.Generic
 )
 
 // LonghornDriver is Longhorn's CSI driver: it stages an RWX volume, an NFS mount of the

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nfstune/nfstune/internal/backend"
 	"github.com/nfstune/nfstune/internal/strictyaml"
 )
 
@@ -33,10 +34,10 @@ type Source struct {
 
 // Service is one NFS offering, such as Azure Files or Amazon EFS.
 type Service struct {
-	Name    string   `yaml:"name" json:"name"`
-	Aliases []string `yaml:"aliases" json:"aliases,omitempty"`
-	Title   string   `yaml:"title" json:"title"`
-	Tiers   []Tier   `yaml:"tiers" json:"tiers"`
+	// Name is the service's canonical backend name; its aliases are package backend's.
+	Name  string `yaml:"name" json:"name"`
+	Title string `yaml:"title" json:"title"`
+	Tiers []Tier `yaml:"tiers" json:"tiers"`
 }
 
 // Tier is a service level or billing model of a service with its model's constants.
@@ -83,12 +84,13 @@ func (c *Catalog) validate() error {
 	}
 	seen := map[string]bool{}
 	for _, svc := range c.Services {
-		for _, n := range append([]string{svc.Name}, svc.Aliases...) {
-			if seen[n] {
-				errs = append(errs, fmt.Errorf("service name or alias %q used twice", n))
-			}
-			seen[n] = true
+		if canonical, ok := backend.Canonical(svc.Name); !ok || canonical != svc.Name {
+			errs = append(errs, fmt.Errorf("service %q is not a canonical backend name (package backend)", svc.Name))
 		}
+		if seen[svc.Name] {
+			errs = append(errs, fmt.Errorf("service %q listed twice", svc.Name))
+		}
+		seen[svc.Name] = true
 		for _, t := range svc.Tiers {
 			m, ok := kindOf(t.Model)
 			if !ok {
@@ -116,11 +118,11 @@ func (c *Catalog) validate() error {
 	return errors.Join(errs...)
 }
 
-// Service returns the service called name or one of its aliases.
+// Service returns the service called name or one of its aliases (package backend).
 func (c *Catalog) Service(name string) (*Service, error) {
+	canonical, _ := backend.Canonical(name)
 	for i := range c.Services {
-		s := &c.Services[i]
-		if s.Name == name || slices.Contains(s.Aliases, name) {
+		if s := &c.Services[i]; s.Name == canonical {
 			return s, nil
 		}
 	}

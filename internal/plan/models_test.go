@@ -97,21 +97,21 @@ var publishedTests = []struct {
 	{name: "blob over 5PiB", service: "azure-blob-nfs", tier: "gpv2", gib: 5*1048576 + 1, wantErr: "over the account limit"},
 
 	// Amazon EFS per file system, lowest published region values.
-	{name: "efs elastic read", service: "amazon-efs", tier: "elastic", gib: 1, access: Read, mibps: 20480, iops: 900000},
-	{name: "efs elastic write", service: "amazon-efs", tier: "elastic", gib: 1, access: Write, mibps: 1024, iops: 500000},
-	{name: "efs provisioned read", service: "amazon-efs", tier: "provisioned", gib: 1, access: Read, mibps: 3072, iops: 55000},
-	{name: "efs provisioned write", service: "amazon-efs", tier: "provisioned", gib: 1, access: Write, mibps: 1024, iops: 25000},
+	{name: "efs elastic read", service: "aws-efs", tier: "elastic", gib: 1, access: Read, mibps: 20480, iops: 900000},
+	{name: "efs elastic write", service: "aws-efs", tier: "elastic", gib: 1, access: Write, mibps: 1024, iops: 500000},
+	{name: "efs provisioned read", service: "aws-efs", tier: "provisioned", gib: 1, access: Read, mibps: 3072, iops: 55000},
+	{name: "efs provisioned write", service: "aws-efs", tier: "provisioned", gib: 1, access: Write, mibps: 1024, iops: 25000},
 
 	// Filestore zonal: 260/88 MiB/s and 9,200/2,600 IOPS per TiB; 650/220 per 2.5 TiB from 10 TiB.
-	{name: "filestore 1TiB read", service: "google-filestore", tier: "zonal", gib: 1024, access: Read, mibps: 260, iops: 9200},
-	{name: "filestore 1TiB write", service: "google-filestore", tier: "zonal", gib: 1024, access: Write, mibps: 88, iops: 2600},
-	{name: "filestore 1100GiB steps to 1280GiB", service: "google-filestore", tier: "zonal", gib: 1100, access: Read, mibps: 325},
-	{name: "filestore 10TiB read", service: "google-filestore", tier: "zonal", gib: 10240, access: Read, mibps: 2600, iops: 92000},
-	{name: "filestore 12.5TiB write", service: "google-filestore", tier: "zonal", gib: 12800, access: Write, mibps: 1100, iops: 32500},
-	{name: "filestore 9.8TiB steps to 10TiB", service: "google-filestore", tier: "zonal", gib: 10035, access: Read, mibps: 2600},
-	{name: "filestore 100TiB", service: "google-filestore", tier: "zonal", gib: 102400, access: Read, mibps: 26000},
-	{name: "filestore below minimum", service: "google-filestore", tier: "zonal", gib: 1000 - 1, access: Read, wantErr: "below the smallest instance"},
-	{name: "filestore over maximum", service: "google-filestore", tier: "zonal", gib: 102401, access: Read, wantErr: "over the largest instance"},
+	{name: "filestore 1TiB read", service: "gcp-filestore", tier: "zonal", gib: 1024, access: Read, mibps: 260, iops: 9200},
+	{name: "filestore 1TiB write", service: "gcp-filestore", tier: "zonal", gib: 1024, access: Write, mibps: 88, iops: 2600},
+	{name: "filestore 1100GiB steps to 1280GiB", service: "gcp-filestore", tier: "zonal", gib: 1100, access: Read, mibps: 325},
+	{name: "filestore 10TiB read", service: "gcp-filestore", tier: "zonal", gib: 10240, access: Read, mibps: 2600, iops: 92000},
+	{name: "filestore 12.5TiB write", service: "gcp-filestore", tier: "zonal", gib: 12800, access: Write, mibps: 1100, iops: 32500},
+	{name: "filestore 9.8TiB steps to 10TiB", service: "gcp-filestore", tier: "zonal", gib: 10035, access: Read, mibps: 2600},
+	{name: "filestore 100TiB", service: "gcp-filestore", tier: "zonal", gib: 102400, access: Read, mibps: 26000},
+	{name: "filestore below minimum", service: "gcp-filestore", tier: "zonal", gib: 1000 - 1, access: Read, wantErr: "below the smallest instance"},
+	{name: "filestore over maximum", service: "gcp-filestore", tier: "zonal", gib: 102401, access: Read, wantErr: "over the largest instance"},
 }
 
 func TestPublishedNumbers(t *testing.T) {
@@ -259,11 +259,11 @@ func TestPublishedClientFigures(t *testing.T) {
 		{name: "afs v2 account", service: "azure-files", tier: "provisioned-v2", gib: 1024, clients: 1, clientsNC: 1,
 			multi: "nconnect=4", note: "classic storage account limit 10,340 MiB/s"},
 		// EFS: 500 MiB/s per client, 1,500 with efs-proxy on Elastic.
-		{name: "efs elastic", service: "amazon-efs", tier: "elastic", gib: 1, clients: 41, clientsNC: 14, multi: "efs-proxy"},
-		{name: "efs provisioned", service: "amazon-efs", tier: "provisioned", gib: 1, clients: 7, clientsNC: 7},
+		{name: "efs elastic", service: "aws-efs", tier: "elastic", gib: 1, clients: 41, clientsNC: 14, multi: "efs-proxy"},
+		{name: "efs provisioned", service: "aws-efs", tier: "provisioned", gib: 1, clients: 7, clientsNC: 7},
 		// Filestore: nconnect=2 below 10 TiB, 7 from 10 TiB; no per-client figure.
-		{name: "filestore small", service: "google-filestore", tier: "zonal", gib: 9984, clients: -1, clientsNC: -1, multi: "nconnect=2"},
-		{name: "filestore large", service: "google-filestore", tier: "zonal", gib: 10240, clients: -1, clientsNC: -1, multi: "nconnect=7"},
+		{name: "filestore small", service: "gcp-filestore", tier: "zonal", gib: 9984, clients: -1, clientsNC: -1, multi: "nconnect=2"},
+		{name: "filestore large", service: "gcp-filestore", tier: "zonal", gib: 10240, clients: -1, clientsNC: -1, multi: "nconnect=7"},
 		// ANF: nconnect=8 performed best; no per-client figure.
 		{name: "anf", service: "azure-netapp-files", tier: "premium", gib: 1024, clients: -1, clientsNC: -1, multi: "nconnect=8",
 			note: "no published per-client limit"},
@@ -321,6 +321,21 @@ func TestANFFlexiblePool(t *testing.T) {
 		}
 		if o.Provision.CapacityGiB != tt.poolTiB*1024 || o.Provision.MiBps != tt.provided || o.Provision.LargeVolume {
 			t.Errorf("%v MiB/s, %v GiB: provision %+v, want a %v TiB pool with %v MiB/s", tt.mibps, tt.gib, o.Provision, tt.poolTiB, tt.provided)
+		}
+	}
+}
+
+// A service is found by its canonical name and by every alias of package backend's table.
+func TestServiceAliases(t *testing.T) {
+	t.Parallel()
+	c, err := LoadCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for alias, want := range map[string]string{"amazon-efs": "aws-efs", "efs": "aws-efs", "google-filestore": "gcp-filestore",
+		"filestore": "gcp-filestore", "anf": "azure-netapp-files", "afs": "azure-files", "blob": "azure-blob-nfs"} {
+		if s, err := c.Service(alias); err != nil || s.Name != want {
+			t.Errorf("Service(%q) = %v, %v; want %s", alias, s, err, want)
 		}
 	}
 }

@@ -45,7 +45,7 @@ func TestPlanPicksSmallestSize(t *testing.T) {
 			{"azure-files", "provisioned-v1", "share"},
 			{"azure-netapp-files", "premium", "volume"},
 			{"azure-netapp-files", "ultra", "volume"},
-			{"google-filestore", "zonal", "instance"},
+			{"gcp-filestore", "zonal", "instance"},
 		} {
 			o := option(r, tier.service, tier.tier)
 			if o == nil {
@@ -62,7 +62,7 @@ func TestPlanPicksSmallestSize(t *testing.T) {
 				g = o.Provision.VolumeGiB
 			}
 			step := 1.0
-			if tier.service == "google-filestore" {
+			if tier.service == "gcp-filestore" {
 				step = 256
 				if g > 10240 {
 					step = 2560
@@ -114,7 +114,7 @@ func TestPlanAzureFilesTwoGiBps(t *testing.T) {
 		t.Errorf("anf premium = %+v, want a 32 TiB volume and pool", p)
 	}
 	// EFS provisioned: 2,048 MiB/s of reads needs 683 MiB/s provisioned.
-	if e := option(r, "amazon-efs", "provisioned"); e == nil || e.Provision.MiBps != 683 {
+	if e := option(r, "aws-efs", "provisioned"); e == nil || e.Provision.MiBps != 683 {
 		t.Errorf("efs provisioned = %+v, want 683 MiB/s provisioned", e)
 	}
 	// ranked by capacity: Azure Files v2 (10 TiB) before v1 (19,467 GiB).
@@ -170,12 +170,12 @@ func TestPlanLimits(t *testing.T) {
 			reason: "the account ingress limit is 2,980.23 MiB/s"},
 		{name: "blob requests", need: Need{Throughput: MiB, IOPS: 20001}, service: "azure-blob-nfs", tier: "gpv2",
 			reason: "needs 20,001 IOPS, the account serves 20,000 requests/s"},
-		{name: "efs provisioned read cap", need: Need{Throughput: 3073 * MiB}, service: "amazon-efs", tier: "provisioned",
+		{name: "efs provisioned read cap", need: Need{Throughput: 3073 * MiB}, service: "aws-efs", tier: "provisioned",
 			reason: "at most 3,072 MiB/s of reads"},
-		{name: "efs provisioned write cap", need: Need{Throughput: 1025 * MiB, Access: Write}, service: "amazon-efs", tier: "provisioned",
+		{name: "efs provisioned write cap", need: Need{Throughput: 1025 * MiB, Access: Write}, service: "aws-efs", tier: "provisioned",
 			reason: "at most 1,024 MiB/s of writes"},
-		{name: "efs elastic write", need: Need{Throughput: 1024 * MiB, Access: Write}, service: "amazon-efs", tier: "elastic", fits: true},
-		{name: "filestore over largest", need: Need{Throughput: 26001 * MiB}, service: "google-filestore", tier: "zonal",
+		{name: "efs elastic write", need: Need{Throughput: 1024 * MiB, Access: Write}, service: "aws-efs", tier: "elastic", fits: true},
+		{name: "filestore over largest", need: Need{Throughput: 26001 * MiB}, service: "gcp-filestore", tier: "zonal",
 			reason: "the largest instance (102,400 GiB (100 TiB)) gives 26,000 MiB/s"},
 		{name: "clients too few", need: Need{Throughput: 2 * GiB, Clients: 1}, service: "azure-files", tier: "provisioned-v1",
 			reason: "1 client reaches 1,536 MiB/s at most"},
@@ -304,9 +304,9 @@ func TestPlanScaleOut(t *testing.T) {
 		"azure-netapp-files/standard": 3,  // 30,720 MiB/s over 12,800 per large volume
 		"azure-netapp-files/flexible": 3,
 		"azure-blob-nfs/gpv2":         6, // 30,720 over 5,960.46 MiB/s of egress
-		"amazon-efs/elastic":          2, // 30,720 over 20,480
-		"amazon-efs/provisioned":      10,
-		"google-filestore/zonal":      21,
+		"aws-efs/elastic":             2, // 30,720 over 20,480
+		"aws-efs/provisioned":         10,
+		"gcp-filestore/zonal":         21,
 	}
 	for _, rej := range r.Rejected {
 		w, ok := want[rej.Service+"/"+rej.Tier]

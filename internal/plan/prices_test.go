@@ -23,9 +23,9 @@ var priceFileTests = []struct {
 		`testdata/invalid-miscased-key.yaml:7: prices[0].perGiBmonth: unknown key (did you mean "perGiBMonth"?)`},
 	{file: "invalid-service.yaml", wantErr: `invalid-service.yaml:8: unknown service "ceph"`},
 	{file: "invalid-tier.yaml", wantErr: `invalid-tier.yaml:5: unknown tier "gold" of azure-netapp-files`},
-	{file: "invalid-negative.yaml", wantErr: "invalid-negative.yaml:5: amazon-efs/elastic: perGiBMonth must be a non-negative number"},
+	{file: "invalid-negative.yaml", wantErr: "invalid-negative.yaml:5: aws-efs/elastic: perGiBMonth must be a non-negative number"},
 	{file: "invalid-duplicate.yaml", wantErr: "invalid-duplicate.yaml:8: azure-files/provisioned-v1 is priced twice (first at line 5)"},
-	{file: "invalid-no-price.yaml", wantErr: "invalid-no-price.yaml:5: google-filestore/zonal: set at least one of"},
+	{file: "invalid-no-price.yaml", wantErr: "invalid-no-price.yaml:5: gcp-filestore/zonal: set at least one of"},
 	{file: "invalid-type.yaml", wantErr: "invalid-type.yaml:7: cannot unmarshal !!str `cheap`"},
 	{file: "invalid-apiversion.yaml", wantErr: "invalid-apiversion.yaml:1: apiVersion must be nfstune.io/v1alpha1"},
 	{file: "invalid-no-currency.yaml", wantErr: "invalid-no-currency.yaml:1: currency is required"},
@@ -212,14 +212,14 @@ func TestDefaultPrices(t *testing.T) {
 	const head = "apiVersion: nfstune.io/v1alpha1\nkind: PriceList\ncurrency: USD\ndate: \"2026-11-27\"\nprices:\n"
 	for _, tt := range []struct{ entry, want string }{
 		{"  - {service: afs, tier: provisioned-v1, perGiBMonth: 0.1, date: \"2026-11-27\"}\n", "azure-files/provisioned-v1 (entry 1) has no source or no date"},
-		{"  - {service: efs, tier: elastic, perGiBMonth: 0.1, source: https://example.com/efs}\n", "amazon-efs/elastic (entry 1) has no source or no date"},
+		{"  - {service: efs, tier: elastic, perGiBMonth: 0.1, source: https://example.com/efs}\n", "aws-efs/elastic (entry 1) has no source or no date"},
 	} {
 		if _, err := builtinPrices(c, []byte(head+tt.entry)); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("builtinPrices(%q) = %v, want %q", tt.entry, err, tt.want)
 		}
 	}
 	sourced := head + "  - {service: efs, tier: elastic, perGiBMonth: 0.1, source: https://example.com/efs, date: \"2026-11-27\"}\n"
-	if ps, err := builtinPrices(c, []byte(sourced)); err != nil || ps.ByTier["amazon-efs/elastic"].Source == "" {
+	if ps, err := builtinPrices(c, []byte(sourced)); err != nil || ps.ByTier["aws-efs/elastic"].Source == "" {
 		t.Errorf("a sourced, dated price: %v, %+v", err, ps)
 	}
 }
@@ -236,7 +236,7 @@ func TestPricesByUseNeedCapacity(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := mustPlan(t, c, ps, Need{Throughput: 1000 * MiB, Access: Read})
-	efs := option(r, "amazon-efs", "elastic")
+	efs := option(r, "aws-efs", "elastic")
 	if efs == nil || efs.MonthlyCost != nil {
 		t.Fatalf("without a capacity: %+v, want no monthly cost", efs)
 	}
@@ -247,7 +247,7 @@ func TestPricesByUseNeedCapacity(t *testing.T) {
 		t.Errorf("rankedBy = %q: prices are known, no option has one", r.RankedBy)
 	}
 	r = mustPlan(t, c, ps, Need{Throughput: 1000 * MiB, Capacity: 2 * TiB, Access: Read})
-	if efs = option(r, "amazon-efs", "elastic"); efs == nil || efs.MonthlyCost == nil || !near(*efs.MonthlyCost, 614.4) {
+	if efs = option(r, "aws-efs", "elastic"); efs == nil || efs.MonthlyCost == nil || !near(*efs.MonthlyCost, 614.4) {
 		t.Errorf("with 2 TiB: %+v, want 2,048 GiB x 0.3 = 614.4", efs)
 	}
 }

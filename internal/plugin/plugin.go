@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 
 	"github.com/nfstune/nfstune/internal/audit"
 	"github.com/nfstune/nfstune/internal/fleet"
+	"github.com/nfstune/nfstune/internal/printer"
 	"github.com/nfstune/nfstune/internal/version"
 )
 
@@ -68,7 +70,7 @@ func Main() int {
 // Run executes one command line and returns its exit code (ExitCompliant,
 // ExitNotCompliant, ExitError); it is the one place that prints the final error.
 func Run(ctx context.Context, streams Streams, args []string) int {
-	root := newRoot(streams)
+	root := NewRoot(streams)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -85,7 +87,8 @@ func Run(ctx context.Context, streams Streams, args []string) int {
 	return ExitError
 }
 
-// globals are the flags every command takes.
+// globals are the flags the commands share: the cluster's (clusterFlags) on status and
+// audit, -o on every command.
 type globals struct {
 	kubeconfig string
 	context    string
@@ -100,11 +103,15 @@ const exitCodes = `Exit status: 0 when every node listed is compliant (status) o
 finding at --fail-on (audit); 1 when a node is not compliant or its agent did not answer
 within --timeout; 2 on bad input or when the API server cannot be asked.`
 
-func newRoot(streams Streams) *cobra.Command {
+// NewRoot builds the plugin's command tree. kubectl runs the program kubectl-nfstune for
+// "kubectl nfstune", which its usage lines say (cobra's display name annotation).
+func NewRoot(streams Streams) *cobra.Command {
 	g := &globals{}
 	root := &cobra.Command{
-		Use:   "kubectl-nfstune",
-		Short: "Show every node's nfstune agent: tuned mounts, findings, stalled servers",
+		Use:         "kubectl-nfstune",
+		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl nfstune"},
+		Version:     version.String(),
+		Short:       "Show every node's nfstune agent: tuned mounts, findings, stalled servers",
 		Long: `kubectl nfstune asks every node's nfstune agent for its state through the API server
 (the agent pods' proxy subresource), with your kubeconfig's credentials. It needs get and list
 on nodes, get and list on pods in the agents' namespace, and get on pods/proxy there
@@ -116,24 +123,46 @@ on nodes, get and list on pods in the agents' namespace, and get on pods/proxy t
 	}
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
-	f := root.PersistentFlags()
+	root.SetVersionTemplate(`{{.DisplayName}} {{.Version}}` + "\n")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	root.AddCommand(newStatusCommand(g, streams), newAuditCommand(g, streams), newVersionCommand(g, streams))
+	return root
+}
+
+// clusterFlags declares on c, a command that asks the cluster, how to reach it and what
+// makes a node compliant.
+func (g *globals) clusterFlags(c *cobra.Command) {
+	f := c.Flags()
 	f.StringVar(&g.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
 	f.StringVar(&g.context, "context", "", "the kubeconfig context to use")
 	f.StringVarP(&g.namespace, "namespace", "n", fleet.DefaultNamespace, "namespace of the nfstune agents")
 	f.DurationVar(&g.timeout, "timeout", fleet.DefaultTimeout, "how long to wait for each agent")
 	f.DurationVar(&g.apiTimeout, "request-timeout", 30*time.Second, "how long to wait for the API server's listings")
-	f.StringVarP(&g.output, "output", "o", "table", "output format: table, json or yaml")
 	f.StringVar(&g.failOn, "fail-on", audit.SeverityError, "a finding at or above this severity makes a node not compliant: error, warning, info or none")
-	root.AddCommand(newStatusCommand(g, streams), newAuditCommand(g, streams), &cobra.Command{
+	g.outputFlag(c)
+}
+
+// outputFlag declares -o on c with nfstune's formats (printer.Formats), checked when set.
+func (g *globals) outputFlag(c *cobra.Command) {
+	c.Flags().VarP(printer.NewFormat(&g.output, printer.Table, printer.Formats...), "output", "o", "output format: "+strings.Join(printer.Formats, ", "))
+	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(printer.Formats, cobra.ShellCompDirectiveNoFileComp))
+}
+
+func newVersionCommand(g *globals, streams Streams) *cobra.Command {
+	c := &cobra.Command{
 		Use:   "version",
-		Short: "Print the plugin's version",
+		Short: "Print the plugin's version, its commit and the Go release it was built with",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			_, err := fmt.Fprintln(streams.Out, version.String())
-			return err
+			v := version.Get()
+			return g.write(streams.Out, v, func(w io.Writer) error {
+				_, err := io.WriteString(w, v.Text("kubectl nfstune"))
+				return err
+			})
 		},
-	})
-	return root
+	}
+	g.outputFlag(c)
+	return c
 }
 
 func newStatusCommand(g *globals, streams Streams) *cobra.Command {
@@ -176,12 +205,13 @@ does not answer within --timeout, is shown as unreachable.
 			return nil
 		},
 	}
+	g.clusterFlags(c)
 	c.Flags().StringVarP(&selector, "selector", "l", fleet.DefaultNodeSelector, "label selector of the nodes an agent is expected on (the chart's nodeSelector); empty for every node")
 	return c
 }
 
 func newAuditCommand(g *globals, streams Streams) *cobra.Command {
-	return &cobra.Command{
+	c := &cobra.Command{
 		Use:   "audit NODE",
 		Short: "Show one node's full audit, as its agent ran it",
 		Long: `audit shows the full audit of one node, as its agent ran it on its last read of the host:
@@ -229,14 +259,11 @@ node prints them).
 			return nil
 		},
 	}
+	g.clusterFlags(c)
+	return c
 }
 
 func (g *globals) check() error {
-	switch g.output {
-	case "table", "json", "yaml":
-	default:
-		return usageError(fmt.Errorf("unknown output format %q (want table, json or yaml)", g.output))
-	}
 	if g.failOn != "none" && audit.SeverityRank(g.failOn) == 0 {
 		return usageError(fmt.Errorf("unknown --fail-on %q (want error, warning, info or none)", g.failOn))
 	}

@@ -322,7 +322,7 @@ func TestBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"output", []string{"status", "--kubeconfig", kubeconfig, "-o", "wide"}, `unknown output format "wide"`},
+		{"output", []string{"status", "--kubeconfig", kubeconfig, "-o", "wide"}, `invalid argument "wide" for "-o, --output" flag: want table, json, yaml`},
 		{"fail-on", []string{"status", "--kubeconfig", kubeconfig, "--fail-on", "fatal"}, `unknown --fail-on "fatal"`},
 		{"unknown node", []string{"status", "node-x", "--kubeconfig", kubeconfig}, "node node-x: not found"},
 		{"no kubeconfig", []string{"status", "--kubeconfig", filepath.Join(t.TempDir(), "missing")}, "loading kubeconfig"},

@@ -7,6 +7,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/nfstune/nfstune/internal/backend"
 	"github.com/nfstune/nfstune/internal/strictyaml"
 )
 
@@ -57,9 +58,10 @@ type catalog struct {
 	workloads map[string]*Workload
 }
 
-// Backends lists the backend names nfstune knows, in a stable order.
+// Backends lists the canonical backend names nfstune knows, in a stable order; every
+// function that takes a backend name also takes its aliases (backend.Canonical).
 func Backends() []string {
-	return []string{BackendAzureFiles, BackendAzureBlobNFS, BackendAzureNetAppFiles, BackendAWSEFS, BackendGCPFilestore, BackendLonghorn, BackendGeneric}
+	return backend.Names()
 }
 
 // Workloads lists the workload names nfstune knows, in a stable order.
@@ -159,16 +161,17 @@ func (d *decoder) workload(name string, n *yaml.Node, path string) *Workload {
 }
 
 // profile builds the built-in profile for a backend and workload.
-func (c *catalog) profile(backend, workload string) (Profile, error) {
-	b, ok := c.backends[backend]
+func (c *catalog) profile(name, workload string) (Profile, error) {
+	canonical, _ := backend.Canonical(name)
+	b, ok := c.backends[canonical]
 	if !ok {
-		return Profile{}, fmt.Errorf("unknown backend %q (want one of %v)", backend, Backends())
+		return Profile{}, fmt.Errorf("unknown backend %q (want one of %v)", name, Backends())
 	}
 	w, ok := c.workloads[workload]
 	if !ok {
 		return Profile{}, fmt.Errorf("unknown workload %q (want one of %v)", workload, Workloads())
 	}
-	p := Profile{Backend: backend, Workload: workload}
+	p := Profile{Backend: canonical, Workload: workload}
 	b.profile.apply(&p)
 	base := p.ReadAheadKB
 	w.profile.apply(&p)

@@ -14,6 +14,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/nfstune/nfstune/internal/backend"
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
 )
@@ -205,11 +206,12 @@ func (d *decoder) rule(n *yaml.Node, index int) Rule {
 	handlers["match"] = func(v *yaml.Node, key string) { r.Match = d.match(v, key) }
 	handlers["backend"] = func(v *yaml.Node, key string) {
 		if s, ok := d.str(v, key); ok {
-			if !slices.Contains(Backends(), s) {
+			canonical, ok := backend.Canonical(s)
+			if !ok {
 				d.errorf(v, key, "unknown backend %q (want one of %s)", s, strings.Join(Backends(), ", "))
 				return
 			}
-			r.Backend = s
+			r.Backend = canonical
 		}
 	}
 	handlers["workload"] = func(v *yaml.Node, key string) { r.Workload, _ = d.workloadName(v, key) }
@@ -480,7 +482,8 @@ func (p *Policy) Profile(backend, workload string) (Profile, error) {
 
 // Backend returns the facts about a backend.
 func (p *Policy) Backend(name string) (Backend, bool) {
-	b, ok := p.cat.backends[name]
+	canonical, _ := backend.Canonical(name)
+	b, ok := p.cat.backends[canonical]
 	if !ok {
 		return Backend{}, false
 	}

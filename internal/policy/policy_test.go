@@ -35,7 +35,7 @@ var configTests = []struct {
 	{file: "invalid-values.yaml", wantErr: []string{
 		`invalid-values.yaml:5: rules[1].match.server: bad glob "nfs[1"`,
 		`invalid-values.yaml:6: rules[1].match.cidr: bad CIDR "10.0.0.0/33"`,
-		`invalid-values.yaml:7: rules[1].backend: unknown backend "netapp"`,
+		`invalid-values.yaml:7: rules[1].backend: unknown backend "ontap"`,
 		`invalid-values.yaml:8: rules[1].workload: unknown workload "batch"`,
 		`invalid-values.yaml:9: rules[1].readAheadKB: must not be negative, got -1`,
 		`invalid-values.yaml:11: rules[1].mountOptions.nconnect: 0 is out of range 1..16`,

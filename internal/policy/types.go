@@ -4,15 +4,18 @@
 // any value.
 package policy
 
-// Backends nfstune knows. A mount whose server matches none is "generic".
+import "github.com/nfstune/nfstune/internal/backend"
+
+// Backends nfstune knows, by their canonical names (package backend, which also holds
+// their aliases). A mount whose server matches none is "generic".
 const (
-	BackendAzureFiles       = "azure-files"
-	BackendAzureBlobNFS     = "azure-blob-nfs"
-	BackendAzureNetAppFiles = "azure-netapp-files"
-	BackendAWSEFS           = "aws-efs"
-	BackendGCPFilestore     = "gcp-filestore"
-	BackendLonghorn         = "longhorn"
-	BackendGeneric          = "generic"
+	BackendAzureFiles       = backend.AzureFiles
+	BackendAzureBlobNFS     = backend.AzureBlobNFS
+	BackendAzureNetAppFiles = backend.AzureNetAppFiles
+	BackendAWSEFS           = backend.AWSEFS
+	BackendGCPFilestore     = backend.GCPFilestore
+	BackendLonghorn         = backend.Longhorn
+	BackendGeneric          = backend.Generic
 )
 
 // Workloads nfstune knows.

@@ -632,7 +632,7 @@ func installerDaemonSet(v Values, version string) *appsv1.DaemonSet {
 		ImagePullPolicy: v.Image.PullPolicy,
 		Args: []string{
 			"k8s", "install-node",
-			"--host=" + HostRoot,
+			"--root=" + HostRoot,
 			"--bin-dir=" + v.Installer.BinDir,
 			"--config-dir=" + v.Installer.ConfigDir,
 			"--policy=" + path.Join(PolicyDir, PolicyFile),

@@ -10,6 +10,8 @@ package version
 
 import (
 	_ "embed" // the release, from VERSION
+	"fmt"
+	"runtime"
 	"runtime/debug"
 	"strings"
 )
@@ -24,15 +26,57 @@ var release string
 // name reports as its Version.
 var Release = strings.TrimSpace(release)
 
+// Info is what a binary knows of its build: nfstune version and kubectl nfstune version
+// print it.
+type Info struct {
+	Version string `json:"version"`
+	// Commit is the VCS revision the go command stamped into the binary (empty when it
+	// was built outside a git tree or with -buildvcs=false); Modified, that the tree had
+	// uncommitted changes.
+	Commit   string `json:"commit,omitempty"`
+	Modified bool   `json:"modified,omitempty"`
+	Go       string `json:"go"`
+	Platform string `json:"platform"` // GOOS/GOARCH
+}
+
+// Get returns the build's Info.
+func Get() Info {
+	i := Info{Version: Version, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				i.Commit = s.Value
+			case "vcs.modified":
+				i.Modified = s.Value == "true"
+			}
+		}
+	}
+	return i
+}
+
+// Text is i for people, one fact a line, the first naming program and its version:
+//
+//	nfstune v0.1.0
+//	commit: 0123456789ab... (modified)
+//	go: go1.26.11
+//	platform: linux/amd64
+func (i Info) Text(program string) string {
+	commit := i.Commit
+	switch {
+	case commit == "":
+		commit = "unknown"
+	case i.Modified:
+		commit += " (modified)"
+	}
+	return fmt.Sprintf("%s %s\ncommit: %s\ngo: %s\nplatform: %s\n", program, i.Version, commit, i.Go, i.Platform)
+}
+
 // String returns the version with the VCS revision when the binary carries one.
 func String() string {
 	v := Version
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range info.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				v += " (" + s.Value[:12] + ")"
-			}
-		}
+	if c := Get().Commit; len(c) >= 12 {
+		v += " (" + c[:12] + ")"
 	}
 	return v
 }
