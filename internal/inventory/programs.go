@@ -66,6 +66,10 @@ type ProcessScan struct {
 	// PodProcesses counts, per pod UID, the processes running in the pod's cgroup; only
 	// with ScanOptions.Pods. A running pod always has one: its sandbox's.
 	PodProcesses map[string]int `json:"pod_processes,omitempty"`
+	// KubeletRoots are the root directories of the kubelet processes running
+	// (kubelet.RootFromCommandLine), sorted, each once, "" for a kubelet whose command
+	// line could not be read or parsed; only with ScanOptions.Pods.
+	KubeletRoots []kubelet.Root `json:"kubelet_roots,omitempty"`
 	// Complete is false when a process was left out under the limits: then a pod or a
 	// program may be missing.
 	Complete bool     `json:"complete"`
@@ -82,10 +86,11 @@ type ScanOptions struct {
 
 // ScanProcesses reads /proc/<pid>/stat of every process, and /proc/<pid>/cmdline of those
 // whose command is an NFS mount or unmount program, and with opts.Pods every
-// /proc/<pid>/cgroup. It reads no other process's command line: cmdline takes the
-// process's memory-map lock, which a process blocked in a page fault of an NFS file may
-// hold; a mount or unmount program blocked in its system call does not. Nothing here needs
-// CAP_SYS_PTRACE.
+// /proc/<pid>/cgroup and the command line of kubelet (for its --root-dir). It reads no
+// other process's command line: cmdline takes the process's memory-map lock, which a
+// process blocked in a page fault of an NFS file may hold; a mount or unmount program
+// blocked in its system call does not, nor does kubelet, which maps no file of a volume.
+// Nothing here needs CAP_SYS_PTRACE.
 func ScanProcesses(ctx context.Context, root hostfs.Root, opts ScanOptions) ProcessScan {
 	l := opts.Limits.withDefaults()
 	ctx, cancel := context.WithTimeout(ctx, l.Timeout)
@@ -131,6 +136,10 @@ func ScanProcesses(ctx context.Context, root hostfs.Root, opts ScanOptions) Proc
 		if opts.Pods && podUID != "" {
 			out.PodProcesses[podUID]++
 		}
+		if opts.Pods && st.comm == "kubelet" {
+			reads++
+			out.KubeletRoots = append(out.KubeletRoots, kubeletRoot(root, dir))
+		}
 		if !isMountProgram(st.comm) {
 			continue
 		}
@@ -156,7 +165,20 @@ func ScanProcesses(ctx context.Context, root hostfs.Root, opts ScanOptions) Proc
 		out.Programs = append(out.Programs, p)
 	}
 	out.Programs = withoutHelperParents(out.Programs, parents)
+	slices.Sort(out.KubeletRoots)
+	out.KubeletRoots = slices.Compact(out.KubeletRoots)
 	return out
+}
+
+// kubeletRoot reads the root directory of the kubelet process dir from its command line;
+// "" when it cannot be told.
+func kubeletRoot(root hostfs.Root, dir string) kubelet.Root {
+	b, err := hostfs.ReadSmall(root.Proc(dir, "cmdline"))
+	if err != nil {
+		return ""
+	}
+	r, _ := kubelet.RootFromCommandLine(b)
+	return r
 }
 
 // withoutHelperParents drops each program whose child is a program of the same kind on

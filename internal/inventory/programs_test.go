@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/nfstune/nfstune/internal/hostfs"
+	"github.com/nfstune/nfstune/internal/kubelet"
 )
 
 const (
@@ -57,6 +58,9 @@ func programsRoot(t *testing.T) hostfs.Root {
 		// The sandbox of a running pod, and a process that is neither.
 		{fakeProc{pid: 20, comm: "pause", state: "S", cgroup: csiPodCG}, []string{"/pause"}},
 		{fakeProc{pid: 21, comm: "bash", state: "S", cgroup: "0::/user.slice\n"}, []string{"bash"}},
+		// kubelet, with a root directory of its own.
+		{fakeProc{pid: 22, comm: "kubelet", state: "S", cgroup: "0::/system.slice/kubelet.service\n"},
+			[]string{"/usr/bin/kubelet", "--config=/var/lib/kubelet/config.yaml", "--root-dir", "/data/kubelet"}},
 	} {
 		p.ns, p.mountinfo, p.root, p.cwd = hostNS, hostMountinfo, "/", "/"
 		writeProc(t, root, p.fakeProc)
@@ -85,6 +89,7 @@ func TestScanProcesses(t *testing.T) {
 			{PID: 18, Comm: "umount.nfs4", State: "D", Program: ProgramUnmount, Target: "/mnt/e", Running: 60 * time.Second},
 		},
 		PodProcesses: map[string]int{podUID: 2},
+		KubeletRoots: []kubelet.Root{"/data/kubelet"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("scan (-want +got):\n%s", diff)
