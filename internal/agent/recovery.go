@@ -311,6 +311,9 @@ func (a *Agent) Recover(ctx context.Context, now time.Time) {
 			delete(a.tried, dev)
 		}
 	}
+	if !slices.ContainsFunc(decisions, func(d recoveryDecision) bool { return d.State == RecoveryBlind }) {
+		a.blindWhy = "" // seeing again: the next blind spell is said at warn level again
+	}
 	for _, d := range decisions {
 		log := a.cfg.Logger.With("device", d.Device, "source", d.Source, "server_addr", d.ServerAddr,
 			"mountpoints", d.MountPoints, "pods", d.Pods, "stalled_for", d.StalledFor.Round(time.Second).String())
