@@ -3,7 +3,9 @@
 // <root>/pods/<pod UID>/volumes/<plugin>/<name>, and a CSI driver that stages a volume
 // mounts it once per node under <root>/plugins/kubernetes.io/csi/<driver>/<sha256 of the
 // volume handle>/globalmount before bind-mounting it into each pod. <root> is kubelet's
-// --root-dir: /var/lib/kubelet, or another directory named kubelet (k0s, MicroK8s).
+// --root-dir: /var/lib/kubelet, or another directory named kubelet (k0s, MicroK8s), which
+// the package's functions take for it when labelling; a decision that acts on a mount uses
+// Root, the one directory the node's kubelet has.
 package kubelet
 
 import (
