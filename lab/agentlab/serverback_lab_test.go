@@ -41,8 +41,9 @@ func TestShutdownServerBack(t *testing.T) {
 	}
 	journal := readJournal(t)
 
+	dropCache(t, data)
 	labtest.AddrGone(t, "127.0.0.2")
-	reader := startUncachedRead(t, data)
+	reader := startRead(t, data)
 	deadline := time.Now().Add(2 * time.Minute)
 	for majorTimeouts(t, m.Dir) == 0 {
 		if time.Now().After(deadline) {
@@ -67,8 +68,9 @@ func TestShutdownServerBack(t *testing.T) {
 	}
 	checkNotShutDown(t, attr, journal)
 
+	dropCache(t, data)
 	labtest.AddrGone(t, "127.0.0.2")
-	reader = startUncachedRead(t, data)
+	reader = startRead(t, data)
 	ctx := context.Background()
 	var plan *tune.ShutdownPlan
 	deadline = time.Now().Add(2 * time.Minute)
@@ -96,13 +98,18 @@ func TestShutdownServerBack(t *testing.T) {
 	}
 }
 
-// startUncachedRead drops the cached pages of file and starts reading it: with its server
-// gone, the read waits on it.
-func startUncachedRead(t *testing.T, file string) <-chan error {
+// dropCache drops the cached pages of file, while its server answers: opening the file
+// revalidates it with the server.
+func dropCache(t *testing.T, file string) {
 	t.Helper()
 	if out, err := exec.Command("dd", "if="+file, "iflag=nocache", "count=0", "status=none").CombinedOutput(); err != nil {
 		t.Fatalf("dropping cached pages: %v: %s", err, out)
 	}
+}
+
+// startRead starts reading file: with its server gone, the read waits on it.
+func startRead(t *testing.T, file string) <-chan error {
+	t.Helper()
 	cmd := exec.Command("cat", file)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -113,7 +120,7 @@ func startUncachedRead(t *testing.T, file string) <-chan error {
 	return done
 }
 
-// waitRead waits for a read of startUncachedRead to finish once the server is back.
+// waitRead waits for a read of startRead to finish once the server is back.
 func waitRead(t *testing.T, done <-chan error) {
 	t.Helper()
 	select {
