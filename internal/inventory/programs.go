@@ -70,8 +70,9 @@ type ProcessScan struct {
 	// (kubelet.RootFromCommandLine), sorted, each once, "" for a kubelet whose command
 	// line could not be read or parsed; only with ScanOptions.Pods.
 	KubeletRoots []kubelet.Root `json:"kubelet_roots,omitempty"`
-	// Complete is false when a process was left out under the limits: then a pod or a
-	// program may be missing.
+	// Complete is false when a process was left out under the limits, or (with
+	// ScanOptions.Pods) a live process's cgroup could not be read: then a pod or a program
+	// may be missing.
 	Complete bool     `json:"complete"`
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -115,6 +116,7 @@ func ScanProcesses(ctx context.Context, root hostfs.Root, opts ScanOptions) Proc
 	uptime := readUptime(root)
 	reads := 0
 	parents := map[int]int{} // a program's parent, by the program's PID
+	unreadCgroups := 0
 	for i, pid := range pids {
 		if i >= l.MaxProcesses || reads >= l.MaxReads || ctx.Err() != nil {
 			out.Complete = false
@@ -130,7 +132,13 @@ func ScanProcesses(ctx context.Context, root hostfs.Root, opts ScanOptions) Proc
 		var cgroup []byte
 		if opts.Pods || isMountProgram(st.comm) {
 			reads++
-			cgroup, _ = hostfs.ReadSmall(root.Proc(dir, "cgroup"))
+			var err error
+			if cgroup, err = hostfs.ReadSmall(root.Proc(dir, "cgroup")); err != nil && opts.Pods && st.state != "Z" && st.state != "X" {
+				if again, ok := readProcStat(root.Proc(dir, "stat")); ok && again.state != "Z" && again.state != "X" {
+					// A pod's process whose cgroup cannot be read would count as none.
+					unreadCgroups++
+				}
+			}
 		}
 		podUID, containerID := cgroupPod(cgroup)
 		if opts.Pods && podUID != "" {
@@ -163,6 +171,10 @@ func ScanProcesses(ctx context.Context, root hostfs.Root, opts ScanOptions) Proc
 		}
 		parents[pid] = st.ppid
 		out.Programs = append(out.Programs, p)
+	}
+	if unreadCgroups > 0 {
+		out.Complete = false
+		out.Warnings = append(out.Warnings, fmt.Sprintf("processes: the cgroup of %d could not be read; the pods they run in are not counted", unreadCgroups))
 	}
 	out.Programs = withoutHelperParents(out.Programs, parents)
 	slices.Sort(out.KubeletRoots)

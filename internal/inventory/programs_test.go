@@ -154,3 +154,29 @@ func FuzzParseMountProgram(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, comm, cmdline string) { parseMountProgram(comm, []byte(cmdline)) })
 }
+
+// TestScanProcessesUnreadableCgroup: a live process whose cgroup cannot be read may be a
+// pod's: counting pods, the scan is then incomplete. A zombie's is no loss.
+func TestScanProcessesUnreadableCgroup(t *testing.T) {
+	for _, tt := range []struct {
+		state    string
+		complete bool
+	}{{"S", false}, {"Z", true}} {
+		root := programsRoot(t)
+		writeProc(t, string(root), fakeProc{pid: 30, comm: "app", state: tt.state, ns: hostNS, mountinfo: hostMountinfo, root: "/", cwd: "/"})
+		cg := root.Proc("30", "cgroup")
+		if err := os.Remove(cg); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Mkdir(cg, 0o755); err != nil { // not a regular file: unreadable
+			t.Fatal(err)
+		}
+		got := ScanProcesses(context.Background(), root, ScanOptions{Pods: true})
+		if got.Complete != tt.complete {
+			t.Errorf("state %s: complete = %v, want %v (warnings %q)", tt.state, got.Complete, tt.complete, got.Warnings)
+		}
+		if got := ScanProcesses(context.Background(), root, ScanOptions{}); !got.Complete {
+			t.Errorf("state %s: a scan that counts no pod is incomplete: %q", tt.state, got.Warnings)
+		}
+	}
+}
