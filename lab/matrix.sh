@@ -13,7 +13,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
-smoke='TestAuditListsEveryMount|TestApplyReadAheadUdevRevert|TestKernelGates|TestAuditWithServerGone|TestShutdown|TestNewMountsTuned'
+smoke='TestAuditListsEveryMount|TestApplyReadAheadUdevRevert|TestKernelGates|TestAuditWithServerGone|TestShutdown|TestShutdownServerBack|TestNewMountsTuned'
 newest=${LAB_KERNEL_LINES##* }
 case ${LAB_SMOKE:-} in
 '') ;;

@@ -24,6 +24,7 @@ import (
 	"github.com/nfstune/nfstune/internal/audit"
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/kubelet"
 	"github.com/nfstune/nfstune/internal/metrics"
 	"github.com/nfstune/nfstune/internal/policy"
 	"github.com/nfstune/nfstune/internal/status"
@@ -114,6 +115,14 @@ type Config struct {
 	// RecoveryEvery is how often Recover runs while the policy's recovery is on; 0 means
 	// DefaultRecoveryEvery.
 	RecoveryEvery time.Duration
+	// PodUID is the UID of the pod the agent runs in (--pod-uid, the downward API's
+	// metadata.uid): the recovery rules act only after the process scan has found this
+	// pod's processes through their cgroups, the proof that they see pods at all. Empty
+	// outside a pod: then the rules never act (RecoveryBlind).
+	PodUID string
+	// KubeletRoot is kubelet's root directory (--kubelet-root-dir); empty takes it from
+	// kubelet's own command line (inventory.ProcessScan.KubeletRoots).
+	KubeletRoot kubelet.Root
 	// RecoveryStallWindow is how long the checks right before a shutdown watch the server's
 	// transports again (tune.PlanShutdown, then tune.Shutdown); 0 means
 	// inventory.DefaultStallWindow.
@@ -150,6 +159,9 @@ type Agent struct {
 	stalledSince map[string]time.Time
 	// tried are the recovery actions taken, by device (Recover).
 	tried map[string]recoveryTried
+	// blindWhy is the last reason logged at warn level for a superblock the recovery rules
+	// could not judge (RecoveryBlind).
+	blindWhy string
 
 	// verdicts judges the agent's read-ahead writes on each mount's traffic.
 	verdicts *verdicts

@@ -20,7 +20,8 @@ type Metrics struct {
 	Reaction   prometheus.Histogram
 	// RecoveryActions counts the recovery rules' actions by action and result;
 	// RecoverySuperblocks are the superblocks of stalled servers the rules select, by
-	// state (RecoveryWaiting, RecoveryKept, RecoveryEligible), at the last run.
+	// state (RecoveryWaiting, RecoveryKept, RecoveryBlind, RecoveryEligible), at the last
+	// run.
 	RecoveryActions     *prometheus.CounterVec
 	RecoverySuperblocks *prometheus.GaugeVec
 	// AdaptiveChanges counts adaptive read-ahead changes by direction and reason.
@@ -66,7 +67,7 @@ func NewMetrics() *Metrics {
 		}, []string{"action", "result"}),
 		RecoverySuperblocks: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: ns, Subsystem: "recovery", Name: "superblocks",
-			Help: "Superblocks of stalled servers that the recovery policy selects, at its last run, by state: waiting (stalled for less than the window), kept (someone may still need it), eligible.",
+			Help: "Superblocks of stalled servers that the recovery policy selects, at its last run, by state: waiting (stalled for less than the window), kept (someone may still need it), blind (the agent cannot see kubelet's root or pods' processes, so it cannot tell; never acted on), eligible.",
 		}, []string{"state"}),
 		AdaptiveChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "readahead_adaptive_changes_total",
@@ -87,7 +88,7 @@ func (m *Metrics) setRecoveryStates(ds []recoveryDecision) {
 	for _, d := range ds {
 		n[d.State]++
 	}
-	for _, s := range []string{RecoveryWaiting, RecoveryKept, RecoveryEligible} {
+	for _, s := range []string{RecoveryWaiting, RecoveryKept, RecoveryBlind, RecoveryEligible} {
 		m.RecoverySuperblocks.WithLabelValues(s).Set(float64(n[s]))
 	}
 }

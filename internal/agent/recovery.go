@@ -24,6 +24,10 @@ const (
 	RecoveryWaiting = "waiting"
 	// RecoveryKept: someone may still need the superblock; it is left alone.
 	RecoveryKept = "kept"
+	// RecoveryBlind: the agent cannot see what it needs to tell that nobody uses the
+	// superblock (kubelet's root directory, or pods' processes through their cgroups); it
+	// is left alone, and the agent says why.
+	RecoveryBlind = "blind"
 	// RecoveryEligible: nobody needs it; the action applies.
 	RecoveryEligible = "eligible"
 )
@@ -54,6 +58,12 @@ type recoveryFacts struct {
 	// procs is the scan of every process with the pods' process counts; nil when not
 	// scanned.
 	procs *inventory.ProcessScan
+	// selfPod is the agent's own pod (Config.PodUID), whose processes the scan must find
+	// for its count of a pod's processes to mean anything; empty outside a pod.
+	selfPod string
+	// kubeletRoot is kubelet's root directory as configured (Config.KubeletRoot); empty
+	// takes it from procs.KubeletRoots.
+	kubeletRoot kubelet.Root
 	// knob tells, by device, whether /sys/fs/nfs/<device>/shutdown exists.
 	knob map[string]bool
 }
@@ -68,7 +78,7 @@ type recoveryDecision struct {
 	Pods []string
 	// StalledFor is how long the server has been seen stalled.
 	StalledFor time.Duration
-	// State is RecoveryWaiting, RecoveryKept or RecoveryEligible.
+	// State is RecoveryWaiting, RecoveryKept, RecoveryBlind or RecoveryEligible.
 	State string
 	// Action is, when eligible, policy.RecoveryShutdown or policy.RecoveryReport (the
 	// policy's action, or report where the kernel lacks the shutdown attribute).
@@ -82,21 +92,26 @@ type recoveryDecision struct {
 // stallKey names a stalled server: one address has one per port behind local proxies.
 func stallKey(s inventory.StalledServer) string { return fmt.Sprintf("%s:%d", s.Addr, s.Port) }
 
-// unmountPrograms are the commands of the unmount in progress that the rules accept as
-// holders: the teardown itself.
-var unmountPrograms = []string{"umount", "umount.nfs", "umount.nfs4"}
-
 // decideRecovery applies the recovery rules to every superblock of a stalled server that
-// r selects, in device order. A superblock is eligible only when all of these hold:
+// r selects, in device order. A superblock is eligible only when all of these hold, in
+// this order (the first that fails gives the state):
 //
-//  1. its server has been seen stalled, without a break, for at least r.Window;
-//  2. every one of its mount points is a kubelet pod volume path (or a CSI staging path):
-//     nothing else on the host mounted it;
-//  3. the holder scan looked at every process, and no process holds it (an open file, a
-//     working directory, a root) but an unmount program;
-//  4. the process scan looked at every process, and none runs in the cgroup of a pod whose
-//     volume it is: kubelet stops every container and the sandbox of a pod before it
-//     unmounts the pod's volumes, and a pod that is running always has its sandbox.
+//  1. its server has been seen stalled, without a break, for at least r.Window (else
+//     waiting);
+//  2. kubelet's root directory is known: configured, or the one root every kubelet
+//     process names (else blind);
+//  3. every one of its mount points is a pod volume path or a CSI staging path below
+//     that root: nothing else on the host mounted it (else kept);
+//  4. the holder scan looked at every process, and no process holds it (an open file, a
+//     working directory, a root), whatever its name: a command name proves nothing
+//     (else kept);
+//  5. the process scan looked at every process (else kept);
+//  6. that scan found the agent's own pod's processes through their cgroups: a pod
+//     layout the agent does not recognise (a kubelet --cgroup-root, a node nested in a
+//     container) would make every pod look empty (else blind);
+//  7. no process runs in the cgroup of a pod whose volume it is: kubelet stops every
+//     container and the sandbox of a pod before it unmounts the pod's volumes, and a pod
+//     that is running always has its sandbox (else kept).
 //
 // It reads nothing: the facts are gathered before.
 func decideRecovery(r policy.Recovery, f recoveryFacts) []recoveryDecision {
@@ -141,15 +156,19 @@ func eligibility(r policy.Recovery, f recoveryFacts, m *inventory.Mount, d *reco
 	if d.StalledFor < r.Window {
 		return RecoveryWaiting, fmt.Sprintf("server %s stalled for %s of the %s window", d.ServerAddr, d.StalledFor.Round(time.Second), r.Window)
 	}
+	root, why := nodeKubeletRoot(f)
+	if root == "" {
+		return RecoveryBlind, why
+	}
 	for _, mp := range m.MountPoints {
-		if uid, ok := kubelet.VolumePod(mp); ok {
+		if uid, ok := root.VolumePod(mp); ok {
 			if !slices.Contains(d.Pods, uid) {
 				d.Pods = append(d.Pods, uid)
 			}
 			continue
 		}
-		if !kubelet.IsStaging(mp) {
-			return RecoveryKept, fmt.Sprintf("mounted at %s, which is not a kubelet volume path: someone on the host mounted it", mp)
+		if !root.IsStaging(mp) {
+			return RecoveryKept, fmt.Sprintf("mounted at %s, which is not a volume path below kubelet's root %s: someone on the host mounted it", mp, root)
 		}
 	}
 	slices.Sort(d.Pods)
@@ -161,20 +180,25 @@ func eligibility(r policy.Recovery, f recoveryFacts, m *inventory.Mount, d *reco
 	if b.Incomplete {
 		return RecoveryKept, fmt.Sprintf("not every process could be inspected for holders (%d uninspected): one may still use it", b.Uninspected)
 	}
-	for _, h := range b.Holders {
-		if !slices.Contains(unmountPrograms, h.Comm) {
-			who := fmt.Sprintf("pid %d (%s)", h.PID, h.Comm)
-			if h.PodUID != "" {
-				who += " of pod " + h.PodUID
-			}
-			return RecoveryKept, fmt.Sprintf("%s holds it (%s)", who, strings.Join(h.Via, "+"))
+	if len(b.Holders) > 0 {
+		h := b.Holders[0]
+		who := fmt.Sprintf("pid %d (%s)", h.PID, h.Comm)
+		if h.PodUID != "" {
+			who += " of pod " + h.PodUID
 		}
+		return RecoveryKept, fmt.Sprintf("%s holds it (%s)", who, strings.Join(h.Via, "+"))
 	}
 	if f.procs == nil {
 		return RecoveryKept, "the processes were not scanned"
 	}
 	if !f.procs.Complete {
 		return RecoveryKept, "the process scan stopped before the end: a pod's process may have been missed"
+	}
+	if f.selfPod == "" {
+		return RecoveryBlind, "the agent does not know its own pod (--pod-uid, $POD_UID), so it cannot prove that it sees pods' processes through their cgroups"
+	}
+	if f.procs.PodProcesses[f.selfPod] == 0 {
+		return RecoveryBlind, fmt.Sprintf("the process scan found no process of the agent's own pod %s through the cgroups kubelet names: pods' processes are not seen (a kubelet --cgroup-root, a node nested in a container, or cgroup files it cannot read), so an empty pod proves nothing", f.selfPod)
 	}
 	for _, uid := range d.Pods {
 		if n := f.procs.PodProcesses[uid]; n > 0 {
@@ -194,6 +218,25 @@ func eligibility(r policy.Recovery, f recoveryFacts, m *inventory.Mount, d *reco
 		why += fmt.Sprintf("; an unmount waits on it (pid %d)", d.Unmounting[0])
 	}
 	return RecoveryEligible, why
+}
+
+// nodeKubeletRoot returns kubelet's root directory: the configured one, else the one every
+// kubelet process names; "" and why when it is not known.
+func nodeKubeletRoot(f recoveryFacts) (kubelet.Root, string) {
+	if f.kubeletRoot != "" {
+		return f.kubeletRoot, ""
+	}
+	if f.procs == nil {
+		return "", "kubelet's root directory is not known yet: the processes were not scanned"
+	}
+	switch roots := f.procs.KubeletRoots; {
+	case len(roots) == 0:
+		return "", "no kubelet process was seen and no --kubelet-root-dir is set: kubelet's root directory is not known"
+	case len(roots) > 1 || roots[0] == "":
+		return "", fmt.Sprintf("the kubelet processes seen do not name one root directory (%q): set --kubelet-root-dir", roots)
+	default:
+		return roots[0], ""
+	}
 }
 
 // pastWindow reports whether a superblock r selects has a server stalled for at least the
@@ -244,7 +287,8 @@ func (a *Agent) Recover(ctx context.Context, now time.Time) {
 		return
 	}
 	since := a.sampleStalls(inv, now)
-	f := recoveryFacts{now: now, mounts: inv.Mounts, stalled: inv.Stalled, since: since, blocked: inv.Blocked, knob: map[string]bool{}}
+	f := recoveryFacts{now: now, mounts: inv.Mounts, stalled: inv.Stalled, since: since, blocked: inv.Blocked, knob: map[string]bool{},
+		selfPod: a.cfg.PodUID, kubeletRoot: a.cfg.KubeletRoot}
 	for _, m := range inv.Mounts {
 		if _, err := hostfs.ReadNFSShutdown(a.cfg.Root, m.Device); !errors.Is(err, fs.ErrNotExist) {
 			f.knob[m.Device] = true
@@ -267,9 +311,22 @@ func (a *Agent) Recover(ctx context.Context, now time.Time) {
 			delete(a.tried, dev)
 		}
 	}
+	if !slices.ContainsFunc(decisions, func(d recoveryDecision) bool { return d.State == RecoveryBlind }) {
+		a.blindWhy = "" // seeing again: the next blind spell is said at warn level again
+	}
 	for _, d := range decisions {
 		log := a.cfg.Logger.With("device", d.Device, "source", d.Source, "server_addr", d.ServerAddr,
 			"mountpoints", d.MountPoints, "pods", d.Pods, "stalled_for", d.StalledFor.Round(time.Second).String())
+		if d.State == RecoveryBlind {
+			// Said once per reason at warn level: the agent cannot do its job until someone
+			// fixes its view of the node.
+			level := slog.LevelDebug
+			if a.blindWhy != d.Why {
+				level, a.blindWhy = slog.LevelWarn, d.Why
+			}
+			log.Log(ctx, level, "recovery: left alone, the agent cannot see who uses it", "state", d.State, "why", d.Why)
+			continue
+		}
 		if d.State != RecoveryEligible {
 			log.Debug("recovery: left alone", "state", d.State, "why", d.Why)
 			continue
@@ -310,9 +367,12 @@ func (a *Agent) recoverOne(ctx context.Context, r policy.Recovery, d recoveryDec
 		log.Info("recovery: already shut down; nothing written")
 		return ResultDone
 	}
+	if len(plan.Warnings) > 0 {
+		log.Info("recovery: not shutting down: the holders could not all be read again", "warnings", plan.Warnings)
+		return ResultAborted
+	}
 	for _, h := range plan.Affected {
-		_, comm, _ := strings.Cut(h.Name, " ") // "<pid> <comm>"
-		if h.Kind == tune.HolderProcess && !slices.Contains(unmountPrograms, comm) {
+		if h.Kind == tune.HolderProcess {
 			log.Info("recovery: not shutting down: a process holds it now", "holder", h.Name, "detail", h.Detail)
 			return ResultAborted
 		}

@@ -17,11 +17,14 @@ import (
 
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/kubelet"
 	"github.com/nfstune/nfstune/internal/policy"
 	"github.com/nfstune/nfstune/internal/tune"
 )
 
 const (
+	// agentPod is the agent's own pod.
+	agentPod   = "c0ffee00-1234-4abc-8def-0123456789ab"
 	deletedPod = "5d7e4a12-0c3b-4e8f-9d21-6a7b8c9d0e1f"
 	runningPod = "8f3d2c1a-5b6e-4f70-9a81-2b3c4d5e6f70"
 	deadServer = "10.0.0.9"
@@ -33,7 +36,8 @@ func podPath(uid, vol string) string {
 
 // recoveryCase are facts about one superblock 0:60 of the dead server, stalled for 10
 // minutes, mounted for deletedPod only, held by nobody, with kubelet's unmount waiting on
-// it; each case changes one fact.
+// it, on a node whose kubelet runs with the default root and where the scan sees the
+// agent's own pod; each case changes one fact.
 func recoveryCase(change func(*recoveryFacts)) recoveryFacts {
 	now := time.Date(2026, 11, 3, 12, 0, 0, 0, time.UTC)
 	f := recoveryFacts{
@@ -45,9 +49,11 @@ func recoveryCase(change func(*recoveryFacts)) recoveryFacts {
 		stalled: []inventory.StalledServer{{Addr: deadServer, Port: 2049}},
 		since:   map[string]time.Time{deadServer + ":2049": now.Add(-10 * time.Minute)},
 		blocked: []inventory.BlockedMount{{Device: "0:60", ServerAddr: deadServer, Holders: []inventory.Holder{}}},
-		procs: &inventory.ProcessScan{Complete: true, PodProcesses: map[string]int{runningPod: 3},
-			Programs: []inventory.MountProgram{{PID: 77, Comm: "umount", State: "D", Program: inventory.ProgramUnmount, Target: podPath(deletedPod, "pv-a")}}},
-		knob: map[string]bool{"0:60": true, "0:61": true},
+		procs: &inventory.ProcessScan{Complete: true, PodProcesses: map[string]int{runningPod: 3, agentPod: 1},
+			KubeletRoots: []kubelet.Root{kubelet.DefaultRoot},
+			Programs:     []inventory.MountProgram{{PID: 77, Comm: "umount", State: "D", Program: inventory.ProgramUnmount, Target: podPath(deletedPod, "pv-a")}}},
+		knob:    map[string]bool{"0:60": true, "0:61": true},
+		selfPod: agentPod,
 	}
 	f.mounts[0].Version = "4.2"
 	if change != nil {
@@ -82,7 +88,7 @@ func TestDecideRecovery(t *testing.T) {
 		{name: "server not stalled", change: func(f *recoveryFacts) { f.stalled = nil }},
 		{name: "within the window", change: func(f *recoveryFacts) { f.since[deadServer+":2049"] = f.now.Add(-4 * time.Minute) },
 			state: RecoveryWaiting, why: "stalled for 4m0s of the 5m0s window"},
-		{name: "a host mount point", state: RecoveryKept, why: "/mnt/data, which is not a kubelet volume path",
+		{name: "a host mount point", state: RecoveryKept, why: "/mnt/data, which is not a volume path below kubelet's root /var/lib/kubelet",
 			change: func(f *recoveryFacts) { f.mounts[0].MountPoints = append(f.mounts[0].MountPoints, "/mnt/data") }},
 		{name: "a CSI staging path alone", state: RecoveryEligible, action: policy.RecoveryShutdown, why: "CSI staging path",
 			change: func(f *recoveryFacts) {
@@ -92,14 +98,36 @@ func TestDecideRecovery(t *testing.T) {
 			change: func(f *recoveryFacts) {
 				f.blocked[0].Holders = []inventory.Holder{{PID: 900, Comm: "app", Via: []string{"fd"}, PodUID: runningPod}}
 			}},
-		{name: "an unmount program holding it", state: RecoveryEligible, action: policy.RecoveryShutdown,
+		{name: "a process named as an unmount holding it", state: RecoveryKept, why: "pid 78 (umount.nfs4) holds it (cwd)",
 			change: func(f *recoveryFacts) {
 				f.blocked[0].Holders = []inventory.Holder{{PID: 78, Comm: "umount.nfs4", Via: []string{"cwd"}}}
 			}},
+		{name: "kubelet root configured", state: RecoveryEligible, action: policy.RecoveryShutdown,
+			change: func(f *recoveryFacts) { f.kubeletRoot, f.procs.KubeletRoots = kubelet.DefaultRoot, nil }},
+		{name: "kubelet root configured elsewhere", state: RecoveryKept, why: "below kubelet's root /data/kubelet",
+			change: func(f *recoveryFacts) { f.kubeletRoot = "/data/kubelet" }},
+		{name: "kubelet running with another root", state: RecoveryKept, why: "below kubelet's root /data/kubelet",
+			change: func(f *recoveryFacts) { f.procs.KubeletRoots = []kubelet.Root{"/data/kubelet"} }},
+		{name: "another directory named kubelet", state: RecoveryKept, why: "not a volume path below kubelet's root",
+			change: func(f *recoveryFacts) {
+				f.mounts[0].MountPoints = []string{"/srv/kubelet/pods/" + deletedPod + "/volumes/kubernetes.io~nfs/pv-a"}
+			}},
+		{name: "no kubelet seen", state: RecoveryBlind, why: "kubelet's root directory is not known",
+			change: func(f *recoveryFacts) { f.procs.KubeletRoots = nil }},
+		{name: "kubelets naming two roots", state: RecoveryBlind, why: "do not name one root directory",
+			change: func(f *recoveryFacts) { f.procs.KubeletRoots = []kubelet.Root{"/data/kubelet", kubelet.DefaultRoot} }},
+		{name: "a kubelet whose root cannot be told", state: RecoveryBlind, why: "do not name one root directory",
+			change: func(f *recoveryFacts) { f.procs.KubeletRoots = []kubelet.Root{""} }},
+		{name: "the agent's own pod not seen", state: RecoveryBlind, why: "found no process of the agent's own pod " + agentPod,
+			change: func(f *recoveryFacts) { delete(f.procs.PodProcesses, agentPod) }},
+		{name: "the agent outside a pod", state: RecoveryBlind, why: "does not know its own pod",
+			change: func(f *recoveryFacts) { f.selfPod = "" }},
 		{name: "holder scan incomplete", state: RecoveryKept, why: "3 uninspected",
 			change: func(f *recoveryFacts) { f.blocked[0].Incomplete, f.blocked[0].Uninspected = true, 3 }},
 		{name: "holders not read", state: RecoveryKept, change: func(f *recoveryFacts) { f.blocked = nil }},
-		{name: "processes not scanned", state: RecoveryKept, change: func(f *recoveryFacts) { f.procs = nil }},
+		{name: "processes not scanned", state: RecoveryBlind, why: "not known yet", change: func(f *recoveryFacts) { f.procs = nil }},
+		{name: "processes not scanned, kubelet root configured", state: RecoveryKept, why: "not scanned",
+			change: func(f *recoveryFacts) { f.procs, f.kubeletRoot = nil, kubelet.DefaultRoot }},
 		{name: "process scan incomplete", state: RecoveryKept, why: "stopped before the end",
 			change: func(f *recoveryFacts) { f.procs.Complete = false }},
 		{name: "pod still running", state: RecoveryKept, why: "pod " + deletedPod + " still runs 1 process(es)",
@@ -190,20 +218,24 @@ func recoveryRoot(t *testing.T) hostfs.Root {
 	rewrite("sys/kernel/sunrpc/xprt-switches/switch-1/xprt-4-tcp/xprt_info", "pending_q_len=0", "pending_q_len=1")
 	write("sys/fs/nfs/0:54/shutdown", "0\n")
 	write("proc/uptime", "1000.00 1800.00\n")
+	// kubelet, with its default root directory, and the agent in its own pod.
+	addProcess(t, root, 4000, "kubelet", "0::/system.slice/kubelet.service\n", "/usr/bin/kubelet", "--config=/var/lib/kubelet/config.yaml")
+	addProcess(t, root, 4001, "nfstune", agentPodCgroup, "nfstune", "agent")
 	return root
 }
 
-// addProcess adds a process to a fixture root: its stat, its cgroup and, for an unmount
-// program, its command line.
+// addProcess adds a process to a fixture root: its stat, its cgroup, its command line, a
+// mount table with only the root file system and no open file.
 func addProcess(t *testing.T, root hostfs.Root, pid int, comm, cgroup string, cmdline ...string) {
 	t.Helper()
 	dir := root.Proc(strconv.Itoa(pid))
 	for name, content := range map[string]string{
-		"stat":    fmt.Sprintf("%d (%s) D 1 %d %d 0 -1 4194560 96 0 0 0 0 0 0 0 20 0 1 0 90000 5619712 229\n", pid, comm, pid, pid),
-		"cgroup":  cgroup,
-		"cmdline": strings.Join(cmdline, "\x00") + "\x00",
+		"stat":      fmt.Sprintf("%d (%s) D 1 %d %d 0 -1 4194560 96 0 0 0 0 0 0 0 20 0 1 0 90000 5619712 229\n", pid, comm, pid, pid),
+		"cgroup":    cgroup,
+		"cmdline":   strings.Join(cmdline, "\x00") + "\x00",
+		"mountinfo": "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n",
 	} {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(dir, "fdinfo"), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
@@ -211,6 +243,9 @@ func addProcess(t *testing.T, root hostfs.Root, pid int, comm, cgroup string, cm
 		}
 	}
 }
+
+// agentPodCgroup is the cgroup of the agent's container in agentPod (cgroupfs driver).
+const agentPodCgroup = "0::/kubepods/besteffort/pod" + agentPod + "/" + "1111111111111111111111111111111111111111111111111111111111111111\n"
 
 const fixturePod = "6f1b3a52-8c4d-4e0a-9b7e-2d5c1f0a3e71"
 
@@ -221,7 +256,7 @@ func runRecovery(t *testing.T, root hostfs.Root, mode policy.Mode) *Agent {
 	r := policy.DefaultRecovery()
 	r.Enabled, r.Mode, r.Window = true, mode, 5*time.Minute
 	a, err := New(Config{
-		Root: root, PID: 1,
+		Root: root, PID: 1, PodUID: agentPod,
 		Read: func(context.Context) (*inventory.Inventory, error) {
 			return inventory.Read(root, inventory.ReadOptions{PID: 1})
 		},
@@ -283,6 +318,26 @@ func TestRecoverLeavesAlone(t *testing.T) {
 		{name: "pod still running", mode: policy.ModeEnforce, state: RecoveryKept, setup: func(t *testing.T, root hostfs.Root) {
 			addProcess(t, root, 4400, "pause", "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod"+strings.ReplaceAll(fixturePod, "-", "_")+".slice/cri-containerd-"+strings.Repeat("ab", 32)+".scope\n", "/pause")
 		}},
+		{name: "a process named umount holding it", mode: policy.ModeEnforce, state: RecoveryKept, setup: func(t *testing.T, root hostfs.Root) {
+			addProcess(t, root, 4300, "umount", "0::/system.slice/kubelet.service\n", "umount", "/var/lib/kubelet/pods/"+fixturePod+"/volumes/kubernetes.io~nfs/home")
+			link(t, root, 4300, "root", "/")
+			link(t, root, 4300, "cwd", "/var/lib/kubelet/pods/"+fixturePod+"/volumes/kubernetes.io~nfs/home")
+			copyFile(t, root, "proc/1/mountinfo", "proc/4300/mountinfo")
+		}},
+		{name: "the agent's pod under a cgroup layout not recognised", mode: policy.ModeEnforce, state: RecoveryBlind, setup: func(t *testing.T, root hostfs.Root) {
+			// kubelet --cgroup-root=/custom: its pods' cgroups are not where kubelet names
+			// them by default, so every pod would look empty.
+			addProcess(t, root, 4001, "nfstune", "0::/custom/kubepods/besteffort/pod"+agentPod+"/"+strings.Repeat("1", 64)+"\n", "nfstune", "agent")
+		}},
+		{name: "a process whose mount table cannot be read", mode: policy.ModeEnforce, state: RecoveryKept, setup: func(t *testing.T, root hostfs.Root) {
+			addProcess(t, root, 4500, "app", "0::/user.slice\n", "app")
+			if err := os.WriteFile(root.Proc("4500", "mountinfo"), make([]byte, hostfs.MaxSmall+1), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "kubelet running with another root", mode: policy.ModeEnforce, state: RecoveryKept, setup: func(t *testing.T, root hostfs.Root) {
+			addProcess(t, root, 4000, "kubelet", "0::/system.slice/kubelet.service\n", "/usr/bin/kubelet", "--root-dir=/data/kubelet")
+		}},
 		{name: "kernel without the knob", mode: policy.ModeEnforce, result: ResultDone, state: RecoveryEligible, setup: func(t *testing.T, root hostfs.Root) {
 			if err := os.RemoveAll(root.Sys("fs")); err != nil {
 				t.Fatal(err)
@@ -318,6 +373,26 @@ func TestRecoverLeavesAlone(t *testing.T) {
 				t.Errorf("actions counted = %v, want %v", total, want)
 			}
 		})
+	}
+}
+
+// link makes /proc/<pid>/<name> of a fixture root a link to target.
+func link(t *testing.T, root hostfs.Root, pid int, name, target string) {
+	t.Helper()
+	if err := os.Symlink(target, root.Proc(strconv.Itoa(pid), name)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// copyFile copies a file of a fixture root to another path of it.
+func copyFile(t *testing.T, root hostfs.Root, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(root.Path(from))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(root.Path(to), b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path"
 	"runtime/debug"
 	"sync"
 	"syscall"
@@ -17,6 +18,7 @@ import (
 	"github.com/nfstune/nfstune/internal/audit"
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/kubelet"
 	"github.com/nfstune/nfstune/internal/metrics"
 	"github.com/nfstune/nfstune/internal/policy"
 	"github.com/nfstune/nfstune/internal/status"
@@ -42,6 +44,10 @@ type Options struct {
 	// host name the node's NFSv4 clients present, as the agent's own UTS namespace has the
 	// pod's host name. Empty reads it from /proc.
 	Node string
+	// PodUID and KubeletRoot are as in Config: the agent's own pod (--pod-uid, the
+	// chart's POD_UID) and kubelet's root directory (--kubelet-root-dir).
+	PodUID      string
+	KubeletRoot string
 	// Tier is the metrics tier /metrics exports (metrics.ParseTier).
 	Tier metrics.Tier
 	// MaxSeries caps the per-mount and per-group series of one scrape; 0 for no cap.
@@ -61,6 +67,9 @@ type Options struct {
 func Run(ctx context.Context, opts Options) error {
 	if opts.PID < 0 {
 		return fmt.Errorf("invalid --pid %d", opts.PID)
+	}
+	if r := opts.KubeletRoot; r != "" && (!path.IsAbs(r) || path.Clean(r) != r || r == "/") {
+		return fmt.Errorf("invalid --kubelet-root-dir %q: want an absolute, clean path other than /", r)
 	}
 	logger := opts.Logger
 	if logger == nil {
@@ -90,6 +99,8 @@ func Run(ctx context.Context, opts Options) error {
 		Exact:         opts.Exact,
 		ReleaseMemory: release,
 		Node:          opts.Node,
+		PodUID:        opts.PodUID,
+		KubeletRoot:   kubelet.Root(opts.KubeletRoot),
 		Logger:        logger,
 	})
 	if err != nil {

@@ -27,6 +27,9 @@ type agentFlags struct {
 	MemLimit   int64
 	// MinScrape is --min-scrape-interval.
 	MinScrape time.Duration
+	// PodUID is --pod-uid; KubeletRoot --kubelet-root-dir.
+	PodUID      string
+	KubeletRoot string
 }
 
 func newAgentCommand(g *globals, streams IOStreams) *cobra.Command {
@@ -59,6 +62,8 @@ so does a change of the file. SIGTERM stops it cleanly.`,
 	f.StringVar(&flags.Metrics, "metrics", string(metrics.TierDefault), "per-mount series to export: default (at most 36 per mount, plus audit findings and pods: bytes, and requests, errors, RTT and execution time of READ, WRITE, GETATTR, LOOKUP, ACCESS and the others summed) or full (every counter of every operation in use)")
 	f.IntVar(&flags.MaxSeries, "max-series", 100000, "cap on per-mount and per-group series in one scrape; 0 for no cap")
 	f.DurationVar(&flags.MinScrape, "min-scrape-interval", agent.DefaultMinScrapeInterval, "serve the metrics of one read of the host to every scrape within this time of it, so that clients scraping in a loop cost one read, audit and gather per interval; 0 reads for every scrape")
+	f.StringVar(&flags.PodUID, "pod-uid", os.Getenv("POD_UID"), "UID of the pod the agent runs in (default $POD_UID, which the chart sets): the recovery policy acts only once it has found this pod's processes through their cgroups")
+	f.StringVar(&flags.KubeletRoot, "kubelet-root-dir", "", "kubelet's --root-dir, the only directory whose pods/ and plugins/ the recovery policy takes for pod volumes; empty reads it from kubelet's command line (/var/lib/kubelet when kubelet has no --root-dir)")
 	f.Int64Var(&flags.MemLimit, "memory-limit", 16<<20, "soft limit for the Go heap in bytes (runtime/debug.SetMemoryLimit); memory a scrape or reconcile used is also returned to the system after it; 0 for neither; GOMEMLIMIT wins when set")
 	return c
 }
@@ -80,6 +85,8 @@ func runAgent(ctx context.Context, g *globals, streams IOStreams, flags *agentFl
 		PolicyFile:        flags.Config,
 		PolicyName:        flags.PolicyName,
 		Node:              flags.Node,
+		PodUID:            flags.PodUID,
+		KubeletRoot:       flags.KubeletRoot,
 		Observe:           flags.Observe,
 		Tier:              tier,
 		MaxSeries:         flags.MaxSeries,

@@ -39,15 +39,15 @@ until it is unmounted. nfstune never does it on its own.
 
 DEVICE is the superblock's major:minor; MOUNT a mount point, resolved through /proc/self/mountinfo
 (never opened). shutdown refuses a device that is not an NFS superblock, a kernel without the knob
-(use umount -f or umount -l there), and a superblock whose server is not seen stalled: requests
-unanswered over --stall-window (NFS093) or major timeouts since the mount (NFS091); --force skips
-only that last check. It prints who will get errors (the processes from a scan of /proc bounded
+(use umount -f or umount -l there), and a superblock whose server is not seen stalled now: requests
+unanswered over --stall-window (NFS093); major timeouts since the mount (NFS091) are shown but are
+not enough, since a server that answers again still has them; --force skips only that last check. It prints who will get errors (the processes from a scan of /proc bounded
 to 100,000 reads and 2 s; what it could not look at is counted in a warning), then asks for confirmation at a terminal;
 without a terminal it needs --yes. Right before the write it checks again that the device still
 shows the planned superblock (its source, mount IDs and mountstats age: a device number is reused
-at once) and, when the plan rested on the stall window, that the server is still not answering; the
-write goes through the attribute opened before that last check, which the kernel binds to its
-superblock. The shutdown is recorded in the journal under /var/lib/nfstune
+at once) and, unless --force, watches the server again over --stall-window: one that answers by
+then is not shut down. Both checks run after the attribute is opened, and the write goes through
+it: the kernel binds an open attribute to its superblock. The shutdown is recorded in the journal under /var/lib/nfstune
 before the write; nfstune revert shows it as not reversible and keeps the record.
 
 Exit codes: 0 shut down (now or before, or a dry run that passed every check), 1 the kernel refused

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"slices"
@@ -163,13 +164,17 @@ func readHolders(ctx context.Context, root hostfs.Root, devices []string, limits
 	if r.denied > 0 {
 		warnings = append(warnings, fmt.Sprintf("processes: %d could not be inspected (permission denied: reading other processes' fdinfo takes CAP_SYS_PTRACE); holders among them are not listed", r.denied))
 	}
+	if r.unreadable > 0 {
+		warnings = append(warnings, fmt.Sprintf("processes: %d could not be inspected (their mountinfo or fdinfo could not be read); holders among them are not listed", r.unreadable))
+	}
 	if r.fdCapped > 0 {
 		warnings = append(warnings, fmt.Sprintf("processes: %d have more than %d open files; only the first %d of each were looked at", r.fdCapped, r.maxFDs, r.maxFDs))
 	}
 	for dev := range out {
 		sort.Slice(out[dev], func(i, j int) bool { return out[dev][i].PID < out[dev][j].PID })
 	}
-	return holderScan{holders: out, warnings: warnings, uninspected: skipped + r.denied, incomplete: skipped > 0 || r.denied > 0 || r.fdCapped > 0}
+	uninspected := skipped + r.denied + r.unreadable
+	return holderScan{holders: out, warnings: warnings, uninspected: uninspected, incomplete: uninspected > 0 || r.fdCapped > 0}
 }
 
 // holderReader is the state of one ReadHolders scan.
@@ -186,6 +191,9 @@ type holderReader struct {
 	tables   map[string]*nsMounts
 	denied   int
 	fdCapped int
+	// unreadable counts the live processes whose mount table or open files could not be
+	// read for another reason than permission.
+	unreadable int
 }
 
 // read counts one read of the scan and reports whether it may go on.
@@ -245,12 +253,18 @@ func (r *holderReader) process(pid int, out map[string][]Holder) {
 	}
 	t, ok := r.tables[key]
 	if !ok {
-		t = r.readTable(dir)
-		if t != nil {
-			r.tables[key] = t
+		var err error
+		if t, err = r.readTable(dir); err != nil {
+			// Too large, not a regular file, unreadable: its mounts are not known, so it
+			// may hold any device. Only a process that exited meanwhile is no loss.
+			if r.alive(dir) {
+				r.unreadable++
+			}
+			return
 		}
+		r.tables[key] = t
 	}
-	if t == nil || len(t.byID) == 0 {
+	if len(t.byID) == 0 {
 		return
 	}
 	uses := map[string]*Holder{}
@@ -303,13 +317,13 @@ func (r *holderReader) process(pid int, out map[string][]Holder) {
 	}
 }
 
-// readTable reads /proc/<dir>/mountinfo, nil when it cannot be read.
-func (r *holderReader) readTable(dir string) *nsMounts {
+// readTable reads /proc/<dir>/mountinfo.
+func (r *holderReader) readTable(dir string) (*nsMounts, error) {
 	b, err := hostfs.ReadSmall(r.root.Proc(dir, "mountinfo"))
 	if err != nil {
-		return nil
+		return nil, err
 	}
-	return parseNSMounts(b, r.want)
+	return parseNSMounts(b, r.want), nil
 }
 
 // parseNSMounts reads the mount ID, device and mount point of each mountinfo line
@@ -408,12 +422,12 @@ func relativeTo(p, rootPath string) string {
 func (r *holderReader) fds(dir string, t *nsMounts, use func(dev, via string)) (denied bool) {
 	d, err := os.OpenFile(r.root.Proc(dir, "fdinfo"), os.O_RDONLY|syscall.O_DIRECTORY, 0) // a FIFO fails, not blocks
 	if err != nil {
-		return errors.Is(err, fs.ErrPermission)
+		return r.fdsUnread(dir, err)
 	}
 	defer d.Close()
 	names, err := d.Readdirnames(r.maxFDs + 1)
-	if err != nil && len(names) == 0 {
-		return errors.Is(err, fs.ErrPermission)
+	if err != nil && !errors.Is(err, io.EOF) && len(names) == 0 {
+		return r.fdsUnread(dir, err)
 	}
 	if len(names) > r.maxFDs {
 		r.fdCapped++
@@ -435,6 +449,26 @@ func (r *holderReader) fds(dir string, t *nsMounts, use func(dev, via string)) (
 		}
 	}
 	return false
+}
+
+// fdsUnread accounts for a process whose fdinfo directory could not be read: denied
+// (reported by the caller), gone (no loss), or unreadable for another reason (counted).
+func (r *holderReader) fdsUnread(dir string, err error) (denied bool) {
+	if errors.Is(err, fs.ErrPermission) {
+		return true
+	}
+	if r.alive(dir) {
+		r.unreadable++
+	}
+	return false
+}
+
+// alive reports whether the process still runs: it has a stat, and is neither a zombie
+// nor dead (a zombie has released its files, working directory and root, and the kernel
+// shows it no mount table: proc(5)).
+func (r *holderReader) alive(dir string) bool {
+	_, state := readStat(r.root.Proc(dir, "stat"))
+	return state != "" && state != "Z" && state != "X"
 }
 
 // blockedThreads counts the threads of the process in state D.

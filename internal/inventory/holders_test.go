@@ -399,3 +399,65 @@ func TestReadHoldersBounded(t *testing.T) {
 		t.Errorf("unbounded: %d holders, want 20", len(got["0:52"]))
 	}
 }
+
+// TestReadHoldersUnreadableMountinfo: a live process whose mountinfo cannot be read (too
+// large, not a regular file, unreadable) or whose fdinfo cannot be listed was not
+// inspected: it is counted, and the scan is incomplete. A zombie, which shows no mount
+// table, is not.
+func TestReadHoldersUnreadableMountinfo(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		spoil func(t *testing.T, dir string)
+		state string
+		want  int
+	}{
+		{name: "too large", want: 1, spoil: func(t *testing.T, dir string) {
+			if err := os.WriteFile(filepath.Join(dir, "mountinfo"), make([]byte, hostfs.MaxSmall+1), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "not a regular file", want: 1, spoil: func(t *testing.T, dir string) {
+			replaceWithDir(t, filepath.Join(dir, "mountinfo"))
+		}},
+		{name: "fdinfo not a directory", want: 1, spoil: func(t *testing.T, dir string) {
+			if err := os.RemoveAll(filepath.Join(dir, "fdinfo")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "fdinfo"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "zombie", state: "Z", want: 0, spoil: func(t *testing.T, dir string) {
+			replaceWithDir(t, filepath.Join(dir, "mountinfo"))
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			state := tt.state
+			if state == "" {
+				state = "S"
+			}
+			writeProc(t, root, fakeProc{pid: 600, comm: "hidden", state: state, ns: "mnt:[4026532999]", mountinfo: hostMountinfo, root: "/", cwd: "/", cgroup: "0::/\n"})
+			writeProc(t, root, fakeProc{pid: 601, comm: "cat", state: "D", ns: hostNS, mountinfo: hostMountinfo, root: "/", cwd: "/mnt/data", cgroup: "0::/\n"})
+			tt.spoil(t, filepath.Join(root, "proc", "600"))
+			scan := readHolders(context.Background(), hostfs.Root(root), []string{"0:52"}, HolderLimits{})
+			if scan.uninspected != tt.want || scan.incomplete != (tt.want > 0) {
+				t.Errorf("uninspected %d, incomplete %v; want %d, %v (warnings %q)", scan.uninspected, scan.incomplete, tt.want, tt.want > 0, scan.warnings)
+			}
+			if len(scan.holders["0:52"]) != 1 || scan.holders["0:52"][0].PID != 601 {
+				t.Errorf("holders = %+v; want pid 601", scan.holders)
+			}
+		})
+	}
+}
+
+// replaceWithDir replaces the file p with a directory.
+func replaceWithDir(t *testing.T, p string) {
+	t.Helper()
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}

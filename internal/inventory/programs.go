@@ -65,8 +65,13 @@ type ProcessScan struct {
 	// PodProcesses counts, per pod UID, the processes running in the pod's cgroup; only
 	// with ScanOptions.Pods. A running pod always has one: its sandbox's.
 	PodProcesses map[string]int `json:"pod_processes,omitempty"`
-	// Complete is false when a process was left out under the limits: then a pod or a
-	// program may be missing.
+	// KubeletRoots are the root directories of the kubelet processes running
+	// (kubelet.RootFromCommandLine), sorted, each once, "" for a kubelet whose command
+	// line could not be read or parsed; only with ScanOptions.Pods.
+	KubeletRoots []kubelet.Root `json:"kubelet_roots,omitempty"`
+	// Complete is false when a process was left out under the limits, or (with
+	// ScanOptions.Pods) a live process's cgroup could not be read: then a pod or a program
+	// may be missing.
 	Complete bool     `json:"complete"`
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -81,10 +86,11 @@ type ScanOptions struct {
 
 // ScanProcesses reads /proc/<pid>/stat of every process, and /proc/<pid>/cmdline of those
 // whose command is an NFS mount or unmount program, and with opts.Pods every
-// /proc/<pid>/cgroup. It reads no other process's command line: cmdline takes the
-// process's memory-map lock, which a process blocked in a page fault of an NFS file may
-// hold; a mount or unmount program blocked in its system call does not. Nothing here needs
-// CAP_SYS_PTRACE.
+// /proc/<pid>/cgroup and the command line of kubelet (for its --root-dir). It reads no
+// other process's command line: cmdline takes the process's memory-map lock, which a
+// process blocked in a page fault of an NFS file may hold; a mount or unmount program
+// blocked in its system call does not, nor does kubelet, which maps no file of a volume.
+// Nothing here needs CAP_SYS_PTRACE.
 func ScanProcesses(ctx context.Context, root hostfs.Root, opts ScanOptions) ProcessScan {
 	l := opts.Limits.withDefaults()
 	ctx, cancel := context.WithTimeout(ctx, l.Timeout)
@@ -109,6 +115,7 @@ func ScanProcesses(ctx context.Context, root hostfs.Root, opts ScanOptions) Proc
 	uptime := readUptime(root)
 	reads := 0
 	parents := map[int]int{} // a program's parent, by the program's PID
+	unreadCgroups := 0
 	for i, pid := range pids {
 		if i >= l.MaxProcesses || reads >= l.MaxReads || ctx.Err() != nil {
 			out.Complete = false
@@ -124,11 +131,21 @@ func ScanProcesses(ctx context.Context, root hostfs.Root, opts ScanOptions) Proc
 		var cgroup []byte
 		if opts.Pods || isMountProgram(st.comm) {
 			reads++
-			cgroup, _ = hostfs.ReadSmall(root.Proc(dir, "cgroup"))
+			var err error
+			if cgroup, err = hostfs.ReadSmall(root.Proc(dir, "cgroup")); err != nil && opts.Pods && st.state != "Z" && st.state != "X" {
+				if again, ok := readProcStat(root.Proc(dir, "stat")); ok && again.state != "Z" && again.state != "X" {
+					// A pod's process whose cgroup cannot be read would count as none.
+					unreadCgroups++
+				}
+			}
 		}
 		podUID, containerID := cgroupPod(cgroup)
 		if opts.Pods && podUID != "" {
 			out.PodProcesses[podUID]++
+		}
+		if opts.Pods && st.comm == "kubelet" {
+			reads++
+			out.KubeletRoots = append(out.KubeletRoots, kubeletRoot(root, dir))
 		}
 		if !isMountProgram(st.comm) {
 			continue
@@ -154,8 +171,25 @@ func ScanProcesses(ctx context.Context, root hostfs.Root, opts ScanOptions) Proc
 		parents[pid] = st.ppid
 		out.Programs = append(out.Programs, p)
 	}
+	if unreadCgroups > 0 {
+		out.Complete = false
+		out.Warnings = append(out.Warnings, fmt.Sprintf("processes: the cgroup of %d could not be read; the pods they run in are not counted", unreadCgroups))
+	}
 	out.Programs = withoutHelperParents(out.Programs, parents)
+	slices.Sort(out.KubeletRoots)
+	out.KubeletRoots = slices.Compact(out.KubeletRoots)
 	return out
+}
+
+// kubeletRoot reads the root directory of the kubelet process dir from its command line;
+// "" when it cannot be told.
+func kubeletRoot(root hostfs.Root, dir string) kubelet.Root {
+	b, err := hostfs.ReadSmall(root.Proc(dir, "cmdline"))
+	if err != nil {
+		return ""
+	}
+	r, _ := kubelet.RootFromCommandLine(b)
+	return r
 }
 
 // withoutHelperParents drops each program whose child is a program of the same kind on

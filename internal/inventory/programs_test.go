@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/nfstune/nfstune/internal/hostfs"
+	"github.com/nfstune/nfstune/internal/kubelet"
 )
 
 const (
@@ -57,6 +58,9 @@ func programsRoot(t *testing.T) hostfs.Root {
 		// The sandbox of a running pod, and a process that is neither.
 		{fakeProc{pid: 20, comm: "pause", state: "S", cgroup: csiPodCG}, []string{"/pause"}},
 		{fakeProc{pid: 21, comm: "bash", state: "S", cgroup: "0::/user.slice\n"}, []string{"bash"}},
+		// kubelet, with a root directory of its own.
+		{fakeProc{pid: 22, comm: "kubelet", state: "S", cgroup: "0::/system.slice/kubelet.service\n"},
+			[]string{"/usr/bin/kubelet", "--config=/var/lib/kubelet/config.yaml", "--root-dir", "/data/kubelet"}},
 	} {
 		p.ns, p.mountinfo, p.root, p.cwd = hostNS, hostMountinfo, "/", "/"
 		writeProc(t, root, p.fakeProc)
@@ -85,6 +89,7 @@ func TestScanProcesses(t *testing.T) {
 			{PID: 18, Comm: "umount.nfs4", State: "D", Program: ProgramUnmount, Target: "/mnt/e", Running: 60 * time.Second},
 		},
 		PodProcesses: map[string]int{podUID: 2},
+		KubeletRoots: []kubelet.Root{"/data/kubelet"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("scan (-want +got):\n%s", diff)
@@ -148,4 +153,30 @@ func FuzzParseMountProgram(f *testing.F) {
 		f.Add(tt.comm, tt.cmdline)
 	}
 	f.Fuzz(func(t *testing.T, comm, cmdline string) { parseMountProgram(comm, []byte(cmdline)) })
+}
+
+// TestScanProcessesUnreadableCgroup: a live process whose cgroup cannot be read may be a
+// pod's: counting pods, the scan is then incomplete. A zombie's is no loss.
+func TestScanProcessesUnreadableCgroup(t *testing.T) {
+	for _, tt := range []struct {
+		state    string
+		complete bool
+	}{{"S", false}, {"Z", true}} {
+		root := programsRoot(t)
+		writeProc(t, string(root), fakeProc{pid: 30, comm: "app", state: tt.state, ns: hostNS, mountinfo: hostMountinfo, root: "/", cwd: "/"})
+		cg := root.Proc("30", "cgroup")
+		if err := os.Remove(cg); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Mkdir(cg, 0o755); err != nil { // not a regular file: unreadable
+			t.Fatal(err)
+		}
+		got := ScanProcesses(context.Background(), root, ScanOptions{Pods: true})
+		if got.Complete != tt.complete {
+			t.Errorf("state %s: complete = %v, want %v (warnings %q)", tt.state, got.Complete, tt.complete, got.Warnings)
+		}
+		if got := ScanProcesses(context.Background(), root, ScanOptions{}); !got.Complete {
+			t.Errorf("state %s: a scan that counts no pod is incomplete: %q", tt.state, got.Warnings)
+		}
+	}
 }

@@ -3,10 +3,13 @@
 // <root>/pods/<pod UID>/volumes/<plugin>/<name>, and a CSI driver that stages a volume
 // mounts it once per node under <root>/plugins/kubernetes.io/csi/<driver>/<sha256 of the
 // volume handle>/globalmount before bind-mounting it into each pod. <root> is kubelet's
-// --root-dir: /var/lib/kubelet, or another directory named kubelet (k0s, MicroK8s).
+// --root-dir: /var/lib/kubelet, or another directory named kubelet (k0s, MicroK8s), which
+// the package's functions take for it when labelling; a decision that acts on a mount uses
+// Root, the one directory the node's kubelet has.
 package kubelet
 
 import (
+	"path"
 	"slices"
 	"strings"
 )
@@ -161,4 +164,86 @@ func StagingDriver(mountPoint string) (string, bool) {
 		return "", false
 	}
 	return csiDriver(seg[k+1:])
+}
+
+// DefaultRoot is kubelet's --root-dir when the flag is not given (kubelet's
+// cmd/kubelet/app/options: defaultRootDir).
+const DefaultRoot = "/var/lib/kubelet"
+
+// Root is the kubelet root directory a node actually has: the agent's --kubelet-root-dir,
+// or kubelet's own --root-dir (RootFromCommandLine). Unlike VolumePod and IsStaging, which
+// take any directory named kubelet for it (good enough for a label), its methods accept
+// only paths below this one directory: a decision that cuts a mount must not take
+// /srv/kubelet/pods/... or /home/x/kubelet/plugins/... for a pod's volume.
+type Root string
+
+// VolumePod returns the pod UID when mountPoint is one of kubelet's pod volume paths below
+// r (podPath's layouts).
+func (r Root) VolumePod(mountPoint string) (string, bool) {
+	seg, ok := r.below(mountPoint)
+	if !ok {
+		return "", false
+	}
+	pv, ok := podPath(seg)
+	return pv.PodUID, ok
+}
+
+// IsStaging reports whether mountPoint is a CSI driver's staging path (globalmount) below r.
+func (r Root) IsStaging(mountPoint string) bool {
+	seg, ok := r.below(mountPoint)
+	if !ok {
+		return false
+	}
+	_, ok = csiDriver(seg)
+	return ok
+}
+
+// below returns the segments of mountPoint after r, and false when r is not an absolute
+// clean path or mountPoint is not below it.
+func (r Root) below(mountPoint string) ([]string, bool) {
+	root := string(r)
+	if !strings.HasPrefix(root, "/") || path.Clean(root) != root || root == "/" {
+		return nil, false
+	}
+	rest, ok := strings.CutPrefix(mountPoint, root+"/")
+	if !ok || path.Clean("/"+rest) != "/"+rest {
+		return nil, false
+	}
+	return strings.Split(rest, "/"), true
+}
+
+// RootFromCommandLine returns the root directory of a kubelet process from its
+// NUL-separated command line (/proc/<pid>/cmdline): the value of --root-dir (as
+// "--root-dir=DIR", "--root-dir DIR", or with one dash, as Go's flag package and cobra's
+// pflag accept), else DefaultRoot. A command line kubelet's flag parsing would reject
+// (--root-dir with no value, a relative or unclean path) gives false: the root is then
+// not known.
+func RootFromCommandLine(cmdline []byte) (Root, bool) {
+	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+	dir, found := "", false
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			break
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || name != "root-dir" {
+			continue
+		}
+		if !hasValue {
+			if i+1 >= len(args) {
+				return "", false
+			}
+			i++
+			value = args[i]
+		}
+		dir, found = value, true // the last one wins, as in flag parsing
+	}
+	if !found {
+		return DefaultRoot, true
+	}
+	if !strings.HasPrefix(dir, "/") || path.Clean(dir) != dir || dir == "/" {
+		return "", false
+	}
+	return Root(dir), true
 }

@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -113,6 +114,62 @@ func TestVolumePod(t *testing.T) {
 		}
 		if s := IsStaging(tt.path); s != tt.staging {
 			t.Errorf("IsStaging(%q) = %v, want %v", tt.path, s, tt.staging)
+		}
+	}
+}
+
+// TestRootVolumePod: only paths below the node's own kubelet root are pod volumes or
+// staging paths; another directory named kubelet is not.
+func TestRootVolumePod(t *testing.T) {
+	const uid = "0f3c6c9e-8d3a-4f7e-9a51-3a2f0e6b1c2d"
+	for _, tt := range []struct {
+		root    Root
+		path    string
+		want    string
+		staging bool
+	}{
+		{root: DefaultRoot, path: "/var/lib/kubelet/pods/" + uid + "/volumes/kubernetes.io~nfs/data", want: uid},
+		{root: DefaultRoot, path: "/var/lib/kubelet/plugins/kubernetes.io/csi/nfs.csi.k8s.io/ab12/globalmount", staging: true},
+		{root: "/data/kubelet-root", path: "/data/kubelet-root/pods/" + uid + "/volume-subpaths/data/app/0", want: uid},
+		{root: DefaultRoot, path: "/srv/kubelet/pods/" + uid + "/volumes/kubernetes.io~nfs/data"},
+		{root: DefaultRoot, path: "/home/x/kubelet/plugins/kubernetes.io/csi/nfs.csi.k8s.io/ab12/globalmount"},
+		{root: DefaultRoot, path: "/var/lib/kubelet/pods/" + uid + "/volumes/kubernetes.io~nfs/data/kubelet/pods/" + uid + "/volumes/kubernetes.io~nfs/x"},
+		{root: DefaultRoot, path: "/var/lib/kubelet/../kubelet/pods/" + uid + "/volumes/kubernetes.io~nfs/data"},
+		{root: DefaultRoot, path: "/var/lib/kubeletx/pods/" + uid + "/volumes/kubernetes.io~nfs/data"},
+		{root: "", path: "/var/lib/kubelet/pods/" + uid + "/volumes/kubernetes.io~nfs/data"},
+		{root: "/", path: "/pods/" + uid + "/volumes/kubernetes.io~nfs/data"},
+		{root: "var/lib/kubelet", path: "var/lib/kubelet/pods/" + uid + "/volumes/kubernetes.io~nfs/data"},
+	} {
+		got, ok := tt.root.VolumePod(tt.path)
+		if got != tt.want || ok != (tt.want != "") {
+			t.Errorf("Root(%q).VolumePod(%q) = %q, %v; want %q", tt.root, tt.path, got, ok, tt.want)
+		}
+		if s := tt.root.IsStaging(tt.path); s != tt.staging {
+			t.Errorf("Root(%q).IsStaging(%q) = %v, want %v", tt.root, tt.path, s, tt.staging)
+		}
+	}
+}
+
+func TestRootFromCommandLine(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want Root
+		ok   bool
+	}{
+		{args: []string{"/usr/bin/kubelet", "--config=/var/lib/kubelet/config.yaml"}, want: DefaultRoot, ok: true},
+		{args: []string{"/usr/bin/kubelet", "--root-dir=/data/kubelet"}, want: "/data/kubelet", ok: true},
+		{args: []string{"kubelet", "--root-dir", "/data/kubelet", "--v=2"}, want: "/data/kubelet", ok: true},
+		{args: []string{"kubelet", "-root-dir=/a", "--root-dir=/b"}, want: "/b", ok: true},
+		{args: []string{"kubelet", "--root-dir"}},
+		{args: []string{"kubelet", "--root-dir=relative"}},
+		{args: []string{"kubelet", "--root-dir=/data/../kubelet"}},
+		{args: []string{"kubelet", "--root-dir=/"}},
+		{args: []string{"kubelet", "--", "--root-dir=/x"}, want: DefaultRoot, ok: true},
+	} {
+		cmdline := []byte(strings.Join(tt.args, "\x00") + "\x00")
+		got, ok := RootFromCommandLine(cmdline)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("RootFromCommandLine(%q) = %q, %v; want %q, %v", tt.args, got, ok, tt.want, tt.ok)
 		}
 	}
 }

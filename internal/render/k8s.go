@@ -450,6 +450,17 @@ func nodeNameEnv() []corev1.EnvVar {
 	}}
 }
 
+// agentEnv is nodeNameEnv and the agent's own pod UID (POD_UID, --pod-uid): the recovery
+// policy acts only once its process scan has found that pod's processes.
+func agentEnv() []corev1.EnvVar {
+	return append(nodeNameEnv(), corev1.EnvVar{
+		Name: "POD_UID",
+		ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
+			APIVersion: "v1", FieldPath: "metadata.uid",
+		}},
+	})
+}
+
 // daemonSet is a DaemonSet of pod, selecting its pods by selector; podLabels adds labels
 // to the pods.
 func daemonSet(v Values, name, component string, selector, podLabels map[string]string, pod corev1.PodSpec, annotations map[string]string) *appsv1.DaemonSet {
@@ -511,7 +522,7 @@ func agentDaemonSet(v Values, version string, g agentGroup) *appsv1.DaemonSet {
 		Image:           v.ImageRef(version),
 		ImagePullPolicy: v.Image.PullPolicy,
 		Args:            agentArgs(v, g.name),
-		Env:             nodeNameEnv(),
+		Env:             agentEnv(),
 		Ports:           []corev1.ContainerPort{{Name: "metrics", ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP}},
 		Resources:       v.Resources,
 		LivenessProbe:   probe("/healthz", 20),

@@ -151,11 +151,13 @@ func Affected(m inventory.Mount, procs []inventory.Holder) []Holder {
 // PlanShutdown finds the superblock of target (a device "major:minor" or a mount point,
 // resolved through /proc/self/mountinfo only), and checks, in this order, that it is an
 // NFS superblock (inventory.ConfirmNFS), that the kernel has its shutdown attribute, and,
-// unless opts.Force, that its server is stalled: seen not answering over the stall window
-// (inventory.SampleStalls, NFS093) or with major timeouts since the mount (NFS091). The
-// plan is returned with ErrNotStalled too, so that the caller can show whom it would
-// affect; with any other error there is none. When ctx ends during the stall window, the
-// error matches ctx's.
+// unless opts.Force, that its server is stalled now: seen not answering over the stall
+// window (inventory.SampleStalls, NFS093). Major timeouts since the mount (NFS091) are
+// shown but never enough: they only grow, so a server that answers again still has them,
+// and shutting its superblock down would fail every open file on it with EIO and drop the
+// data not yet written. The plan is returned with ErrNotStalled too, so that the caller
+// can show whom it would affect; with any other error there is none. When ctx ends during
+// the stall window, the error matches ctx's.
 func PlanShutdown(ctx context.Context, root hostfs.Root, target string, opts ShutdownOptions) (*ShutdownPlan, error) {
 	if err := inventory.CheckStallWindow(opts.StallWindow); err != nil {
 		return nil, err
@@ -231,9 +233,13 @@ func PlanShutdown(ctx context.Context, root hostfs.Root, target string, opts Shu
 	if addr == "" {
 		addr = m.Server
 	}
-	if p.Stalled == nil && p.MajorTimeouts == 0 && !opts.Force && !down {
-		return p, fmt.Errorf("refusing to shut down %s: %w: no request to %s went unanswered over %s (NFS093) and mountstats counts no major timeout (NFS091); if it must go anyway, add --force",
-			p.Device, ErrNotStalled, addr, opts.StallWindow)
+	if p.Stalled == nil && !opts.Force && !down {
+		history := "mountstats counts no major timeout (NFS091)"
+		if p.MajorTimeouts > 0 {
+			history = fmt.Sprintf("the %d major timeout(s) mountstats counts since the mount (NFS091) are history, not a stall", p.MajorTimeouts)
+		}
+		return p, fmt.Errorf("refusing to shut down %s: %w: no request to %s went unanswered over %s (NFS093), and %s; if it must go anyway, add --force",
+			p.Device, ErrNotStalled, addr, opts.StallWindow, history)
 	}
 	return p, nil
 }
@@ -317,13 +323,13 @@ type ShutdownResult struct {
 //   - The device still shows the planned superblock (inventory.SuperblockID.Same): an
 //     NFS superblock of the same source, with one of the planned mount IDs, mounted no
 //     later than the plan's. Otherwise the error matches ErrSuperblockChanged.
-//   - A plan that rested on the server seen stalled, not forced, watches its transports
-//     again over the plan's stall window: a server that answers now is not shut down
-//     (ErrNotStalled). NFS091's count of major timeouts only grows, so a plan that rested
-//     on it alone is not checked again.
-//   - The attribute is opened before the last check of the superblock and written
-//     through that open file, which the kernel binds to the superblock it was opened on:
-//     one gone after the check fails the write instead of shutting down its successor.
+//   - The attribute is opened before the last checks and written through that open file,
+//     which the kernel binds to the superblock it was opened on: one gone after the check
+//     fails the write instead of shutting down its successor.
+//   - After it is opened, the superblock is checked again and, unless the plan was forced,
+//     its transports are watched again over the plan's stall window, whatever the plan
+//     saw and whatever the mount's history: a server that answers now is not shut down
+//     (ErrNotStalled).
 //   - Once ctx has ended, nothing is written or journaled, and the error matches ctx's.
 //
 // It records the shutdown in the journal with the mount points seen at that last check,
@@ -333,14 +339,8 @@ func Shutdown(ctx context.Context, root hostfs.Root, p *ShutdownPlan, now time.T
 	if err := checkTarget(KindShutdown, p.Attribute); err != nil {
 		return nil, err
 	}
-	m, err := checkPlanned(root, p)
-	if err != nil {
+	if _, err := checkPlanned(root, p); err != nil {
 		return nil, err
-	}
-	if p.Stalled != nil && !p.Forced && !p.AlreadyShutDown {
-		if err := checkStillStalled(ctx, root, p, m); err != nil {
-			return nil, err
-		}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("not shutting down %s: %w", p.Device, err)
@@ -350,8 +350,14 @@ func Shutdown(ctx context.Context, root hostfs.Root, p *ShutdownPlan, now time.T
 		return nil, fmt.Errorf("not shutting down %s: %s", p.Device, explain(err))
 	}
 	defer knob.Close()
-	if m, err = checkPlanned(root, p); err != nil {
+	m, err := checkPlanned(root, p)
+	if err != nil {
 		return nil, err
+	}
+	if !p.Forced {
+		if err := checkStillStalled(ctx, root, p, m); err != nil {
+			return nil, err
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("not shutting down %s: %w", p.Device, err)
@@ -396,7 +402,7 @@ func checkPlanned(root hostfs.Root, p *ShutdownPlan) (*inventory.Mount, error) {
 }
 
 // checkStillStalled watches the transports over the plan's stall window again and returns
-// ErrNotStalled when m's server is no longer seen stalled.
+// ErrNotStalled unless m's server is seen stalled over it.
 func checkStillStalled(ctx context.Context, root hostfs.Root, p *ShutdownPlan, m *inventory.Mount) error {
 	inv := &inventory.Inventory{}
 	if err := inventory.SampleStalls(ctx, root, inv, inventory.SampleTransports(root), p.StallWindow); err != nil {
@@ -407,7 +413,7 @@ func checkStillStalled(ctx context.Context, root hostfs.Root, p *ShutdownPlan, m
 			return nil
 		}
 	}
-	return fmt.Errorf("not shutting down %s: %w any more: its server answered over %s since the plan", p.Device, ErrNotStalled, p.StallWindow)
+	return fmt.Errorf("not shutting down %s: %w right before the write: its server answered over %s", p.Device, ErrNotStalled, p.StallWindow)
 }
 
 // describe is the one line revert shows for a shutdown record.
@@ -446,7 +452,7 @@ func WriteShutdownPlan(w io.Writer, p *ShutdownPlan) error {
 	if p.MajorTimeouts > 0 {
 		ew.Printf("  %d request(s) unanswered past timeo and retrans since the mount (major timeouts)\n", p.MajorTimeouts)
 	}
-	if p.Stalled == nil && p.MajorTimeouts == 0 && !p.AlreadyShutDown {
+	if p.Stalled == nil && !p.AlreadyShutDown {
 		if p.Forced {
 			ew.Printf("  the server is not seen stalled; --force skips that check\n")
 		} else {

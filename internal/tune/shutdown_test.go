@@ -257,6 +257,70 @@ func TestShutdownServerBack(t *testing.T) {
 	}
 }
 
+// TestShutdownOldMajorTimeouts: the server of /mnt/lab/v3 left requests unanswered once
+// (major timeouts in mountstats) and answers now (no request queued): the plan refuses it,
+// since the count only grows and the server is back.
+func TestShutdownOldMajorTimeouts(t *testing.T) {
+	root := serverGoneRoot(t)
+	addMajorTimeouts(t, root, "/mnt/lab/v3")
+	emptyQueues(t, root)
+	p, err := PlanShutdown(context.Background(), root, "/mnt/lab/v3", ShutdownOptions{StallWindow: time.Millisecond})
+	if !errors.Is(err, ErrNotStalled) || p == nil || p.Stalled != nil || p.MajorTimeouts == 0 {
+		t.Fatalf("plan = %+v, %v; want ErrNotStalled with the major timeouts counted and no stall", p, err)
+	}
+	if !strings.Contains(err.Error(), "history, not a stall") {
+		t.Errorf("err = %v; want it to say the major timeouts are history", err)
+	}
+	if got := readFixture(t, root, "/sys/fs/nfs/0:65/shutdown"); got != "0\n" {
+		t.Errorf("attribute = %q, want 0", got)
+	}
+}
+
+// TestShutdownChecksStallWithoutSample: a plan that carries no stall sample, not forced
+// (one resting on major timeouts, or built by a caller that did not sample), is still
+// checked at the write: the server answers, so nothing is written or journaled.
+func TestShutdownChecksStallWithoutSample(t *testing.T) {
+	root := serverGoneRoot(t)
+	addMajorTimeouts(t, root, "/mnt/lab/v3")
+	p, err := PlanShutdown(context.Background(), root, "/mnt/lab/v3", ShutdownOptions{StallWindow: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Stalled = nil
+	emptyQueues(t, root)
+	if res, err := Shutdown(context.Background(), root, p, time.Now()); !errors.Is(err, ErrNotStalled) || res != nil {
+		t.Errorf("Shutdown = %+v, %v; want ErrNotStalled", res, err)
+	}
+	if got := readFixture(t, root, "/sys/fs/nfs/0:65/shutdown"); got != "0\n" {
+		t.Errorf("attribute = %q, want 0", got)
+	}
+	if ok, _ := Pending(root); ok {
+		t.Error("a refused shutdown wrote a journal")
+	}
+}
+
+// addMajorTimeouts gives the GETATTR row of the mount at mp in root's mountstats major
+// timeouts (its third field, per-op statistics of mountstats).
+func addMajorTimeouts(t *testing.T, root hostfs.Root, mp string) {
+	t.Helper()
+	b, err := os.ReadFile(root.Proc("self", "mountstats"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	i := strings.Index(s, " mounted on "+mp+" ")
+	if i < 0 {
+		t.Fatalf("no %s in mountstats", mp)
+	}
+	row := regexp.MustCompile(`GETATTR: ([0-9]+) ([0-9]+) 0 `)
+	loc := row.FindStringIndex(s[i:])
+	if loc == nil {
+		t.Fatalf("no GETATTR row without major timeouts for %s", mp)
+	}
+	fixed := row.ReplaceAllString(s[i+loc[0]:i+loc[1]], "GETATTR: $1 ${2}0 3 ")
+	writeRootFile(t, root, "proc/self/mountstats", s[:i+loc[0]]+fixed+s[i+loc[1]:])
+}
+
 // TestPlanShutdownStalled runs on a tree recorded from the 6.12 lab with the server gone:
 // the transports to 127.0.0.1 hold requests and, the tree being still, make no progress
 // over the window, so the server counts as stalled without --force.

@@ -34,6 +34,10 @@ const (
 	recoveryCtr     = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0"
 	healthyPod      = "3c2b1a09-8f7e-4d6c-9b5a-4f3e2d1c0b9a"
 	healthyCtr      = "9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b"
+	// agentPod stands for the agent's own pod (agent.Config.PodUID): the agent runs in the
+	// test's process, so a process in this pod's cgroup is what its self-check finds.
+	agentPod = "d1e2f3a4-b5c6-4d7e-8f90-a1b2c3d4e5f6"
+	agentCtr = "7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f"
 	// kubeletRoot is kubelet's root directory; the test mounts a tmpfs there.
 	kubeletRoot = "/var/lib/kubelet"
 	// recoveryWindow is the shortest window a policy accepts.
@@ -83,6 +87,7 @@ func TestRecovery(t *testing.T) {
 	sandboxCG := labtest.PodCgroup(t, cg, pod+"/"+recoverySandbox)
 	ctrCG := labtest.PodCgroup(t, cg, pod+"/"+recoveryCtr)
 	healthyCG := labtest.PodCgroup(t, cg, "kubepods/besteffort/pod"+healthyPod+"/"+healthyCtr)
+	labtest.StartIn(t, labtest.PodCgroup(t, cg, "kubepods/besteffort/pod"+agentPod+"/"+agentCtr), "exec sleep 600")
 
 	// The healthy pod reads its volume every half second and counts its reads.
 	reads := filepath.Join(t.TempDir(), "reads")
@@ -241,6 +246,8 @@ func startRecoveryAgent(t *testing.T, mode *atomic.Value) (recoveryAgent, chan<-
 	root := hostfs.Root("/")
 	a, err := agent.New(agent.Config{
 		Root: root, PID: 0,
+		// No kubelet runs in the guest: its root is given, as --kubelet-root-dir does.
+		PodUID: agentPod, KubeletRoot: kubeletRoot,
 		Read: func(context.Context) (*inventory.Inventory, error) {
 			return inventory.Read(root, inventory.ReadOptions{})
 		},

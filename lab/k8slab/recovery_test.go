@@ -54,6 +54,10 @@ type recoverySummary struct {
 	StuckS           float64 `json:"stuck_s"`
 	StillTerminating bool    `json:"still_terminating"`
 	ObservedActions  float64 `json:"observed_actions"`
+	// BlindSuperblocks is nfstune_recovery_superblocks{state="blind"} at the same time: 0
+	// when the agent found its own pod's processes through kubelet's cgroups and kubelet's
+	// root from kubelet's command line (its self-check), which it must before it acts.
+	BlindSuperblocks float64 `json:"blind_superblocks"`
 	// FreedAfterAgentS is from the enforce agent's Ready to that pod's removal;
 	// FreedAfterDeleteS from the deletion of a second pod, past the agent's window, to its
 	// removal.
@@ -128,6 +132,14 @@ func TestRecoveryTerminatingPod(t *testing.T) {
 	recoveryResult.ObservedActions = agentMetric(t, agent, `nfstune_recovery_actions_total{action="shutdown",result="observed"}`)
 	if recoveryResult.ObservedActions < 1 {
 		t.Errorf("the observe-mode agent counted %v would-be shutdowns, want at least 1 (%s)", recoveryResult.ObservedActions, stuck.mount.dev)
+	}
+	// The self-check on a real kubelet: the agent's pod (POD_UID from the chart) is found
+	// through the cgroups kubelet and containerd made, and kubelet's root from its command
+	// line; a blind agent would count no would-be shutdown at all.
+	recoveryResult.BlindSuperblocks = agentMetric(t, agent, `nfstune_recovery_superblocks{state="blind"}`)
+	if recoveryResult.BlindSuperblocks != 0 {
+		t.Errorf("nfstune_recovery_superblocks{state=\"blind\"} = %v, want 0: the agent does not see its own pod's processes or kubelet's root\nagent:\n%s",
+			recoveryResult.BlindSuperblocks, recoveryLog(agent))
 	}
 	for _, p := range []recoveryPod{stuck, freed, held, healthy} {
 		if v := shutdownAttr(p.mount.dev); v != "0" {
