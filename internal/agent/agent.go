@@ -395,7 +395,9 @@ func (a *Agent) reloadPolicy(ctx context.Context) {
 func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time) (tunedNew int) {
 	m := a.cfg.Metrics
 	m.Reconciles.WithLabelValues(string(trigger)).Inc()
+	start := time.Now()
 	inv, err := a.cfg.ReconcileRead(ctx)
+	read := time.Since(start)
 	if err != nil {
 		m.Errors.WithLabelValues("read").Inc()
 		a.cfg.Logger.Error("reading NFS inventory", "err", err)
@@ -495,8 +497,10 @@ func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time)
 		log.Info("read-ahead set", "took", took)
 	}
 	m.Mounts.Set(float64(len(next)))
+	written := time.Since(start)
 	a.afterReconcile(ctx, writes)
 	now := time.Now()
+	verdicts := now.Sub(start) - written
 	if trigger == TriggerResync || trigger == TriggerStart {
 		m.LastResync.Set(float64(now.UnixNano()) / 1e9)
 	}
@@ -521,6 +525,12 @@ func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time)
 	if a.cfg.ReleaseMemory {
 		debug.FreeOSMemory()
 	}
+	// The stages of a reconcile, for a slow reaction: how long the change waited for the
+	// loop, the mount table read, the writes, the verdicts' statistics read after them, and
+	// the whole reconcile, which the next change waits for.
+	a.cfg.Logger.Debug("reconcile", "trigger", trigger, "waited", start.Sub(since), "read", read,
+		"written", written, "verdicts", verdicts, "total", time.Since(start),
+		"mounts", len(inv.Mounts), "new", tunedNew, "writes", len(writes))
 	return tunedNew
 }
 

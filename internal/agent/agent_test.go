@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -782,5 +783,37 @@ func TestSettleAfterAnyTrigger(t *testing.T) {
 	}
 	if got := h.ra("0:52"); got != 15360 {
 		t.Errorf("read_ahead_kb = %d, want 15360", got)
+	}
+}
+
+// TestReconcileLogsStages: at debug level each reconcile logs how long its change waited for
+// the loop and what its stages took, the agent's own account of a slow reaction.
+func TestReconcileLogsStages(t *testing.T) {
+	t.Parallel()
+	h := newFakeHost(t)
+	var logs bytes.Buffer
+	a, err := New(Config{Root: h.root, PID: 1, Read: h.read, Load: fixedPolicy(15360, policy.ModeEnforce),
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.loadPolicy(); err != nil {
+		t.Fatal(err)
+	}
+	h.mount("0:52", true)
+	a.Reconcile(context.Background(), TriggerMountinfo, time.Now().Add(-time.Second))
+	var line string
+	for l := range strings.Lines(logs.String()) {
+		if strings.Contains(l, "msg=reconcile ") {
+			line = l
+		}
+	}
+	if line == "" {
+		t.Fatalf("no reconcile line at debug level:\n%s", logs.String())
+	}
+	for _, want := range []string{"trigger=mountinfo", "waited=1.", "read=", "written=", "verdicts=", "total=", "mounts=1", "new=1", "writes=1"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("reconcile line lacks %q: %s", want, line)
+		}
 	}
 }
