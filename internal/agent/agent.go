@@ -153,6 +153,11 @@ type Agent struct {
 
 	// verdicts judges the agent's read-ahead writes on each mount's traffic.
 	verdicts *verdicts
+	// verdictsLater, while Run runs, hands a reconcile's writes to the goroutine that reads
+	// their statistics (afterReconcile), so that the read does not hold up the next mount
+	// table change; nil runs afterReconcile in Reconcile. Only Run sets it, before its first
+	// reconcile.
+	verdictsLater func([]written)
 
 	// adaptive is the adaptive read-ahead state by device; only Adapt uses it, and Adapt
 	// runs on Run's goroutine (or in Reconcile, on the same). targets are the controllers'
@@ -260,6 +265,8 @@ func (a *Agent) Run(ctx context.Context, hangup <-chan struct{}) error {
 		}
 	}
 
+	a.verdictsLater = a.runVerdicts(ctx, &wg)
+	defer func() { a.verdictsLater = nil }()
 	settleLater(a.Reconcile(ctx, TriggerStart, time.Now()))
 	resync := time.NewTicker(a.cfg.Resync)
 	defer resync.Stop()
@@ -498,7 +505,13 @@ func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time)
 	}
 	m.Mounts.Set(float64(len(next)))
 	written := time.Since(start)
-	a.afterReconcile(ctx, writes)
+	if a.verdictsLater != nil {
+		if len(writes) > 0 || a.verdicts.due(time.Now()) {
+			a.verdictsLater(writes)
+		}
+	} else {
+		a.afterReconcile(ctx, writes)
+	}
 	now := time.Now()
 	verdicts := now.Sub(start) - written
 	if trigger == TriggerResync || trigger == TriggerStart {

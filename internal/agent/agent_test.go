@@ -817,3 +817,59 @@ func TestReconcileLogsStages(t *testing.T) {
 		}
 	}
 }
+
+// TestRunReconcilesWhileVerdictsRead: the statistics read that starts a write's verdict
+// (afterReconcile) runs beside Run's loop, not on it. While that read of the first
+// superblock's write is held, a resync tunes a second superblock; on the loop, the second
+// would wait for the read.
+func TestRunReconcilesWhileVerdictsRead(t *testing.T) {
+	t.Parallel()
+	h := newFakeHost(t)
+	held := make(chan struct{})
+	release := make(chan struct{})
+	var once sync.Once
+	defer once.Do(func() { close(release) })
+	var reads atomic.Int32
+	a, err := New(Config{
+		Root: h.root, PID: 1, Resync: 10 * time.Millisecond, Load: fixedPolicy(2048, policy.ModeEnforce),
+		ReconcileRead: h.read,
+		// The verdicts' read: the first one, after the first write, is held until released.
+		Read: func(ctx context.Context) (*inventory.Inventory, error) {
+			if reads.Add(1) == 1 {
+				close(held)
+				<-release
+			}
+			return h.read(ctx)
+		},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, nil) }()
+	defer func() {
+		once.Do(func() { close(release) })
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v", err)
+		}
+	}()
+	h.mount("0:52", true)
+	select {
+	case <-held:
+	case <-time.After(time.Minute):
+		t.Fatal("no statistics read after the first write")
+	}
+	h.mount("0:53", true)
+	// Resyncs come every 10 ms; 20 s is room for a slow machine, not a time bound: on the
+	// loop, the read held, the second superblock is never tuned.
+	deadline := time.Now().Add(20 * time.Second)
+	for h.ra("0:53") != 2048 {
+		if time.Now().After(deadline) {
+			t.Fatal("the second superblock was not tuned while the verdicts' read of the first write ran")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
