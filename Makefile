@@ -120,10 +120,11 @@ check-long:
 # (lab/sidebyside.sh, docs/benchmarks.md): the agent's reaction to 20 new NFSv3 mounts and the
 # audit with the server gone, each binary run three times, alternately. It fails only when
 # this tree's slowest figure is more than twice the base's; it reports p50, max and their
-# ratios. REACTION_BASE is the tree the reaction figures of docs/agent.md were measured on
-# (the merge of 2026-11-26), before the settle and overwrite changes to the reconcile: a
-# fixed reference, so that a slow drift over many commits shows too. It needs the git history
-# of that commit.
+# ratios. REACTION_BASE is the merge of 2026-11-26 (adaptive read-ahead, recovery, fleet),
+# the last tree before the commits that changed the reconcile's path (the 20 s settle
+# re-check, a write overwritten before its read-back, the nfsfs volumes listing read again):
+# a fixed reference, so that a slow drift over many commits shows as well as a sudden one.
+# It needs that commit in the clone's history.
 REACTION_BASE ?= 954675d
 lab-sidebyside: lab-setup
 	GO=$(GO) bash lab/sidebyside.sh $(REACTION_BASE) -run '^(TestReactionSideBySide|TestAuditServerGoneSideBySide)$$'
