@@ -37,7 +37,7 @@ TAGS     := lab,helm,apiserver,release
 
 PROMTOOL ?= promtool
 
-.PHONY: all host-packages build plugin verify test vulncheck vet scrape-test rules-test compare-nfsiostat check lab-setup lab-test lab-matrix lab-record lab-shell demo minimal-root-check clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e readahead-table k8s-e2e-long lab-matrix-long check-long release release-binaries image-index chart release-test lab-arm64 chart-readme
+.PHONY: all host-packages build plugin verify test vulncheck vet scrape-test rules-test compare-nfsiostat check lab-setup lab-test lab-matrix lab-record lab-shell demo minimal-root-check clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e readahead-table k8s-e2e-long lab-matrix-long check-long release release-binaries image-index chart release-test lab-arm64 chart-readme lab-sidebyside
 
 all: build
 
@@ -114,7 +114,20 @@ check: verify
 # AppArmor, kubectl nfstune, node groups and nfsmount.conf drop-in cases on a real kubelet
 # (Linux 6.12), and the read-ahead table. Run it before a release.
 check-long:
-	$(MAKE) lab-matrix-long k8s-e2e-long readahead-table
+	$(MAKE) lab-matrix-long k8s-e2e-long readahead-table lab-sidebyside
+
+# lab-sidebyside compares this tree with REACTION_BASE in one boot of the lab guest
+# (lab/sidebyside.sh, docs/benchmarks.md): the agent's reaction to 20 new NFSv3 mounts and the
+# audit with the server gone, each binary run three times, alternately. It fails only when
+# this tree's slowest figure is more than twice the base's; it reports p50, max and their
+# ratios. REACTION_BASE is the merge of 2026-11-26 (adaptive read-ahead, recovery, fleet),
+# the last tree before the commits that changed the reconcile's path (the 20 s settle
+# re-check, a write overwritten before its read-back, the nfsfs volumes listing read again):
+# a fixed reference, so that a slow drift over many commits shows as well as a sudden one.
+# It needs that commit in the clone's history.
+REACTION_BASE ?= 954675d
+lab-sidebyside: lab-setup
+	GO=$(GO) bash lab/sidebyside.sh $(REACTION_BASE) -run '^(TestReactionSideBySide|TestAuditServerGoneSideBySide)$$'
 
 # compare-nfsiostat compares nfstune stats --view attr,dir,page with nfs-utils' nfsiostat -a,
 # -d and -p on saved mountstats samples read in place (REAL_MOUNTSTATS, never copied here). It

@@ -47,7 +47,7 @@ done
 # shellcheck disable=SC2016
 runner='rc=0; for t in "$0"/*.test; do echo "=== package $(basename "$t" .test)"; "$t" "$@" || { s=$?; ((rc)) || rc=$s; }; done; exit $rc'
 # NFSTUNE_LAB_* settings of the tests themselves (e.g. NFSTUNE_LAB_REACTION_P99) reach the guest.
-settings=(NFSTUNE_LAB_REACTION_P99 NFSTUNE_LAB_CHURN NFSTUNE_LAB_SCENARIOS NFSTUNE_LAB_PAIRS NFSTUNE_LAB_FIXED_LATE NFSTUNE_LAB_STAGGER)
+settings=(NFSTUNE_LAB_BASE_BIN NFSTUNE_LAB_BASE_REF NFSTUNE_LAB_MAX_RATIO NFSTUNE_LAB_ROUNDS NFSTUNE_LAB_REACTION_P99 NFSTUNE_LAB_CHURN NFSTUNE_LAB_SCENARIOS NFSTUNE_LAB_PAIRS NFSTUNE_LAB_FIXED_LATE NFSTUNE_LAB_STAGGER)
 passenv=()
 for v in "${settings[@]}"; do
 	[[ -n ${!v:-} ]] && passenv+=("$v=${!v}")

@@ -165,6 +165,11 @@ type Agent struct {
 
 	// verdicts judges the agent's read-ahead writes on each mount's traffic.
 	verdicts *verdicts
+	// verdictsLater, while Run runs, hands a reconcile's writes to the goroutine that reads
+	// their statistics (afterReconcile), so that the read does not hold up the next mount
+	// table change; nil runs afterReconcile in Reconcile. Only Run sets it, before its first
+	// reconcile.
+	verdictsLater func([]written)
 
 	// adaptive is the adaptive read-ahead state by device; only Adapt uses it, and Adapt
 	// runs on Run's goroutine (or in Reconcile, on the same). targets are the controllers'
@@ -272,6 +277,8 @@ func (a *Agent) Run(ctx context.Context, hangup <-chan struct{}) error {
 		}
 	}
 
+	a.verdictsLater = a.runVerdicts(ctx, &wg)
+	defer func() { a.verdictsLater = nil }()
 	settleLater(a.Reconcile(ctx, TriggerStart, time.Now()))
 	resync := time.NewTicker(a.cfg.Resync)
 	defer resync.Stop()
@@ -407,7 +414,9 @@ func (a *Agent) reloadPolicy(ctx context.Context) {
 func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time) (tunedNew int) {
 	m := a.cfg.Metrics
 	m.Reconciles.WithLabelValues(string(trigger)).Inc()
+	start := time.Now()
 	inv, err := a.cfg.ReconcileRead(ctx)
+	read := time.Since(start)
 	if err != nil {
 		m.Errors.WithLabelValues("read").Inc()
 		a.cfg.Logger.Error("reading NFS inventory", "err", err)
@@ -507,8 +516,16 @@ func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time)
 		log.Info("read-ahead set", "took", took)
 	}
 	m.Mounts.Set(float64(len(next)))
-	a.afterReconcile(ctx, writes)
+	written := time.Since(start)
+	if a.verdictsLater != nil {
+		if len(writes) > 0 || a.verdicts.due(time.Now()) {
+			a.verdictsLater(writes)
+		}
+	} else {
+		a.afterReconcile(ctx, writes)
+	}
 	now := time.Now()
+	verdicts := now.Sub(start) - written
 	if trigger == TriggerResync || trigger == TriggerStart {
 		m.LastResync.Set(float64(now.UnixNano()) / 1e9)
 	}
@@ -533,6 +550,12 @@ func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time)
 	if a.cfg.ReleaseMemory {
 		debug.FreeOSMemory()
 	}
+	// The stages of a reconcile, for a slow reaction: how long the change waited for the
+	// loop, the mount table read, the writes, the verdicts' statistics read after them, and
+	// the whole reconcile, which the next change waits for.
+	a.cfg.Logger.Debug("reconcile", "trigger", trigger, "waited", start.Sub(since), "read", read,
+		"written", written, "verdicts", verdicts, "total", time.Since(start),
+		"mounts", len(inv.Mounts), "new", tunedNew, "writes", len(writes))
 	return tunedNew
 }
 

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -782,5 +783,93 @@ func TestSettleAfterAnyTrigger(t *testing.T) {
 	}
 	if got := h.ra("0:52"); got != 15360 {
 		t.Errorf("read_ahead_kb = %d, want 15360", got)
+	}
+}
+
+// TestReconcileLogsStages: at debug level each reconcile logs how long its change waited for
+// the loop and what its stages took, the agent's own account of a slow reaction.
+func TestReconcileLogsStages(t *testing.T) {
+	t.Parallel()
+	h := newFakeHost(t)
+	var logs bytes.Buffer
+	a, err := New(Config{Root: h.root, PID: 1, Read: h.read, Load: fixedPolicy(15360, policy.ModeEnforce),
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.loadPolicy(); err != nil {
+		t.Fatal(err)
+	}
+	h.mount("0:52", true)
+	a.Reconcile(context.Background(), TriggerMountinfo, time.Now().Add(-time.Second))
+	var line string
+	for l := range strings.Lines(logs.String()) {
+		if strings.Contains(l, "msg=reconcile ") {
+			line = l
+		}
+	}
+	if line == "" {
+		t.Fatalf("no reconcile line at debug level:\n%s", logs.String())
+	}
+	for _, want := range []string{"trigger=mountinfo", "waited=1.", "read=", "written=", "verdicts=", "total=", "mounts=1", "new=1", "writes=1"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("reconcile line lacks %q: %s", want, line)
+		}
+	}
+}
+
+// TestRunReconcilesWhileVerdictsRead: the statistics read that starts a write's verdict
+// (afterReconcile) runs beside Run's loop, not on it. While that read of the first
+// superblock's write is held, a resync tunes a second superblock; on the loop, the second
+// would wait for the read.
+func TestRunReconcilesWhileVerdictsRead(t *testing.T) {
+	t.Parallel()
+	h := newFakeHost(t)
+	held := make(chan struct{})
+	release := make(chan struct{})
+	var once sync.Once
+	defer once.Do(func() { close(release) })
+	var reads atomic.Int32
+	a, err := New(Config{
+		Root: h.root, PID: 1, Resync: 10 * time.Millisecond, Load: fixedPolicy(2048, policy.ModeEnforce),
+		ReconcileRead: h.read,
+		// The verdicts' read: the first one, after the first write, is held until released.
+		Read: func(ctx context.Context) (*inventory.Inventory, error) {
+			if reads.Add(1) == 1 {
+				close(held)
+				<-release
+			}
+			return h.read(ctx)
+		},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, nil) }()
+	defer func() {
+		once.Do(func() { close(release) })
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v", err)
+		}
+	}()
+	h.mount("0:52", true)
+	select {
+	case <-held:
+	case <-time.After(time.Minute):
+		t.Fatal("no statistics read after the first write")
+	}
+	h.mount("0:53", true)
+	// Resyncs come every 10 ms; 20 s is room for a slow machine, not a time bound: on the
+	// loop, the read held, the second superblock is never tuned.
+	deadline := time.Now().Add(20 * time.Second)
+	for h.ra("0:53") != 2048 {
+		if time.Now().After(deadline) {
+			t.Fatal("the second superblock was not tuned while the verdicts' read of the first write ran")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

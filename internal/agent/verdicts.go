@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -136,6 +137,47 @@ func (v *verdicts) latest() map[string]readahead.Verdict {
 		out[dev] = c.Verdict
 	}
 	return out
+}
+
+// runVerdicts starts the goroutine that runs afterReconcile for Run until ctx ends, and
+// returns the function that hands it a reconcile's writes. The statistics read (inventory.Read:
+// mountstats, nfsfs, sysfs, udev rules, the sunrpc transports of every mount) takes many times
+// longer than the reconcile's own mountinfo read, and on Run's loop a mount table change that
+// came meanwhile waited for it: the next new superblock's reaction. Writes
+// handed over while a read runs go to the next read, all at once; a write's window after
+// then starts that much later, a small part of VerdictWindow.
+func (a *Agent) runVerdicts(ctx context.Context, wg *sync.WaitGroup) func([]written) {
+	var mu sync.Mutex
+	var queued []written
+	wake := make(chan struct{}, 1)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-wake:
+			}
+			mu.Lock()
+			writes := queued
+			queued = nil
+			mu.Unlock()
+			a.afterReconcile(ctx, writes)
+			if a.cfg.ReleaseMemory {
+				debug.FreeOSMemory()
+			}
+		}
+	}()
+	return func(writes []written) {
+		mu.Lock()
+		queued = append(queued, writes...)
+		mu.Unlock()
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // afterReconcile starts the verdicts of a reconcile's writes, and closes those that are due,
