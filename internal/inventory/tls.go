@@ -62,8 +62,8 @@ type TLSHandshake struct {
 }
 
 // ReadTLSHandshake looks for the TLS handshake daemon: /proc/<pid>/comm of every process,
-// nothing else, under limits (MaxProcesses, MaxReads, Timeout). A process in another PID
-// namespace is not seen: the agent shares the host's (hostPID).
+// nothing else, under limits (MaxProcesses, MaxReads, Timeout). It sees the processes of
+// root's /proc: the agent's root has the host's /proc at /host/proc.
 func ReadTLSHandshake(ctx context.Context, root hostfs.Root, limits HolderLimits) (TLSHandshake, []string) {
 	l := limits.withDefaults()
 	ctx, cancel := context.WithTimeout(ctx, l.Timeout)
