@@ -110,3 +110,26 @@ func TestTLSTreeGolden(t *testing.T) {
 	}
 	golden.Check(t, filepath.Join("testdata", "golden", "synthetic-tls.json"), append(got, '\n'))
 }
+
+// TestReadMountStatsFileTLS: a saved mountstats file gives each mount its xprtsec from the
+// opts: line, and its client group by it, as the live read does.
+func TestReadMountStatsFileTLS(t *testing.T) {
+	t.Parallel()
+	inv, err := ReadMountStatsFile("testdata/synthetic-tls/proc/self/mountstats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]struct{ sec, group string }{
+		"/mnt/projects": {XprtSecTLS, "tcp://nfs.example.com/v4.2/xprtsec=tls"},
+		"/mnt/home":     {XprtSecMTLS, "tcp://nfs.example.com/v4.2/xprtsec=mtls"},
+		"/mnt/scratch":  {XprtSecNone, "tcp://nfs.example.com/v4.2"},
+	}
+	if len(inv.Mounts) != len(want) {
+		t.Fatalf("%d mounts, want %d", len(inv.Mounts), len(want))
+	}
+	for _, m := range inv.Mounts {
+		if w := want[m.MountPoints[0]]; m.TransportSecurity != w.sec || m.ClientGroup != w.group {
+			t.Errorf("%s: xprtsec %q group %q, want %q %q", m.MountPoints[0], m.TransportSecurity, m.ClientGroup, w.sec, w.group)
+		}
+	}
+}
