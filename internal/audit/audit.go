@@ -67,6 +67,8 @@ type Report struct {
 	// Mounting are the NFS mounts stuck in progress and the unmounts of the stalled
 	// mounts (inventory.ReadMountPrograms).
 	Mounting []inventory.MountProgram `json:"mounting,omitempty"`
+	// TLSHandshake is whether tlshd runs, when a mount uses TLS (the inventory's).
+	TLSHandshake *inventory.TLSHandshake `json:"tls_handshake,omitempty"`
 	// Origins tell, by device, where the effective value of each option the profile names
 	// came from, for the mounts an nfsmount.conf section matches.
 	Origins map[string][]OptionOrigin `json:"option_origins,omitempty"`
@@ -118,6 +120,7 @@ func mountChecks() []mountCheck {
 		checkCaching,        // NFS031, NFS032
 		checkVersion,        // NFS040
 		checkNConnectKernel, // NFS041
+		checkTLS,            // NFS042, NFS043
 		checkReadAheadRules, // NFS050
 		checkMountDefaults,  // NFS051, NFS052, NFS053, NFS054
 		checkNoEffect,       // NFS070
@@ -145,12 +148,13 @@ func Run(inv *inventory.Inventory, pol *policy.Policy) Report {
 // RunWith is Run with the evidence of a window of traffic (Options).
 func RunWith(inv *inventory.Inventory, pol *policy.Policy, opts Options) Report {
 	rep := Report{
-		Mounts:   slices.Clone(inv.Mounts),
-		Desired:  make(map[string]policy.Resolved, len(inv.Mounts)),
-		Findings: []Finding{},
-		Stalled:  slices.Clone(inv.Stalled),
-		Blocked:  slices.Clone(inv.Blocked),
-		Mounting: slices.Clone(inv.Mounting),
+		Mounts:       slices.Clone(inv.Mounts),
+		Desired:      make(map[string]policy.Resolved, len(inv.Mounts)),
+		Findings:     []Finding{},
+		Stalled:      slices.Clone(inv.Stalled),
+		Blocked:      slices.Clone(inv.Blocked),
+		Mounting:     slices.Clone(inv.Mounting),
+		TLSHandshake: inv.TLSHandshake,
 	}
 	byDev := make(map[string]*inventory.Mount, len(inv.Mounts))
 	for i := range inv.Mounts {

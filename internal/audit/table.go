@@ -68,6 +68,9 @@ func WriteTable(w io.Writer, rep Report) error {
 		if p := m.Proxy; p != nil {
 			tw.Printf("  proxy\t%s\tserver\t%s\n", proxyKind(p), orDash(upstream(p)))
 		}
+		if m.UsesTLS() {
+			tw.Printf("  xprtsec\t%s\ttlshd\t%s\n", m.TransportSecurity, tlshdState(rep.TLSHandshake))
+		}
 		if err := cols.Flush(); err != nil {
 			return err
 		}
@@ -223,4 +226,15 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// tlshdState says whether the TLS handshake daemon runs, as the scan found it.
+func tlshdState(hs *inventory.TLSHandshake) string {
+	switch {
+	case hs == nil || !hs.Running && !hs.Complete:
+		return "unknown"
+	case hs.Running:
+		return "running"
+	}
+	return "not running"
 }

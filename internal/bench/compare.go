@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/nfstune/nfstune/internal/display"
+	"github.com/nfstune/nfstune/internal/inventory"
 )
 
 // Metric names a figure of a run.
@@ -284,6 +285,9 @@ func (t *Tuning) Describe() string {
 			fmt.Fprintf(&b, " nconnect=%d", t.NConnect)
 		}
 		fmt.Fprintf(&b, " connections=%d rsize=%d wsize=%d backend=%s", t.Connections, t.RSize, t.WSize, t.Backend)
+		if t.TransportSecurity != "" && t.TransportSecurity != inventory.XprtSecNone {
+			fmt.Fprintf(&b, " xprtsec=%s", t.TransportSecurity)
+		}
 	}
 	return b.String()
 }

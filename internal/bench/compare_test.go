@@ -94,6 +94,10 @@ func TestTuningDescribe(t *testing.T) {
 			"/mnt/a (nfs4 10.0.0.5:/tmp) read_ahead_kb=128 vers=4.1 connections=1 rsize=262144 wsize=262144 backend=generic"},
 		{Tuning{MountPoint: "/mnt/b", FSType: "nfs", Server: "s", Export: "/e", Version: "3", NConnect: 8, Connections: 8, RSize: 1 << 20, WSize: 1 << 20, Backend: "azure-netapp-files"},
 			"/mnt/b (nfs s:/e) vers=3 nconnect=8 connections=8 rsize=1048576 wsize=1048576 backend=azure-netapp-files"},
+		{Tuning{MountPoint: "/mnt/c", FSType: "nfs4", Server: "s", Export: "/e", Version: "4.2", Connections: 1, RSize: 1 << 20, WSize: 1 << 20, Backend: "generic", TransportSecurity: "tls"},
+			"/mnt/c (nfs4 s:/e) vers=4.2 connections=1 rsize=1048576 wsize=1048576 backend=generic xprtsec=tls"},
+		{Tuning{MountPoint: "/mnt/d", FSType: "nfs4", Server: "s", Export: "/e", Version: "4.2", Connections: 1, RSize: 1 << 20, WSize: 1 << 20, Backend: "generic", TransportSecurity: "none"},
+			"/mnt/d (nfs4 s:/e) vers=4.2 connections=1 rsize=1048576 wsize=1048576 backend=generic"},
 		{Tuning{MountPoint: "/", FSType: "ext4", ReadAheadKB: &ra}, "/ (ext4) read_ahead_kb=128"},
 	}
 	for _, tt := range tests {

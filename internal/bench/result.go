@@ -66,6 +66,9 @@ type Tuning struct {
 	RSize       int    `json:"rsize,omitempty"`
 	WSize       int    `json:"wsize,omitempty"`
 	Backend     string `json:"backend,omitempty"`
+	// TransportSecurity is the mount's xprtsec (none, tls, mtls): a result over TLS pays
+	// for encryption on every byte, so it is not comparable with one without.
+	TransportSecurity string `json:"xprtsec,omitempty"`
 }
 
 // Provenance records how a result was produced.
@@ -188,6 +191,8 @@ func TuningOf(m *inventory.Mount, mountPoint string) *Tuning {
 		RSize:       m.RSize,
 		WSize:       m.WSize,
 		Backend:     m.Backend,
+
+		TransportSecurity: m.TransportSecurity,
 	}
 	if m.ReadAheadKB != nil {
 		v := *m.ReadAheadKB

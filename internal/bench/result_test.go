@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nfstune/nfstune/internal/hostfs"
+	"github.com/nfstune/nfstune/internal/inventory"
 )
 
 // TestReadResultKeysExact: a result file is compared as written; a key that only matches a
@@ -31,6 +34,27 @@ func TestReadResultKeysExact(t *testing.T) {
 		}
 		if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 			t.Errorf("%s: err = %v, want %q", name, err, tt.wantErr)
+		}
+	}
+}
+
+// TestTuningOfTLS: a result records the mount's transport security, so a run over TLS is
+// told apart from one without.
+func TestTuningOfTLS(t *testing.T) {
+	t.Parallel()
+	inv, err := inventory.Read(hostfs.Root("../inventory/testdata/synthetic-tls"), inventory.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"0:70": "tls", "0:71": "mtls", "0:72": "none"}
+	for i := range inv.Mounts {
+		m := &inv.Mounts[i]
+		tu := TuningOf(m, m.MountPoints[0])
+		if tu.TransportSecurity != want[m.Device] {
+			t.Errorf("%s: xprtsec %q, want %q", m.Device, tu.TransportSecurity, want[m.Device])
+		}
+		if d := tu.Describe(); strings.Contains(d, "xprtsec=") != (want[m.Device] != "none") {
+			t.Errorf("%s: %q", m.Device, d)
 		}
 	}
 }

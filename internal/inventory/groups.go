@@ -12,7 +12,7 @@ import (
 
 // groupKey names the kernel NFS client a mount uses: "<proto>://<addr>[:port]/v<version>",
 // e.g. "tcp://10.0.0.5/v4.1" or "tcp://[fd00::5]:2049/v3". The port appears only when the
-// mount names one.
+// mount names one, and "/xprtsec=tls" or "/xprtsec=mtls" only for a mount over TLS.
 func groupKey(m *Mount) string { return groupKeyPort(m, m.Options["port"]) }
 
 // groupKeyPort is groupKey with the port given ("" or "0": none).
@@ -32,7 +32,13 @@ func groupKeyPort(m *Mount, port string) string {
 	if port != "" && port != "0" {
 		host = net.JoinHostPort(addr, port)
 	}
-	return fmt.Sprintf("%s://%s/v%s", proto, host, m.Version)
+	key := fmt.Sprintf("%s://%s/v%s", proto, host, m.Version)
+	if m.UsesTLS() {
+		// A mount with another xprtsec policy gets a client of its own
+		// (fs/nfs/client.c nfs_match_client: "Match the xprt security policy").
+		key += "/xprtsec=" + m.TransportSecurity
+	}
+	return key
 }
 
 func buildGroups(mounts []Mount) []Group {

@@ -149,6 +149,7 @@ func mountsFromInfo(infos []*mountinfo.Info) []Mount {
 		m.RSize = atoiOr0(m.Options["rsize"])
 		m.WSize = atoiOr0(m.Options["wsize"])
 		m.NConnect = atoiOr0(m.Options["nconnect"])
+		m.TransportSecurity = transportSecurity(m.Options)
 		m.Backend = DetectBackend(m.Server)
 		if isLonghorn(m) {
 			m.Backend = backendLonghorn

@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -133,6 +134,12 @@ func Read(root hostfs.Root, opts ReadOptions) (*Inventory, error) {
 		inv.Transports, w = readTransports(root)
 		warn(w...)
 		done("sunrpc transports")
+	}
+	if slices.ContainsFunc(inv.Mounts, func(m Mount) bool { return m.UsesTLS() }) {
+		hs, w := ReadTLSHandshake(context.Background(), root, HolderLimits{})
+		warn(w...)
+		inv.TLSHandshake = &hs
+		done("tlshd")
 	}
 	return inv, nil
 }

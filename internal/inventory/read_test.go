@@ -35,7 +35,7 @@ func TestReadMixed(t *testing.T) {
 				Source:  "/etc/nfsmount.conf:4, /etc/fstab:3",
 				Options: map[string]string{"vers": "4.1", "nconnect": "4", "_netdev": "", "nofail": "", "hard": "", "timeo": "600"},
 			},
-			ClientGroup: "tcp://10.1.0.4/v4.1",
+			ClientGroup: "tcp://10.1.0.4/v4.1", TransportSecurity: "none",
 		},
 		{
 			Device: "0:54", MountPoints: []string{"/mnt/with space"},
@@ -46,7 +46,7 @@ func TestReadMixed(t *testing.T) {
 				Source:  "/etc/nfsmount.conf:4, /etc/fstab:4",
 				Options: map[string]string{"vers": "4.1", "nconnect": "8", "rsize": "1048576", "_netdev": "", "hard": "", "timeo": "600"},
 			},
-			ClientGroup: "tcp://10.1.0.4/v4.1",
+			ClientGroup: "tcp://10.1.0.4/v4.1", TransportSecurity: "none",
 		},
 		{
 			Device: "0:60", MountPoints: []string{"/tools"},
@@ -58,7 +58,7 @@ func TestReadMixed(t *testing.T) {
 				Options: map[string]string{"ro": "", "vers": "3", "nocto": "", "actimeo": "600", "hard": "", "timeo": "600",
 					"rsize": "65536", "wsize": "65536", "proto": "tcp"},
 			},
-			ClientGroup: "tcp://10.0.0.6/v3",
+			ClientGroup: "tcp://10.0.0.6/v3", TransportSecurity: "none",
 		},
 		{
 			Device: "0:61", MountPoints: []string{"/efs"},
@@ -68,7 +68,7 @@ func TestReadMixed(t *testing.T) {
 				Source:  "/etc/nfsmount.conf:4, /etc/nfsmount.conf:14",
 				Options: map[string]string{"hard": "", "timeo": "600", "nfsvers": "4.1"},
 			},
-			ClientGroup: "tcp://172.31.5.5/v4.1",
+			ClientGroup: "tcp://172.31.5.5/v4.1", TransportSecurity: "none",
 		},
 		{
 			Device: "0:65", MountPoints: []string{"/mnt/v6"},
@@ -79,7 +79,7 @@ func TestReadMixed(t *testing.T) {
 				Source:  "/etc/nfsmount.conf:4",
 				Options: map[string]string{"hard": "", "timeo": "600"},
 			},
-			ClientGroup: "tcp6://[fd00::5]/v4.2",
+			ClientGroup: "tcp6://[fd00::5]/v4.2", TransportSecurity: "none",
 		},
 	}
 	if diff := cmp.Diff(wantMounts, inv.Mounts, cmpopts.IgnoreFields(Mount{}, "Options", "Stats")); diff != "" {

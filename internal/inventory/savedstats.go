@@ -47,6 +47,9 @@ func savedMount(e mountStatsEntry) Mount {
 	m.RSize = atoiOr0(m.Options["rsize"])
 	m.WSize = atoiOr0(m.Options["wsize"])
 	m.NConnect = atoiOr0(m.Options["nconnect"])
+	// mountstats' opts: line shows xprtsec= as mountinfo does (nfs_show_mountstats calls
+	// nfs_show_mount_options).
+	m.TransportSecurity = transportSecurity(m.Options)
 	m.Backend = DetectBackend(m.Server)
 	m.ClientGroup = groupKey(&m)
 	return m

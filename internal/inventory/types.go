@@ -50,6 +50,12 @@ type Mount struct {
 	// Options are the effective mount options from mountinfo's super options (and the
 	// per-mount options), keyed by name; flags such as "hard" have an empty value.
 	Options map[string]string `json:"options"`
+	// TransportSecurity is the RPC transport's security, the xprtsec= option: "none",
+	// "tls" (RPC-with-TLS, the server authenticated) or "mtls" (both sides authenticated
+	// by X.509 certificates). The kernel shows xprtsec=tls or xprtsec=mtls in mountinfo and
+	// mountstats' opts line and nothing for none (fs/nfs/super.c nfs_show_mount_options,
+	// Linux 6.5 and later; RFC 9289).
+	TransportSecurity string `json:"xprtsec"`
 	// Requested are the options asked for in /etc/fstab or /etc/nfsmount.conf, when known.
 	Requested *Requested `json:"requested,omitempty"`
 	// ClientGroup is the key of the kernel NFS client this superblock uses; see Group.
@@ -130,6 +136,9 @@ type Inventory struct {
 	// answer, which has no superblock yet) and the unmounts of the mounts above; filled by
 	// ReadBlocked when a server is stalled, not by Read.
 	Mounting []MountProgram `json:"mounting,omitempty"`
+	// TLSHandshake tells whether the TLS handshake daemon runs; read only when a mount uses
+	// xprtsec=tls or mtls (nil otherwise).
+	TLSHandshake *TLSHandshake `json:"tls_handshake,omitempty"`
 	// Warnings are entries that were dropped or could not be read; the rest of the
 	// inventory is still valid.
 	Warnings []string `json:"warnings,omitempty"`

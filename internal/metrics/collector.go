@@ -17,6 +17,7 @@
 package metrics
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -83,7 +84,7 @@ var mountLabels = []string{"device", "mountpoint", "server", "export", "version"
 
 // The labels some mount series add to mountLabels.
 var (
-	infoLabels     = []string{"fstype", "client_group", "mountpoints", "proxy", "upstream"}
+	infoLabels     = []string{"fstype", "client_group", "mountpoints", "proxy", "upstream", "xprtsec"}
 	podLabels      = []string{"pod_uid", "volume", "pv", "driver"}
 	findingLabels  = []string{"rule", "severity"}
 	verdictLabel   = []string{"verdict"}
@@ -158,6 +159,8 @@ type Collector struct {
 	serviceLimit *prometheus.Desc
 	// clientIdentity is the node's NFSv4 client identity source and fingerprint.
 	clientIdentity *prometheus.Desc
+	// tlshdRunning is whether the TLS handshake daemon runs, while a mount uses TLS.
+	tlshdRunning *prometheus.Desc
 
 	// capHits counts scrapes in which the series cap left mounts out.
 	capHits prometheus.Counter
@@ -236,7 +239,7 @@ func NewCollector(src Source, logger *slog.Logger, opts Options) *Collector {
 		maxSeries: opts.MaxSeries,
 		timeout:   opts.Timeout,
 
-		info:        m("info", "NFS superblock known to nfstune (value 1), with its filesystem type, mount point count, kernel client group, and for a mount through a local proxy the helper (efs-proxy, efs-stunnel, aznfs-stunnel, loopback) and the server behind it.", infoLabels...),
+		info:        m("info", "NFS superblock known to nfstune (value 1), with its filesystem type, mount point count, kernel client group, for a mount through a local proxy the helper (efs-proxy, efs-stunnel, aznfs-stunnel, loopback) and the server behind it, and the RPC transport security (xprtsec: none, tls or mtls).", infoLabels...),
 		podInfo:     m("pod_info", "Pod using the superblock (value 1), one per pod, from kubelet's mount paths: pod UID, and the volume, PersistentVolume and driver where the paths name them.", podLabels...),
 		age:         m("age_seconds", "Time since the superblock was mounted (mountstats age:)."),
 		readAhead:   m("read_ahead_bytes", "Current read-ahead of the superblock's backing device (/sys/class/bdi/<device>/read_ahead_kb times 1024)."),
@@ -291,6 +294,9 @@ func NewCollector(src Source, logger *slog.Logger, opts Options) *Collector {
 		clientIdentity: prometheus.NewDesc(prometheus.BuildFQName(Namespace, "node", "nfs_client_identity_info"),
 			"Where the node's NFSv4 client identity comes from (source: identifier, nfs4_unique_id or hostname) and its fingerprint, the first 8 hex digits of the SHA-256 of the uniquifier and host name (value 1). Nodes with the same fingerprint are one client to the server: count by (fingerprint) (nfstune_node_nfs_client_identity_info) > 1.",
 			[]string{"source", "fingerprint"}, nil),
+		tlshdRunning: prometheus.NewDesc(prometheus.BuildFQName(Namespace, "node", "tlshd_running"),
+			"1 when a tlshd process runs, 0 when none does (ktls-utils' TLS handshake daemon, which every new connection of an xprtsec=tls or mtls mount needs). Exported only while a mount uses TLS and the process scan was complete.",
+			nil, nil),
 		serviceLimit: prometheus.NewDesc(prometheus.BuildFQName(Namespace, "service", "limit_bytes_per_second"),
 			"Throughput limit of the provisioned service behind server:export (the policy's service, tier and capacity in nfstune plan's model), per access direction.",
 			[]string{"server", "export", "service", "tier", "access"}, nil),
@@ -310,6 +316,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.mountsDropped
 	ch <- c.serviceLimit
 	ch <- c.clientIdentity
+	ch <- c.tlshdRunning
 	c.capHits.Describe(ch)
 	for _, d := range []*prometheus.Desc{
 		c.info, c.podInfo, c.age, c.readAhead, c.connections, c.nconnect, c.readBytes, c.writeBytes, c.events,
@@ -345,6 +352,13 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		droppedSeries, droppedMounts = c.collectInventory(ch, snap)
 		if id := snap.Inventory.ClientIdentity; id != nil {
 			ch <- prometheus.MustNewConstMetric(c.clientIdentity, prometheus.GaugeValue, 1, id.Source, id.Fingerprint)
+		}
+		if hs := snap.Inventory.TLSHandshake; hs != nil && (hs.Running || hs.Complete) {
+			running := 0.0
+			if hs.Running {
+				running = 1
+			}
+			ch <- constMetric(c.tlshdRunning, prometheus.GaugeValue, running)
 		}
 	}
 	c.collectLimits(ch, snap.Limits)
@@ -539,7 +553,7 @@ func (c *Collector) mountMetrics(out []prometheus.Metric, m *inventory.Mount, fi
 		// bounded like the server label.
 		proxy, upstream = p.Kind, p.Upstream
 	}
-	add(c.info, prometheus.GaugeValue, 1, with(infoLabels, m.FSType, m.ClientGroup, fmt.Sprint(len(m.MountPoints)), proxy, upstream))
+	add(c.info, prometheus.GaugeValue, 1, with(infoLabels, m.FSType, m.ClientGroup, fmt.Sprint(len(m.MountPoints)), proxy, upstream, cmp.Or(m.TransportSecurity, inventory.XprtSecNone)))
 	for _, p := range kubelet.PodVolumes(m.MountPoints) {
 		add(c.podInfo, prometheus.GaugeValue, 1, with(podLabels, p.PodUID, p.Volume, p.PV, p.Driver))
 	}

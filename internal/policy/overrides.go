@@ -9,6 +9,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/nfstune/nfstune/internal/hostfs"
+	"github.com/nfstune/nfstune/internal/inventory"
 )
 
 // Limits the kernel puts on mount options (nfs(5); fs/nfs/fs_context.c).
@@ -50,6 +51,8 @@ type Overrides struct {
 
 	ReadAheadRSizes *int
 	ReadAheadExact  *bool
+
+	TransportSecurity *string
 }
 
 // setsReadAhead reports whether o sets the read-ahead, fixed or derived from rsize.
@@ -69,6 +72,7 @@ func (o *Overrides) apply(p *Profile) {
 	if o.ReadAheadExact != nil {
 		p.ReadAheadExact = *o.ReadAheadExact
 	}
+	setStr(&p.TransportSecurity, o.TransportSecurity)
 	setStr(&p.Mount.Vers, o.Vers)
 	setStr(&p.Mount.Proto, o.Proto)
 	setInt(&p.Mount.NConnect, o.NConnect)
@@ -120,12 +124,17 @@ func setStr(dst *string, v *string) {
 var (
 	knownVers   = []string{"3", "4", "4.0", "4.1", "4.2"}
 	knownProtos = []string{"tcp", "tcp6", "rdma", "rdma6", "udp", "udp6"}
+	// knownTransportSecurity are the xprtsec= policies a rule may require (nfs(5),
+	// fs/nfs/fs_context.c nfs_xprtsec_policies); "none" requires nothing, so a rule leaves
+	// transportSecurity out instead.
+	knownTransportSecurity = []string{inventory.XprtSecTLS, inventory.XprtSecMTLS}
 	// noEffect are options nfs(5) says have no effect on NFS; they are never recommended.
 	noEffect = []string{"atime", "noatime", "diratime", "nodiratime", "relatime", "norelatime", "strictatime", "nostrictatime"}
 )
 
 // profileFields returns the handlers for the profile value keys (readAheadKB,
-// readAheadRSizes, readAheadExact, mountOptions, sysctls, sysctlsMax), decoding into o.
+// readAheadRSizes, readAheadExact, mountOptions, transportSecurity, sysctls, sysctlsMax),
+// decoding into o.
 func (d *decoder) profileFields(o *Overrides) map[string]func(*yaml.Node, string) {
 	return map[string]func(*yaml.Node, string){
 		"readAheadKB": func(v *yaml.Node, key string) {
@@ -156,8 +165,17 @@ func (d *decoder) profileFields(o *Overrides) map[string]func(*yaml.Node, string
 			}
 		},
 		"mountOptions": func(v *yaml.Node, key string) { d.mountOptions(v, key, o) },
-		"sysctls":      func(v *yaml.Node, key string) { o.Sysctls = d.sysctls(v, key) },
-		"sysctlsMax":   func(v *yaml.Node, key string) { o.SysctlsMax = d.sysctls(v, key) },
+		"transportSecurity": func(v *yaml.Node, key string) {
+			if s, ok := d.str(v, key); ok {
+				if !slices.Contains(knownTransportSecurity, s) {
+					d.errorf(v, key, "unknown transport security %q (want one of %s)", s, strings.Join(knownTransportSecurity, ", "))
+					return
+				}
+				o.TransportSecurity = &s
+			}
+		},
+		"sysctls":    func(v *yaml.Node, key string) { o.Sysctls = d.sysctls(v, key) },
+		"sysctlsMax": func(v *yaml.Node, key string) { o.SysctlsMax = d.sysctls(v, key) },
 	}
 }
 

@@ -564,3 +564,32 @@ func TestParseRejectsUnsafeValues(t *testing.T) {
 		}
 	}
 }
+
+// TestTransportSecurityRule: a rule's transportSecurity reaches the resolved profile of the
+// mounts it matches, tls or mtls only; any other value, "none" included, is an error at its
+// line.
+func TestTransportSecurityRule(t *testing.T) {
+	t.Parallel()
+	pol, err := Parse("tls.yaml", []byte(`apiVersion: nfstune.io/v1alpha1
+kind: Policy
+rules:
+  - match: {export: /secure}
+    transportSecurity: tls
+  - match: {export: /mutual}
+    transportSecurity: mtls
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for export, want := range map[string]string{"/secure": "tls", "/mutual": "mtls", "/other": ""} {
+		if got := pol.Resolve(&inventory.Mount{Server: "10.0.0.1", Export: export}).TransportSecurity; got != want {
+			t.Errorf("%s: transport security %q, want %q", export, got, want)
+		}
+	}
+	for _, bad := range []string{"none", "ssl", "TLS", "true"} {
+		_, err := Parse("bad.yaml", []byte("apiVersion: nfstune.io/v1alpha1\nkind: Policy\nrules:\n  - transportSecurity: "+bad+"\n"))
+		if err == nil || !strings.Contains(err.Error(), "bad.yaml:4: rules[1].transportSecurity: unknown transport security") {
+			t.Errorf("transportSecurity: %s accepted or badly reported: %v", bad, err)
+		}
+	}
+}

@@ -58,6 +58,11 @@ type Profile struct {
 	ReadAheadBy string `json:"read_ahead_by,omitempty"`
 	// Mount are the mount options that matter.
 	Mount MountOptions `json:"mount_options"`
+	// TransportSecurity is the RPC transport security the mount must have: "tls" (xprtsec=tls
+	// or mtls) or "mtls" (xprtsec=mtls); empty asks for none. The audit reports a mount
+	// without it; nothing adds xprtsec to a mount, since a TLS mount needs tlshd and a
+	// certificate the server trusts, which nfstune cannot check.
+	TransportSecurity string `json:"transport_security,omitempty"`
 	// Sysctls are NFS-relevant sysctls by dotted name with their minimum values.
 	Sysctls map[string]int64 `json:"sysctls,omitempty"`
 	// SysctlsMax are sysctls with an upper bound, such as NetApp's cap of 128 on
