@@ -141,7 +141,7 @@ type PodClass struct {
 // unreadable pod's Unknown included: what cannot be seen is not assumed alike).
 func Classify(e Evidence, pods []PodActivity) Classification {
 	if len(pods) == 0 {
-		c, why := classify(mountFacts(e, nil, nil))
+		c, why := classify(mountFacts(e, nil, 0))
 		return Classification{Class: c, Why: why}
 	}
 	var faults uint64
@@ -150,7 +150,7 @@ func Classify(e Evidence, pods []PodActivity) Classification {
 	}
 	out := Classification{}
 	for _, p := range slices.SortedFunc(slices.Values(pods), func(a, b PodActivity) int { return cmp.Compare(a.UID, b.UID) }) {
-		c, why := classify(mountFacts(e, &p, &faults))
+		c, why := classify(mountFacts(e, &p, faults))
 		out.Pods = append(out.Pods, PodClass{UID: p.UID, Class: c, Why: why})
 	}
 	out.Class, out.Why = out.Pods[0].Class, out.Pods[0].Why
@@ -185,7 +185,7 @@ type trafficFacts struct {
 
 // mountFacts gathers the facts of e, seen from pod p (nil: from the mount alone); faults
 // is the major faults of all the mount's pods.
-func mountFacts(e Evidence, p *PodActivity, faults *uint64) trafficFacts {
+func mountFacts(e Evidence, p *PodActivity, faults uint64) trafficFacts {
 	f := trafficFacts{
 		serverBytes: e.ServerReadBytes,
 		appBytes:    e.AppReadBytes,
@@ -199,8 +199,8 @@ func mountFacts(e Evidence, p *PodActivity, faults *uint64) trafficFacts {
 	}
 	f.pod, f.podSeen = true, p.Seen
 	f.podFaults = p.MajorFaults
-	if window := float64(e.ReadAheadKB) * 1024; *faults > 0 && window > 0 {
-		f.windowsPer = float64(delta(e.ServerReadBytes, e.AppReadBytes)) / float64(*faults) / window
+	if window := float64(e.ReadAheadKB) * 1024; faults > 0 && window > 0 {
+		f.windowsPer = float64(delta(e.ServerReadBytes, e.AppReadBytes)) / float64(faults) / window
 	}
 	f.limited, f.limitEvents, f.memoryStall = p.Limited, p.LimitEvents, p.MemoryStall
 	if e.ServerReadBytes > 0 {
