@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/kubelet"
@@ -55,8 +56,9 @@ type Counters struct {
 	// PgMajFault is memory.stat pgmajfault: page faults that had to read the page in, from
 	// a file or swap (a count).
 	PgMajFault uint64 `json:"pgmajfault"`
-	// WorkingsetRefaultFile is memory.stat workingset_refault_file: file pages read in
-	// again soon after they were evicted (a count of pages; mm/workingset.c).
+	// WorkingsetRefaultFile is memory.stat workingset_refault_file (workingset_refault
+	// before Linux 5.9): file pages read in again soon after they were evicted (a count of
+	// pages; mm/workingset.c).
 	WorkingsetRefaultFile uint64 `json:"workingset_refault_file"`
 	// FileBytes is memory.stat file: the page cache the pod is charged for, in bytes;
 	// FileMappedBytes is file_mapped, the part of it mapped into processes (mmap).
@@ -73,9 +75,11 @@ type Counters struct {
 	// MemoryMaxBytes is memory.max in bytes; nil when it is "max" (no limit).
 	MemoryMaxBytes *uint64 `json:"memory_max_bytes,omitempty"`
 
-	// Memory and IO are memory.pressure and io.pressure.
-	Memory PSI `json:"memory_pressure"`
-	IO     PSI `json:"io_pressure"`
+	// Memory and IO are memory.pressure and io.pressure; nil on a kernel without PSI
+	// (CONFIG_PSI off, or psi=0 on the command line, as RHEL 8 boots: the files are
+	// missing or refuse reads).
+	Memory *PSI `json:"memory_pressure,omitempty"`
+	IO     *PSI `json:"io_pressure,omitempty"`
 }
 
 // Limited reports whether the pod has a memory limit: its page cache is reclaimed at the
@@ -110,11 +114,18 @@ func Read(root hostfs.Root, podUID string) (*Counters, error) {
 // read parses memory.stat (already read) and reads the other files of dir.
 func (c *Counters) read(root hostfs.Root, dir string, stat []byte) error {
 	path := func(name string) string { return root.Sys("fs", "cgroup", dir, name) }
+	// Linux 5.9 split workingset_refault into _anon and _file when it began to detect
+	// refaults of anonymous pages (mm/workingset.c); before, only file pages were tracked
+	// and the one counter is theirs.
+	refault := "workingset_refault_file"
+	if !bytes.Contains(stat, []byte("\n"+refault+" ")) && bytes.Contains(stat, []byte("\nworkingset_refault ")) {
+		refault = "workingset_refault"
+	}
 	if err := parseKeyed(stat, map[string]*uint64{
-		"pgmajfault":              &c.PgMajFault,
-		"workingset_refault_file": &c.WorkingsetRefaultFile,
-		"file":                    &c.FileBytes,
-		"file_mapped":             &c.FileMappedBytes,
+		"pgmajfault":  &c.PgMajFault,
+		refault:       &c.WorkingsetRefaultFile,
+		"file":        &c.FileBytes,
+		"file_mapped": &c.FileMappedBytes,
 	}); err != nil {
 		return fmt.Errorf("%s: %w", path("memory.stat"), err)
 	}
@@ -132,14 +143,19 @@ func (c *Counters) read(root hostfs.Root, dir string, stat []byte) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path("memory.max"), err)
 	}
-	for name, psi := range map[string]*PSI{"memory.pressure": &c.Memory, "io.pressure": &c.IO} {
+	for name, psi := range map[string]**PSI{"memory.pressure": &c.Memory, "io.pressure": &c.IO} {
 		b, err := hostfs.ReadFile(path(name), MaxFileSize)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.EOPNOTSUPP) {
+			continue // no PSI on this kernel
+		}
+		var p PSI
 		if err == nil {
-			*psi, err = parsePSI(b)
+			p, err = parsePSI(b)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", path(name), err)
 		}
+		*psi = &p
 	}
 	return nil
 }

@@ -55,9 +55,12 @@ func TestRead(t *testing.T) {
 	if !c.Limited() || *c.MemoryMaxBytes != 64<<20 {
 		t.Errorf("memory.max = %v, want 64 MiB", c.MemoryMaxBytes)
 	}
+	if c.Memory == nil || c.IO == nil {
+		t.Fatalf("pressure = %v / %v, want both read", c.Memory, c.IO)
+	}
 	if c.Memory.Some != (Pressure{Avg10: 12.5, TotalMicrosec: 4200000}) || c.Memory.Full.TotalMicrosec != 2100000 ||
 		c.IO.Some.TotalMicrosec != 900000 || c.IO.Full.Avg10 != 0.5 {
-		t.Errorf("pressure = %+v / %+v", c.Memory, c.IO)
+		t.Errorf("pressure = %+v / %+v", *c.Memory, *c.IO)
 	}
 }
 
@@ -74,6 +77,24 @@ func TestReadUnlimitedGuaranteedCgroupfs(t *testing.T) {
 	}
 	if c.Limited() || c.Dir != "kubepods/pod"+uid {
 		t.Errorf("Limited() = %v in %q, want false in kubepods/pod<uid>", c.Limited(), c.Dir)
+	}
+}
+
+// TestReadOlderKernels: without PSI (CONFIG_PSI off, psi=0) the pressure is nil, not an
+// error; before Linux 5.9 memory.stat's workingset_refault is the file pages' count.
+func TestReadOlderKernels(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{
+		"memory.stat":   "anon 1\nfile 2\nfile_mapped 3\nworkingset_refault 44\nworkingset_activate 5\npgmajfault 6\n",
+		"memory.events": podFiles["memory.events"],
+		"memory.max":    podFiles["memory.max"],
+	}
+	c, err := Read(seed(t, "kubepods/besteffort/pod"+uid, files), uid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Memory != nil || c.IO != nil || c.WorkingsetRefaultFile != 44 || c.PgMajFault != 6 {
+		t.Errorf("counters = %+v, want no pressure and 44 refaults", c)
 	}
 }
 
@@ -114,12 +135,12 @@ func TestReadMalformed(t *testing.T) {
 		t.Parallel()
 		files := map[string]string{}
 		for k, v := range podFiles {
-			if k != "io.pressure" {
+			if k != "memory.events" {
 				files[k] = v
 			}
 		}
-		if _, err := Read(seed(t, systemdDir, files), uid); err == nil || !strings.Contains(err.Error(), "io.pressure") {
-			t.Errorf("err = %v, want one naming io.pressure", err)
+		if _, err := Read(seed(t, systemdDir, files), uid); err == nil || !strings.Contains(err.Error(), "memory.events") {
+			t.Errorf("err = %v, want one naming memory.events", err)
 		}
 	})
 }

@@ -85,7 +85,7 @@ type PodActivity struct {
 	// Limited is set when the pod has a memory.max.
 	Limited bool `json:"limited"`
 	// MemoryStall and IOStall are the shares of the interval (0 to 1) some of the pod's
-	// tasks waited for memory and for I/O (the PSI "some" totals).
+	// tasks waited for memory and for I/O (the PSI "some" totals); 0 without PSI.
 	MemoryStall float64 `json:"memory_stall"`
 	IOStall     float64 `json:"io_stall"`
 }
@@ -105,11 +105,18 @@ func PodBetween(uid string, prev, cur *podcgroup.Counters, elapsed time.Duration
 	a.RefaultedFileBytes = delta(cur.WorkingsetRefaultFile, prev.WorkingsetRefaultFile) * uint64(pageBytes)
 	a.LimitEvents = delta(cur.EventsHigh, prev.EventsHigh) + delta(cur.EventsMax, prev.EventsMax) +
 		delta(cur.EventsOOM, prev.EventsOOM)
-	if a.Seconds > 0 {
-		a.MemoryStall = float64(delta(cur.Memory.Some.TotalMicrosec, prev.Memory.Some.TotalMicrosec)) / 1e6 / a.Seconds
-		a.IOStall = float64(delta(cur.IO.Some.TotalMicrosec, prev.IO.Some.TotalMicrosec)) / 1e6 / a.Seconds
-	}
+	a.MemoryStall = stall(prev.Memory, cur.Memory, a.Seconds)
+	a.IOStall = stall(prev.IO, cur.IO, a.Seconds)
 	return a
+}
+
+// stall is the share of seconds some tasks were stalled between two samples of a pressure
+// file: the rise of its "some" total (microseconds). Without PSI in either sample it is 0.
+func stall(prev, cur *podcgroup.PSI, seconds float64) float64 {
+	if prev == nil || cur == nil || seconds <= 0 {
+		return 0
+	}
+	return float64(delta(cur.Some.TotalMicrosec, prev.Some.TotalMicrosec)) / 1e6 / seconds
 }
 
 // Classification is a mount's class over an interval and each of its pods'.

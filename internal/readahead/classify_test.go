@@ -51,7 +51,7 @@ func (s cgroupSample) counters() *podcgroup.Counters {
 		WorkingsetRefaultFile: s.refaultPages,
 		EventsMax:             s.limitEvents,
 	}
-	c.Memory.Some.TotalMicrosec = uint64(s.memStallSeconds * 1e6)
+	c.Memory = &podcgroup.PSI{Some: podcgroup.Pressure{TotalMicrosec: uint64(s.memStallSeconds * 1e6)}}
 	if s.limitMiB > 0 {
 		limit := s.limitMiB << 20
 		c.MemoryMaxBytes = &limit
