@@ -21,12 +21,10 @@ const (
 	// RandomRead is read(2) at scattered offsets: small READs that no window changes
 	// ("standalone, small random read", mm/readahead.c).
 	RandomRead Class = "random_read"
-	// MappedSequential is reading through mmap in order: a major fault reads a window, and
-	// the pages behind it are read ahead without faulting again.
-	MappedSequential Class = "mapped_sequential"
-	// MappedRandom is reading through mmap at scattered offsets: each major fault reads the
-	// whole window around itself (mm/filemap.c, do_sync_mmap_readahead), mostly for pages
-	// nobody touches, or single pages once the kernel gave up reading around.
+	// MappedRandom is reading through mmap at scattered offsets, seen once the kernel gave up
+	// reading around the faults (mm/filemap.c, do_sync_mmap_readahead, MMAP_LOTSAMISS) and
+	// reads single pages. Before that, each fault reads the whole window around itself, in
+	// order or not, and mmap reading in order cannot be told from it: both are Unknown.
 	MappedRandom Class = "mapped_random"
 	// Thrashing is a memory-limited pod whose page cache keeps losing pages it reads again:
 	// what read-ahead brings in pushes out what the pod still needs.
@@ -35,12 +33,12 @@ const (
 	// its own).
 	Mixed Class = "mixed"
 	// Unknown is too little traffic to tell, or traffic the counters cannot tell apart (a
-	// pod's cgroup could not be read; mmap reads without the pods' fault counts).
+	// pod's cgroup could not be read; mmap reads in whole windows).
 	Unknown Class = "unknown"
 )
 
 // Classes lists every Class.
-var Classes = []Class{StreamingRead, RandomRead, MappedSequential, MappedRandom, Thrashing, Mixed, Unknown}
+var Classes = []Class{StreamingRead, RandomRead, MappedRandom, Thrashing, Mixed, Unknown}
 
 // The classifier's thresholds (docs/agent.md, "Read traffic classes"). Each comment names
 // the kernel source whose behaviour the rule relies on; the values are judgement, to be
@@ -49,13 +47,6 @@ const (
 	// MinClassifyBytes is the server READ payload an interval needs before its traffic is
 	// classified: the controller's MinStepBytes, below which a mount is idle or nearly so.
 	MinClassifyBytes = MinStepBytes
-	// SequentialWindowsPerFault is the mmap'd bytes per major fault, in read-ahead windows,
-	// at and above which mmap reading is sequential. A random fault reads at most one
-	// window around itself (do_sync_mmap_readahead); a sequential reader faults once and
-	// then reaches each window's marker page, which reads the next window without a major
-	// fault (do_async_mmap_readahead; mm/filemap.c counts PGMAJFAULT only on a page cache
-	// miss). Major faults of other files and of swap lower the ratio, toward random.
-	SequentialWindowsPerFault = 2.0
 	// ThrashRefaultShare is the share of the server READ payload that must be refaults of
 	// the pod's file pages (memory.stat workingset_refault_file, pages evicted and read
 	// again while their shadow entry still remembered them: mm/workingset.c) before its
@@ -138,26 +129,20 @@ type PodClass struct {
 // each pod in pods (the pods that use it, with their activity over the same interval).
 //
 // mountstats counts per superblock, not per pod, so every pod of a mount shares its
-// read(2) and mmap figures; what sets a pod apart is its own cgroup: its refaults and
-// stalls (thrashing), and whether it took major faults at all (a pod without any is not
-// one of the mount's mmap readers). Both cgroup counters count all of a pod's files, not
-// only this mount's.
+// read(2) and mmap figures; what sets a pod apart is its own cgroup: its refaults, limit
+// events and stalls (thrashing). Those count all of a pod's files, not only this mount's.
 //
 // A mount without pods (a host mount) is classified from mountstats alone. A mount with
 // pods takes their class when they all agree, and is Mixed when they do not (an
 // unreadable pod's Unknown included: what cannot be seen is not assumed alike).
 func Classify(e Evidence, pods []PodActivity) Classification {
 	if len(pods) == 0 {
-		c, why := classify(mountFacts(e, nil, 0))
+		c, why := classify(mountFacts(e, nil))
 		return Classification{Class: c, Why: why}
-	}
-	var faults uint64
-	for _, p := range pods {
-		faults += p.MajorFaults
 	}
 	out := Classification{}
 	for _, p := range slices.SortedFunc(slices.Values(pods), func(a, b PodActivity) int { return cmp.Compare(a.UID, b.UID) }) {
-		c, why := classify(mountFacts(e, &p, faults))
+		c, why := classify(mountFacts(e, &p))
 		out.Pods = append(out.Pods, PodClass{UID: p.UID, Class: c, Why: why})
 	}
 	out.Class, out.Why = out.Pods[0].Class, out.Pods[0].Why
@@ -179,10 +164,8 @@ type trafficFacts struct {
 	fullREADs             bool // READs as large as read-ahead makes them (Evidence.Streaming)
 	avgREAD               float64
 
-	pod        bool // seen from a pod
-	podSeen    bool // its cgroup was read
-	podFaults  uint64
-	windowsPer float64 // mmap'd bytes per major fault of the mount's pods, in windows; 0 without faults
+	pod     bool // seen from a pod
+	podSeen bool // its cgroup was read
 
 	limited      bool
 	refaultShare float64 // refaulted file bytes / server READ payload
@@ -190,9 +173,8 @@ type trafficFacts struct {
 	memoryStall  float64
 }
 
-// mountFacts gathers the facts of e, seen from pod p (nil: from the mount alone); faults
-// is the major faults of all the mount's pods.
-func mountFacts(e Evidence, p *PodActivity, faults uint64) trafficFacts {
+// mountFacts gathers the facts of e, seen from pod p (nil: from the mount alone).
+func mountFacts(e Evidence, p *PodActivity) trafficFacts {
 	f := trafficFacts{
 		serverBytes: e.ServerReadBytes,
 		appBytes:    e.AppReadBytes,
@@ -205,10 +187,6 @@ func mountFacts(e Evidence, p *PodActivity, faults uint64) trafficFacts {
 		return f
 	}
 	f.pod, f.podSeen = true, p.Seen
-	f.podFaults = p.MajorFaults
-	if window := float64(e.ReadAheadKB) * 1024; faults > 0 && window > 0 {
-		f.windowsPer = float64(delta(e.ServerReadBytes, e.AppReadBytes)) / float64(faults) / window
-	}
 	f.limited, f.limitEvents, f.memoryStall = p.Limited, p.LimitEvents, p.MemoryStall
 	if e.ServerReadBytes > 0 {
 		f.refaultShare = float64(p.RefaultedFileBytes) / float64(e.ServerReadBytes)
@@ -233,14 +211,12 @@ func classify(f trafficFacts) (Class, string) {
 	case f.mapped && !f.fullREADs:
 		return MappedRandom, fmt.Sprintf("%s read through mmap in READs of %.0f KiB: faults read single pages or small windows",
 			mib(mapped), f.avgREAD/1024)
-	case f.mapped && !f.pod:
-		return Unknown, fmt.Sprintf("%s read through mmap in whole windows; without the pods' fault counts sequential and random look alike", mib(mapped))
-	case f.mapped && f.podFaults == 0:
-		return Unknown, fmt.Sprintf("%s read through mmap on the mount, but this pod took no major faults", mib(mapped))
-	case f.mapped && f.windowsPer < SequentialWindowsPerFault:
-		return MappedRandom, fmt.Sprintf("%s read through mmap, %.1f windows per major fault: each fault reads the window around it", mib(mapped), f.windowsPer)
 	case f.mapped:
-		return MappedSequential, fmt.Sprintf("%s read through mmap, %.1f windows per major fault: read ahead past the faults", mib(mapped), f.windowsPer)
+		// A fault reads the window around itself whether the reader goes in order or
+		// not, so the READs look alike; and a pod's pgmajfault does not tell them apart
+		// either: on a 6.1 kernel an in-order mmap reader took more major faults per byte
+		// than a random one (docs/lab-notes/2026-12-03-pod-traffic-classes.md).
+		return Unknown, fmt.Sprintf("%s read through mmap in whole windows: in order and at random look alike in mountstats and the pod's major faults", mib(mapped))
 	case f.fullREADs:
 		return StreamingRead, fmt.Sprintf("%s read(2) in READs of %.0f KiB, as large as read-ahead makes them", mib(f.appBytes), f.avgREAD/1024)
 	}

@@ -20,11 +20,13 @@ import (
 // two samples of a reader in it: one pass of read(2) over a file the page cache does not
 // hold, without a memory limit, is streaming_read; the same file read over and over in a
 // cgroup whose memory.max is a quarter of it is thrashing (its cache refaults what it read
-// on the previous pass, at its limit).
+// on the previous pass, at its limit); a reader of a mapping of a file the cache does not
+// hold is unknown in order and at random offsets alike: each fault reads a whole window,
+// and the pods' major faults do not separate the two (the test logs them).
 func TestPodTrafficClass(t *testing.T) {
 	RequireGuest(t)
 	m := Mount(t, MountSpec{Version: "4.2", Options: "rsize=1048576,nosharecache"})
-	files := layout(t, m.Dir, 1, 128)
+	files := layout(t, m.Dir, 2, 128)
 	setReadAheadKB(t, m.Device, 1024)
 
 	root := t.TempDir()
@@ -37,14 +39,25 @@ func TestPodTrafficClass(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = exec.Command("umount", cg).Run() })
 
+	mmapReader := func(rw, bs string) string {
+		return "exec fio --name=mapped --rw=" + rw + " --bs=" + bs + " --ioengine=mmap --fadvise_hint=0 --time_based --runtime=3600 --filename=" +
+			files[1] + " --output=/dev/null"
+	}
 	for _, tt := range []struct {
 		name, uid, limit, script string
+		warmup                   time.Duration
 		want                     readahead.Class
 	}{
 		{"one pass, no limit", "6a1b2c3d-0000-4000-8000-000000000001", "max",
-			"exec dd if=" + files[0] + " of=/dev/null bs=1M", readahead.StreamingRead},
+			"exec dd if=" + files[0] + " of=/dev/null bs=1M", 0, readahead.StreamingRead},
+		// Past the first pass, which only fills the cache.
 		{"passes over 4x the limit", "6a1b2c3d-0000-4000-8000-000000000002", "32M",
-			"while :; do dd if=" + files[0] + " of=/dev/null bs=1M 2>/dev/null; done", readahead.Thrashing},
+			"while :; do dd if=" + files[0] + " of=/dev/null bs=1M 2>/dev/null; done", 10 * time.Second, readahead.Thrashing},
+		// fio's mmap engine copies from a mapping of the file: page faults, no read(2).
+		{"mmap in order, no limit", "6a1b2c3d-0000-4000-8000-000000000003", "max",
+			mmapReader("read", "1M"), 2 * time.Second, readahead.Unknown},
+		{"mmap at random, no limit", "6a1b2c3d-0000-4000-8000-000000000004", "max",
+			mmapReader("randread", "16k"), 2 * time.Second, readahead.Unknown},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := PodCgroup(t, cg, "kubepods/pod"+tt.uid)
@@ -77,9 +90,7 @@ func TestPodTrafficClass(t *testing.T) {
 				return nil, nil
 			}
 			stop := StartReaders(t, pod, tt.script)
-			if tt.want == readahead.Thrashing {
-				time.Sleep(10 * time.Second) // past the first pass, which only fills the cache
-			}
+			time.Sleep(tt.warmup)
 			m0, c0 := sample()
 			start := time.Now()
 			time.Sleep(8 * time.Second)
