@@ -170,6 +170,8 @@ type Agent struct {
 	// table change; nil runs afterReconcile in Reconcile. Only Run sets it, before its first
 	// reconcile.
 	verdictsLater func([]written)
+	// traffic classifies each mount's read traffic, and its pods', between reads.
+	traffic *trafficClasses
 
 	// adaptive is the adaptive read-ahead state by device; only Adapt uses it, and Adapt
 	// runs on Run's goroutine (or in Reconcile, on the same). targets are the controllers'
@@ -209,7 +211,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	return &Agent{cfg: cfg, known: make(map[string]int), settling: make(map[string]time.Time),
 		stalledSince: map[string]time.Time{}, tried: map[string]recoveryTried{},
-		verdicts: newVerdicts(cfg.VerdictWindow, cfg.Logger),
+		verdicts: newVerdicts(cfg.VerdictWindow, cfg.Logger), traffic: newTrafficClasses(cfg.Root),
 		adaptive: make(map[string]*adaptiveMount), targets: make(map[string]int)}, nil
 }
 
@@ -594,7 +596,9 @@ func (a *Agent) read(ctx context.Context) (*view, error) {
 	now := time.Now()
 	a.sampleStalls(inv, now)
 	a.verdicts.observe(inv, now)
-	v := &view{snap: metrics.Snapshot{Inventory: inv, ReadAheadVerdicts: a.verdicts.latest(), ReadAheadTargets: a.adaptiveTargets()}, at: now}
+	a.traffic.observe(inv, now)
+	v := &view{snap: metrics.Snapshot{Inventory: inv, ReadAheadVerdicts: a.verdicts.latest(), ReadAheadTargets: a.adaptiveTargets(),
+		TrafficClasses: a.traffic.latest()}, at: now}
 	if pol != nil && pol.Audit != nil {
 		rep := pol.Audit(inv)
 		v.report = &rep

@@ -118,3 +118,29 @@ func isContainerID(s string) bool {
 	}
 	return true
 }
+
+// PodCgroupDirs returns the cgroup directories, relative to the cgroup v2 root, that
+// kubelet may have named for the pod podUID: one per QoS class (Guaranteed pods sit
+// directly below kubepods) and per cgroup driver, in the forms CgroupPod parses:
+//
+//	cgroupfs: kubepods/pod<uid>, kubepods/burstable/pod<uid>, kubepods/besteffort/pod<uid>
+//	systemd:  kubepods.slice/kubepods-pod<uid, "_" for "-">.slice, and the burstable and
+//	          besteffort slices below kubepods-<qos>.slice
+//
+// A pod's QoS class is not in its UID, so the caller tries each; exactly one exists for a
+// running pod. A podUID kubelet would not name a cgroup with gives nil, so that nothing
+// built from it leaves the kubepods tree.
+func PodCgroupDirs(podUID string) []string {
+	if !isPodUID(podUID) {
+		return nil
+	}
+	systemd := strings.ReplaceAll(podUID, "-", "_")
+	return []string{
+		"kubepods/pod" + podUID,
+		"kubepods/burstable/pod" + podUID,
+		"kubepods/besteffort/pod" + podUID,
+		"kubepods.slice/kubepods-pod" + systemd + ".slice",
+		"kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + systemd + ".slice",
+		"kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" + systemd + ".slice",
+	}
+}

@@ -69,3 +69,23 @@ func TestShortContainerID(t *testing.T) {
 		}
 	}
 }
+
+// TestPodCgroupDirs checks that every directory PodCgroupDirs names is one CgroupPod reads
+// back as the same pod, and that a UID kubelet would not use names nothing.
+func TestPodCgroupDirs(t *testing.T) {
+	const uid = "0f3c2a4e-1b2d-4c5e-8f90-a1b2c3d4e5f6"
+	dirs := PodCgroupDirs(uid)
+	if len(dirs) != 6 {
+		t.Fatalf("PodCgroupDirs(%q) = %d directories, want 6 (3 QoS classes x 2 drivers)", uid, len(dirs))
+	}
+	for _, d := range dirs {
+		if got, _ := CgroupPod("/" + d); got != uid {
+			t.Errorf("CgroupPod(%q) = %q, want %q", d, got, uid)
+		}
+	}
+	for _, bad := range []string{"", "../../etc", "0f3c2a4e/../..", "POD"} {
+		if got := PodCgroupDirs(bad); got != nil {
+			t.Errorf("PodCgroupDirs(%q) = %q, want nil", bad, got)
+		}
+	}
+}

@@ -73,6 +73,9 @@ type Snapshot struct {
 	// ReadAheadTargets are the adaptive read-ahead controllers' targets in KiB, by device
 	// (the value in force, or in observe mode the one it would set).
 	ReadAheadTargets map[string]int
+	// TrafficClasses are the classes of each mount's read traffic, and its pods', over the
+	// agent's last interval, by device (readahead.Classify).
+	TrafficClasses map[string]readahead.Classification
 }
 
 // Source returns the state to export. It must read only /proc and /sys (never a mount
@@ -88,6 +91,8 @@ var (
 	podLabels      = []string{"pod_uid", "volume", "pv", "driver"}
 	findingLabels  = []string{"rule", "severity"}
 	verdictLabel   = []string{"verdict"}
+	classLabel     = []string{"class"}
+	podClassLabels = []string{"pod_uid", "class"}
 	sourceLabel    = []string{"source"}
 	operationLabel = []string{"operation"}
 	eventLabel     = []string{"event"}
@@ -146,7 +151,7 @@ type Collector struct {
 	ops, retrans, majorTimeouts, opErrors                  *prometheus.Desc
 	sentBytes, recvBytes, rttSeconds, exeSeconds, queueSec *prometheus.Desc
 	findings, compliant, blocked, readAheadVerdict         *prometheus.Desc
-	readAheadTarget                                        *prometheus.Desc
+	readAheadTarget, trafficClass, podTrafficClass         *prometheus.Desc
 
 	groupSends, groupRecvs, groupBadXIDs, groupBacklog *prometheus.Desc
 	groupConnects, groupConnections, groupMounts       *prometheus.Desc
@@ -263,6 +268,8 @@ func NewCollector(src Source, logger *slog.Logger, opts Options) *Collector {
 		compliant:        m("compliant", "1 when the audit found nothing for the mount, else 0."),
 		readAheadVerdict: m("readahead_verdict", "The last verdict on a read-ahead change the agent made (value 1): helped, no_change, hurt or too_little_traffic, from the mount's application read rate and over-read before and after the change (docs/policy.md, Read-ahead verdicts).", verdictLabel...),
 		readAheadTarget:  m("readahead_adaptive_target_bytes", "The read-ahead the adaptive controller wants for the mount (its rule's readAheadAdaptive), in bytes: the value in force, or in observe mode the one it would set. Exported only for mounts under an adaptive rule, once the agent has stepped on them."),
+		trafficClass:     m("readahead_traffic_class", "The class of the mount's read traffic over the agent's last interval (value 1): streaming_read, random_read, mapped_random, thrashing, mixed (its pods differ) or unknown (docs/agent.md, Read traffic classes).", classLabel...),
+		podTrafficClass:  m("pod_readahead_traffic_class", "The class of a pod's read traffic on the mount over the agent's last interval (value 1), from the mount's statistics and the pod's cgroup counters (docs/agent.md, Read traffic classes).", podClassLabels...),
 		blocked:          m("blocked_processes", "Processes with an open file, working directory or root on the superblock, while its server is not answering (nfstune_server_stuck_transports > 0); exported only then. They block (hard mount) or get errors (soft)."),
 
 		groupSends:       g("sends_total", "RPC requests sent over all transports of the kernel NFS client."),
@@ -321,7 +328,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		c.info, c.podInfo, c.age, c.readAhead, c.connections, c.nconnect, c.readBytes, c.writeBytes, c.events,
 		c.ops, c.retrans, c.majorTimeouts, c.opErrors, c.sentBytes, c.recvBytes,
-		c.rttSeconds, c.exeSeconds, c.queueSec, c.findings, c.compliant, c.readAheadVerdict, c.readAheadTarget,
+		c.rttSeconds, c.exeSeconds, c.queueSec, c.findings, c.compliant, c.readAheadVerdict, c.readAheadTarget, c.trafficClass, c.podTrafficClass,
 		c.groupSends, c.groupRecvs, c.groupBadXIDs, c.groupBacklog, c.groupConnects,
 		c.groupConnections, c.groupMounts, c.blocked, c.serverTransports, c.serverStuck, c.uninspected, c.serverBlockedMounts,
 	} {
@@ -443,7 +450,7 @@ func (c *Collector) collectInventory(ch chan<- prometheus.Metric, snap Snapshot)
 		if n, ok := blocked[dev]; ok {
 			holders = &n
 		}
-		buf = c.mountMetrics(buf[:0], &inv.Mounts[i], byDevice[dev], holders, snap.ReadAheadVerdicts[dev], snap.ReadAheadTargets[dev])
+		buf = c.mountMetrics(buf[:0], &inv.Mounts[i], byDevice[dev], holders, snap.ReadAheadVerdicts[dev], snap.ReadAheadTargets[dev], snap.TrafficClasses[dev])
 		if len(buf) > budget {
 			droppedSeries += len(buf)
 			droppedMounts++
@@ -529,7 +536,7 @@ func labelPairs(names, values []string) []*dto.LabelPair {
 // mountMetrics appends the series of one mount; blocked is the number of processes using
 // it when its server is stalled, nil otherwise; verdict the last verdict on a read-ahead
 // change, empty when none; targetKB the adaptive controller's target, 0 when none.
-func (c *Collector) mountMetrics(out []prometheus.Metric, m *inventory.Mount, findings []Finding, blocked *int, verdict readahead.Verdict, targetKB int) []prometheus.Metric {
+func (c *Collector) mountMetrics(out []prometheus.Metric, m *inventory.Mount, findings []Finding, blocked *int, verdict readahead.Verdict, targetKB int, class readahead.Classification) []prometheus.Metric {
 	first := ""
 	if len(m.MountPoints) > 0 {
 		first = m.MountPoints[0]
@@ -596,6 +603,12 @@ func (c *Collector) mountMetrics(out []prometheus.Metric, m *inventory.Mount, fi
 	}
 	if targetKB > 0 {
 		add(c.readAheadTarget, prometheus.GaugeValue, float64(targetKB)*1024, base)
+	}
+	if class.Class != "" {
+		add(c.trafficClass, prometheus.GaugeValue, 1, with(classLabel, string(class.Class)))
+		for _, p := range class.Pods {
+			add(c.podTrafficClass, prometheus.GaugeValue, 1, with(podClassLabels, p.UID, string(p.Class)))
+		}
 	}
 
 	st := m.Stats

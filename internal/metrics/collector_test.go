@@ -22,6 +22,7 @@ import (
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/inventory/inventorytest"
+	"github.com/nfstune/nfstune/internal/readahead"
 )
 
 // twoMounts is one nconnect=4 client group holding two superblocks of the same server; both
@@ -623,5 +624,29 @@ nfstune_server_blocked_mounts{server_addr="nfs.example.com"} 1
 	inv.Mounting = nil
 	if n := testutil.CollectAndCount(newTestCollector(snap, nil, Options{}), "nfstune_server_blocked_mounts"); n != 0 {
 		t.Errorf("no mount in progress: %d series, want none", n)
+	}
+}
+
+// TestCollectorTrafficClasses: a mount with a class exports one class series, and one per
+// pod; a mount without one exports none.
+func TestCollectorTrafficClasses(t *testing.T) {
+	t.Parallel()
+	snap := twoMounts(t)
+	snap.TrafficClasses = map[string]readahead.Classification{"0:52": {Class: readahead.Mixed, Pods: []readahead.PodClass{
+		{UID: "pod-a", Class: readahead.Thrashing}, {UID: "pod-b", Class: readahead.StreamingRead},
+	}}}
+	c := newTestCollector(snap, nil, Options{Tier: TierDefault})
+	want := `
+# HELP nfstune_mount_readahead_traffic_class The class of the mount's read traffic over the agent's last interval (value 1): streaming_read, random_read, mapped_random, thrashing, mixed (its pods differ) or unknown (docs/agent.md, Read traffic classes).
+# TYPE nfstune_mount_readahead_traffic_class gauge
+nfstune_mount_readahead_traffic_class{backend="generic",class="mixed",device="0:52",export="/export/data",mountpoint="/mnt/data",server="files.example",version="4.2"} 1
+# HELP nfstune_mount_pod_readahead_traffic_class The class of a pod's read traffic on the mount over the agent's last interval (value 1), from the mount's statistics and the pod's cgroup counters (docs/agent.md, Read traffic classes).
+# TYPE nfstune_mount_pod_readahead_traffic_class gauge
+nfstune_mount_pod_readahead_traffic_class{backend="generic",class="streaming_read",device="0:52",export="/export/data",mountpoint="/mnt/data",pod_uid="pod-b",server="files.example",version="4.2"} 1
+nfstune_mount_pod_readahead_traffic_class{backend="generic",class="thrashing",device="0:52",export="/export/data",mountpoint="/mnt/data",pod_uid="pod-a",server="files.example",version="4.2"} 1
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want),
+		"nfstune_mount_readahead_traffic_class", "nfstune_mount_pod_readahead_traffic_class"); err != nil {
+		t.Error(err)
 	}
 }

@@ -1,0 +1,94 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/prometheus/procfs"
+
+	"github.com/nfstune/nfstune/internal/hostfs"
+	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/readahead"
+)
+
+const (
+	trafficPod     = "0f3c2a4e-1b2d-4c5e-8f90-a1b2c3d4e5f6"
+	trafficOther   = "11111111-2222-3333-4444-555555555555"
+	trafficPodDir  = "kubepods/burstable/pod" + trafficPod
+	trafficVolPath = "/var/lib/kubelet/pods/" + trafficPod + "/volumes/kubernetes.io~nfs/data"
+	otherVolPath   = "/var/lib/kubelet/pods/" + trafficOther + "/volumes/kubernetes.io~nfs/data"
+)
+
+// writeCgroup writes the pod's cgroup files: a 64 MiB limit, refaultPages pages refaulted,
+// limitEvents at the limit and stallSeconds waiting for memory.
+func writeCgroup(t *testing.T, root hostfs.Root, refaultPages, limitEvents int, stallSeconds float64) {
+	t.Helper()
+	dir := root.Sys("fs", "cgroup", trafficPodDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	us := int(stallSeconds * 1e6)
+	for name, text := range map[string]string{
+		"memory.stat":     "file 60000000\nfile_mapped 0\nworkingset_refault_file " + strconv.Itoa(refaultPages) + "\npgmajfault 10\n",
+		"memory.events":   "low 0\nhigh 0\nmax " + strconv.Itoa(limitEvents) + "\noom 0\n",
+		"memory.max":      "67108864\n",
+		"memory.pressure": "some avg10=0.00 avg60=0.00 avg300=0.00 total=" + strconv.Itoa(us) + "\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+		"io.pressure":     "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// streamingInventory is one superblock mounted into both pods, after appMiB read with
+// read(2) and fetched in READs of 1 MiB, at 15360 KiB read-ahead.
+func streamingInventory(age time.Duration, appMiB uint64) *inventory.Inventory {
+	ra := 15360
+	return &inventory.Inventory{Mounts: []inventory.Mount{{
+		Device: "0:60", MountPoints: []string{trafficVolPath, otherVolPath}, RSize: 1 << 20, ReadAheadKB: &ra,
+		Stats: &inventory.Stats{Age: age,
+			Bytes:      procfs.NFSBytesStats{Read: appMiB << 20, ReadTotal: appMiB << 20},
+			Operations: []procfs.NFSOperationStats{{Operation: "READ", Requests: appMiB, CumulativeTotalResponseMilliseconds: appMiB}}},
+	}}}
+}
+
+// TestTrafficClasses feeds the agent's classifier two samples 30 s apart: the mount
+// streams 400 MiB, the pod with a cgroup refaults half of it at its limit (thrashing), and
+// the other pod's cgroup cannot be read (unknown): the mount is mixed. A sample sooner
+// than MinTrafficInterval keeps the classes; a superblock that goes loses its class.
+func TestTrafficClasses(t *testing.T) {
+	t.Parallel()
+	root := hostfs.Root(t.TempDir())
+	tc := newTrafficClasses(root)
+	tc.pageBytes = 4096
+	t0 := time.Unix(1_800_000_000, 0)
+
+	writeCgroup(t, root, 1000, 5, 1)
+	tc.observe(streamingInventory(time.Hour, 1000), t0)
+	if got := tc.latest(); len(got) != 0 {
+		t.Fatalf("classes after one sample = %v, want none", got)
+	}
+
+	writeCgroup(t, root, 1000+200<<20/4096, 60, 4)
+	tc.observe(streamingInventory(time.Hour+30*time.Second, 1400), t0.Add(30*time.Second))
+	got := tc.latest()["0:60"]
+	if got.Class != readahead.Mixed || len(got.Pods) != 2 ||
+		got.Pods[0] != (readahead.PodClass{UID: trafficPod, Class: readahead.Thrashing, Why: got.Pods[0].Why}) ||
+		got.Pods[1].UID != trafficOther || got.Pods[1].Class != readahead.Unknown {
+		t.Fatalf("classes = %+v, want mixed: %s thrashing, %s unknown", got, trafficPod, trafficOther)
+	}
+
+	tc.observe(streamingInventory(time.Hour+31*time.Second, 1401), t0.Add(31*time.Second))
+	if again := tc.latest()["0:60"]; again.Class != readahead.Mixed {
+		t.Errorf("a sample 1 s later changed the class to %+v", again)
+	}
+
+	tc.observe(&inventory.Inventory{}, t0.Add(time.Minute))
+	if gone := tc.latest(); len(gone) != 0 {
+		t.Errorf("classes after the superblock went = %v, want none", gone)
+	}
+}

@@ -1,0 +1,224 @@
+package readahead
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nfstune/nfstune/internal/podcgroup"
+)
+
+// Class is the kind of a mount's read traffic over an interval, as its mountstats and the
+// cgroup counters of the pods that use it tell it.
+type Class string
+
+// The classes, a fixed set: label values of nfstune_mount_readahead_traffic_class.
+const (
+	// StreamingRead is read(2) (or O_DIRECT) reading files in order: READs as large as
+	// read-ahead makes them.
+	StreamingRead Class = "streaming_read"
+	// RandomRead is read(2) at scattered offsets: small READs that no window changes
+	// ("standalone, small random read", mm/readahead.c).
+	RandomRead Class = "random_read"
+	// MappedRandom is reading through mmap at scattered offsets, seen once the kernel gave up
+	// reading around the faults (mm/filemap.c, do_sync_mmap_readahead, MMAP_LOTSAMISS) and
+	// reads single pages. Before that, each fault reads the whole window around itself, in
+	// order or not, and mmap reading in order cannot be told from it: both are Unknown.
+	MappedRandom Class = "mapped_random"
+	// Thrashing is a memory-limited pod whose page cache keeps losing pages it reads again:
+	// what read-ahead brings in pushes out what the pod still needs.
+	Thrashing Class = "thrashing"
+	// Mixed is a mount whose pods' traffic falls in different classes (per pod, each has
+	// its own).
+	Mixed Class = "mixed"
+	// Unknown is too little traffic to tell, or traffic the counters cannot tell apart (a
+	// pod's cgroup could not be read; mmap reads in whole windows).
+	Unknown Class = "unknown"
+)
+
+// Classes lists every Class.
+var Classes = []Class{StreamingRead, RandomRead, MappedRandom, Thrashing, Mixed, Unknown}
+
+// The classifier's thresholds (docs/agent.md, "Read traffic classes"). Each comment names
+// the kernel source whose behaviour the rule relies on; the values are judgement, to be
+// checked against measurements before any read-ahead decision is built on a class.
+const (
+	// MinClassifyBytes is the server READ payload an interval needs before its traffic is
+	// classified: the controller's MinStepBytes, below which a mount is idle or nearly so.
+	MinClassifyBytes = MinStepBytes
+	// ThrashRefaultShare is the share of the server READ payload that must be refaults of
+	// the pod's file pages (memory.stat workingset_refault_file, pages evicted and read
+	// again while their shadow entry still remembered them: mm/workingset.c) before its
+	// cache counts as thrashing: a quarter of what it reads is what it had and lost.
+	ThrashRefaultShare = 0.25
+	// ThrashMemoryStall is the share of the interval some of the pod's tasks waited for
+	// memory (memory.pressure "some" total; Documentation/accounting/psi.rst) that, with
+	// refaults, says the cache loss costs the pod time: a tenth.
+	ThrashMemoryStall = 0.10
+)
+
+// PodActivity is one pod's cgroup counters over an interval: the differences of two
+// podcgroup.Counters samples (PodBetween). Seen is false when its cgroup could not be read
+// in either sample; the rest is then zero.
+type PodActivity struct {
+	UID  string `json:"uid"`
+	Seen bool   `json:"seen"`
+	// Seconds is the length of the interval.
+	Seconds float64 `json:"seconds"`
+	// MajorFaults is the rise of memory.stat pgmajfault: faults that read a page in, from
+	// any file or swap.
+	MajorFaults uint64 `json:"major_faults"`
+	// RefaultedFileBytes is the rise of workingset_refault_file, in bytes.
+	RefaultedFileBytes uint64 `json:"refaulted_file_bytes"`
+	// LimitEvents is the rise of memory.events high, max and oom together.
+	LimitEvents uint64 `json:"limit_events"`
+	// Limited is set when the pod has a memory.max.
+	Limited bool `json:"limited"`
+	// MemoryStall and IOStall are the shares of the interval (0 to 1) some of the pod's
+	// tasks waited for memory and for I/O (the PSI "some" totals); 0 without PSI.
+	MemoryStall float64 `json:"memory_stall"`
+	IOStall     float64 `json:"io_stall"`
+}
+
+// PodBetween returns pod uid's activity between prev, a sample taken elapsed earlier, and
+// cur; pageBytes is the size of a page (os.Getpagesize), the unit of
+// workingset_refault_file. A nil sample (the cgroup could not be read) gives an activity
+// not Seen. A counter lower in cur than in prev counts as no rise.
+func PodBetween(uid string, prev, cur *podcgroup.Counters, elapsed time.Duration, pageBytes int) PodActivity {
+	a := PodActivity{UID: uid, Seconds: elapsed.Seconds()}
+	if prev == nil || cur == nil {
+		return a
+	}
+	a.Seen = true
+	a.Limited = cur.Limited()
+	a.MajorFaults = delta(cur.PgMajFault, prev.PgMajFault)
+	a.RefaultedFileBytes = delta(cur.WorkingsetRefaultFile, prev.WorkingsetRefaultFile) * uint64(pageBytes)
+	a.LimitEvents = delta(cur.EventsHigh, prev.EventsHigh) + delta(cur.EventsMax, prev.EventsMax) +
+		delta(cur.EventsOOM, prev.EventsOOM)
+	a.MemoryStall = stall(prev.Memory, cur.Memory, a.Seconds)
+	a.IOStall = stall(prev.IO, cur.IO, a.Seconds)
+	return a
+}
+
+// stall is the share of seconds some tasks were stalled between two samples of a pressure
+// file: the rise of its "some" total (microseconds). Without PSI in either sample it is 0.
+func stall(prev, cur *podcgroup.PSI, seconds float64) float64 {
+	if prev == nil || cur == nil || seconds <= 0 {
+		return 0
+	}
+	return float64(delta(cur.Some.TotalMicrosec, prev.Some.TotalMicrosec)) / 1e6 / seconds
+}
+
+// Classification is a mount's class over an interval and each of its pods'.
+type Classification struct {
+	Class Class  `json:"class"`
+	Why   string `json:"why"`
+	// Pods holds one class per pod, sorted by UID.
+	Pods []PodClass `json:"pods,omitempty"`
+}
+
+// PodClass is one pod's class on a mount.
+type PodClass struct {
+	UID   string `json:"uid"`
+	Class Class  `json:"class"`
+	Why   string `json:"why"`
+}
+
+// Classify returns the class of a mount's traffic over an interval, e its evidence, and of
+// each pod in pods (the pods that use it, with their activity over the same interval).
+//
+// mountstats counts per superblock, not per pod, so every pod of a mount shares its
+// read(2) and mmap figures; what sets a pod apart is its own cgroup: its refaults, limit
+// events and stalls (thrashing). Those count all of a pod's files, not only this mount's.
+//
+// A mount without pods (a host mount) is classified from mountstats alone. A mount with
+// pods takes their class when they all agree, and is Mixed when they do not (an
+// unreadable pod's Unknown included: what cannot be seen is not assumed alike).
+func Classify(e Evidence, pods []PodActivity) Classification {
+	if len(pods) == 0 {
+		c, why := classify(mountFacts(e, nil))
+		return Classification{Class: c, Why: why}
+	}
+	out := Classification{}
+	for _, p := range slices.SortedFunc(slices.Values(pods), func(a, b PodActivity) int { return cmp.Compare(a.UID, b.UID) }) {
+		c, why := classify(mountFacts(e, &p))
+		out.Pods = append(out.Pods, PodClass{UID: p.UID, Class: c, Why: why})
+	}
+	out.Class, out.Why = out.Pods[0].Class, out.Pods[0].Why
+	for _, p := range out.Pods[1:] {
+		if p.Class != out.Class {
+			out.Class, out.Why = Mixed, fmt.Sprintf("its %d pods' traffic differs", len(out.Pods))
+			break
+		}
+	}
+	return out
+}
+
+// trafficFacts are what the decision table reads: one mount's interval, seen from one of
+// its pods or from the mount alone.
+type trafficFacts struct {
+	serverBytes, appBytes uint64
+	enough                bool // serverBytes >= MinClassifyBytes
+	mapped                bool // most READ payload was not read(2)'s (Evidence.Mapped's rule)
+	fullREADs             bool // READs as large as read-ahead makes them (Evidence.Streaming)
+	avgREAD               float64
+
+	pod     bool // seen from a pod
+	podSeen bool // its cgroup was read
+
+	limited      bool
+	refaultShare float64 // refaulted file bytes / server READ payload
+	limitEvents  uint64
+	memoryStall  float64
+}
+
+// mountFacts gathers the facts of e, seen from pod p (nil: from the mount alone).
+func mountFacts(e Evidence, p *PodActivity) trafficFacts {
+	f := trafficFacts{
+		serverBytes: e.ServerReadBytes,
+		appBytes:    e.AppReadBytes,
+		enough:      e.ServerReadBytes >= MinClassifyBytes,
+		mapped:      e.mappedOver(MinClassifyBytes),
+		fullREADs:   e.Streaming(),
+		avgREAD:     e.AvgReadBytes,
+	}
+	if p == nil {
+		return f
+	}
+	f.pod, f.podSeen = true, p.Seen
+	f.limited, f.limitEvents, f.memoryStall = p.Limited, p.LimitEvents, p.MemoryStall
+	if e.ServerReadBytes > 0 {
+		f.refaultShare = float64(p.RefaultedFileBytes) / float64(e.ServerReadBytes)
+	}
+	return f
+}
+
+// classify is the decision table: the first row whose conditions hold gives the class.
+// The rows read in the order a person would check them: is there enough to go on, can the
+// pod be seen, is its cache thrashing (which matters whatever the access pattern), then
+// mmap before read(2), since mmap reads hide in the READ payload.
+func classify(f trafficFacts) (Class, string) {
+	mapped := delta(f.serverBytes, f.appBytes)
+	switch {
+	case !f.enough:
+		return Unknown, fmt.Sprintf("too little traffic: %s of READ payload, %s needed", mib(f.serverBytes), mib(MinClassifyBytes))
+	case f.pod && !f.podSeen:
+		return Unknown, "the pod's cgroup could not be read"
+	case f.pod && f.limited && f.refaultShare >= ThrashRefaultShare && (f.limitEvents > 0 || f.memoryStall >= ThrashMemoryStall):
+		return Thrashing, fmt.Sprintf("memory-limited; refaulted file pages %.0f %% of the READ payload, %d limit events, memory stall %.0f %% of the time",
+			100*f.refaultShare, f.limitEvents, 100*f.memoryStall)
+	case f.mapped && !f.fullREADs:
+		return MappedRandom, fmt.Sprintf("%s read through mmap in READs of %.0f KiB: faults read single pages or small windows",
+			mib(mapped), f.avgREAD/1024)
+	case f.mapped:
+		// A fault reads the window around itself whether the reader goes in order or
+		// not, so the READs look alike; and a pod's pgmajfault does not tell them apart
+		// either: on a 6.1 kernel an in-order mmap reader took more major faults per byte
+		// than a random one (docs/lab-notes/2026-12-03-pod-traffic-classes.md).
+		return Unknown, fmt.Sprintf("%s read through mmap in whole windows: in order and at random look alike in mountstats and the pod's major faults", mib(mapped))
+	case f.fullREADs:
+		return StreamingRead, fmt.Sprintf("%s read(2) in READs of %.0f KiB, as large as read-ahead makes them", mib(f.appBytes), f.avgREAD/1024)
+	}
+	return RandomRead, fmt.Sprintf("%s read(2) in READs of %.0f KiB, smaller than read-ahead's", mib(f.appBytes), f.avgREAD/1024)
+}
