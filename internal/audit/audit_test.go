@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -614,7 +615,8 @@ func TestRules(t *testing.T) {
 					if tc.traffic != nil {
 						opts.Traffic = map[string]readahead.Evidence{m0(inv).Device: *tc.traffic}
 					}
-					rep := RunWith(inv, pol, opts)
+					// Each rule on its own: foldCauses is TestFoldCauses's.
+					rep := run(inv, pol, opts, slices.Clone[[]Finding])
 					var got []Finding
 					for _, f := range rep.Findings {
 						if f.ID == id {
@@ -868,5 +870,34 @@ func TestFixQuotesMountPoints(t *testing.T) {
 	}
 	if quoted == 0 {
 		t.Error("no fix names a mount point: the test proves nothing")
+	}
+}
+
+// TestFoldCauses checks that a mount gets one finding per cause: the 128 KiB read-ahead of
+// a 1 MiB rsize mount fires NFS001 and NFS002, which share the fix, and the audit keeps
+// NFS001 with NFS002 as its evidence.
+func TestFoldCauses(t *testing.T) {
+	t.Parallel()
+	inv := healthyInventory(healthyAzureFiles())
+	m0(inv).ReadAheadKB = intp(128)
+	rep := Run(inv, policy.Default())
+	var ids []string
+	var kept *Finding
+	for i, f := range rep.Findings {
+		if f.Device == m0(inv).Device {
+			ids = append(ids, f.ID)
+		}
+		if f.ID == "NFS001" {
+			kept = &rep.Findings[i]
+		}
+	}
+	if slices.Contains(ids, "NFS002") || kept == nil {
+		t.Fatalf("findings %v, want NFS001 without NFS002", ids)
+	}
+	if len(kept.Evidence) != 1 || !strings.HasPrefix(kept.Evidence[0], "NFS002: read-ahead of 128 KiB is below the rsize") {
+		t.Errorf("NFS001 evidence %q, want NFS002's message", kept.Evidence)
+	}
+	if strings.Contains(kept.Evidence[0], "fix:") {
+		t.Errorf("NFS002's fix is NFS001's, yet repeated: %q", kept.Evidence[0])
 	}
 }
