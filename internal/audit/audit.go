@@ -52,6 +52,9 @@ type Finding struct {
 	// Evidence are the other findings of the same cause on the same mount (causes), folded
 	// into this one: "NFS002: <message>", with their fix when it differs.
 	Evidence []string `json:"evidence,omitempty"`
+	// Changes name the changes nfstune apply makes that fix it (ReadAheadChange, ...);
+	// empty when apply changes nothing for it.
+	Changes []string `json:"changes,omitempty"`
 }
 
 // Report is the result of an audit.
@@ -98,6 +101,8 @@ type mountCtx struct {
 	kernel  kernelVersion
 	group   *inventory.Group
 	byDev   map[string]*inventory.Mount
+	// volumes are the superblocks /proc/fs/nfsfs/volumes lists (inventory.CheckNFS).
+	volumes map[string]bool
 	// traffic is the mount's read-ahead evidence over a window of two samples; nil
 	// without one.
 	traffic *readahead.Evidence
@@ -169,6 +174,10 @@ func run(inv *inventory.Inventory, pol *policy.Policy, opts Options, fold func([
 	for i := range inv.Groups {
 		groups[inv.Groups[i].Key] = &inv.Groups[i]
 	}
+	volumes := make(map[string]bool, len(inv.NFSVolumes))
+	for _, v := range inv.NFSVolumes {
+		volumes[v.Device] = true
+	}
 	kernel := parseKernel(inv.KernelRelease)
 	checks := mountChecks()
 	resolved := make([]policy.Resolved, len(rep.Mounts))
@@ -179,7 +188,7 @@ func run(inv *inventory.Inventory, pol *policy.Policy, opts Options, fold func([
 		m.Backend = res.Backend
 		rep.Desired[m.Device] = res
 		b, _ := pol.Backend(res.Backend)
-		c := &mountCtx{inv: inv, m: m, res: res, backend: b, kernel: kernel, group: groups[m.ClientGroup], byDev: byDev}
+		c := &mountCtx{inv: inv, m: m, res: res, backend: b, kernel: kernel, group: groups[m.ClientGroup], byDev: byDev, volumes: volumes}
 		if e, ok := opts.Traffic[m.Device]; ok {
 			c.traffic = &e
 		}
@@ -187,7 +196,7 @@ func run(inv *inventory.Inventory, pol *policy.Policy, opts Options, fold func([
 		for _, check := range checks {
 			found = append(found, check(c)...)
 		}
-		rep.Findings = append(rep.Findings, fold(found)...)
+		rep.Findings = append(rep.Findings, fold(c.claimOptionChanges(found))...)
 		if o := optionOrigins(inv, m, res.Mount); len(o) > 0 {
 			if rep.Origins == nil {
 				rep.Origins = map[string][]OptionOrigin{}
@@ -245,6 +254,11 @@ func foldCauses(fs []Finding) []Finding {
 				line += "; fix: " + out[i].Fix
 			}
 			kept.Evidence = append(kept.Evidence, line)
+			for _, ch := range out[i].Changes {
+				if !slices.Contains(kept.Changes, ch) {
+					kept.Changes = append(kept.Changes, ch)
+				}
+			}
 		}
 		keep := out[:0]
 		for i, f := range out {

@@ -42,7 +42,8 @@ func healthyAzureFiles() inventory.Mount {
 		Options: map[string]string{
 			"rw": "", "relatime": "", "vers": "4.1", "rsize": "1048576", "wsize": "1048576", "namlen": "255", "hard": "",
 			"proto": "tcp", "nconnect": "4", "timeo": "600", "retrans": "2", "sec": "sys", "clientaddr": "10.1.0.10",
-			"local_lock": "none", "addr": "10.1.0.4",
+			"local_lock": "none", "addr": "10.1.0.4", "noresvport": "",
+			"acregmin": "30", "acregmax": "30", "acdirmin": "30", "acdirmax": "30", // actimeo=30
 		},
 		ClientGroup: "tcp://10.1.0.4/v4.1",
 		Stats:       &inventory.Stats{StatVersion: "1.1"},
@@ -328,6 +329,19 @@ var ruleTests = map[string][]ruleCase{
 		{name: "exact rule lowers", config: exactConfig, mutate: func(inv *inventory.Inventory) { m0(inv).ReadAheadKB = intp(15360) },
 			want: 1, severity: SeverityWarning, contains: []string{"sets exactly 1024 KiB", "echo 1024 >"}},
 		{name: "exact rule met", config: exactConfig, mutate: func(inv *inventory.Inventory) { m0(inv).ReadAheadKB = intp(1024) }},
+	},
+	"NFS033": {
+		{name: "profile's noresvport missing", mutate: func(inv *inventory.Inventory) { delete(m0(inv).Options, "noresvport") }, want: 1, severity: SeverityInfo,
+			contains: []string{"sets noresvport, the mount has no noresvport", "noresvport,proto=tcp"}},
+		{name: "observe mode: apply changes nothing", config: `apiVersion: nfstune.io/v1alpha1
+kind: Policy
+defaults: {mode: observe}
+`, mutate: func(inv *inventory.Inventory) { delete(m0(inv).Options, "noresvport") }},
+		{name: "nconnect below the profile is NFS010's", mutate: func(inv *inventory.Inventory) {
+			m0(inv).NConnect, m0(inv).Connections = 1, 1
+			delete(m0(inv).Options, "nconnect")
+		}},
+		{name: "every option of the profile present"},
 	},
 	"NFS002": {
 		{name: "128 KiB under rsize 1 MiB", mutate: func(inv *inventory.Inventory) { m0(inv).ReadAheadKB = intp(128) }, want: 1, severity: SeverityWarning,
@@ -708,6 +722,9 @@ func FuzzParseKernel(f *testing.F) {
 func TestFstabLine(t *testing.T) {
 	t.Parallel()
 	m := healthyAzureFiles()
+	for _, k := range []string{"acregmin", "acregmax", "acdirmin", "acdirmax", "noresvport"} {
+		delete(m.Options, k) // the lines below are a mount at the kernel's defaults
+	}
 	m.MountPoints = []string{"/mnt/with space"}
 	requested(&m, "vers", "4.1", "noatime", "", "_netdev", "", "soft", "")
 	got := fstabLine(&m, map[string]string{"hard": "", "nconnect": "4"})
