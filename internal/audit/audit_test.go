@@ -918,3 +918,27 @@ func TestFoldCauses(t *testing.T) {
 		t.Errorf("NFS002's fix is NFS001's, yet repeated: %q", kept.Evidence[0])
 	}
 }
+
+// TestProfileConflictSpellings: an nfsmount.conf key the kernel parses as the profile's
+// option is no conflict (NFS054), whichever of its spellings the file uses.
+func TestProfileConflictSpellings(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		want, opt string
+		conflict  bool
+	}{
+		{"vers=4.1", "nfsvers=4.1", false},
+		{"vers=4.1", "v4.1", false},
+		{"vers=4.0", "nfsvers=4", false},
+		{"vers=4.1", "nfsvers=3", true},
+		{"vers=3", "v4.2", true},
+		{"proto=tcp", "tcp", false},
+		{"proto=tcp", "udp", true},
+		{"nconnect=4", "nconnect=2", true},
+		{"nconnect=4", "nconnect=8", false},
+	} {
+		if got := profileConflict(tc.want, tc.opt); got != tc.conflict {
+			t.Errorf("profileConflict(%q, %q) = %v, want %v", tc.want, tc.opt, got, tc.conflict)
+		}
+	}
+}

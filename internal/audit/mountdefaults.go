@@ -46,6 +46,7 @@ var atLeast = []string{"nconnect", "rsize", "wsize"}
 // profileConflict reports whether opt, an option mount.nfs adds, gives the mount less than
 // the profile's want (an option of the same family).
 func profileConflict(want, opt string) bool {
+	want, opt = canonicalOption(want), canonicalOption(opt)
 	wk, wv, _ := strings.Cut(want, "=")
 	ok, ov, _ := strings.Cut(opt, "=")
 	if !slices.Contains(optionFamily(wk), ok) {
@@ -60,6 +61,23 @@ func profileConflict(want, opt string) bool {
 		return normVersion(ov) != normVersion(wv)
 	}
 	return opt != want
+}
+
+// canonicalOption writes an option the one way of the spellings the kernel parses alike
+// (fs/nfs/fs_context.c nfs_fs_parameters): nfsvers= and vers= are both Opt_vers, the flags
+// v2 to v4.2 are Opt_v (the version in the name), and the flags tcp, udp and rdma set the
+// transport as proto= does.
+func canonicalOption(opt string) string {
+	k, v, kv := strings.Cut(opt, "=")
+	switch {
+	case kv && k == "nfsvers":
+		return "vers=" + v
+	case !kv && slices.Contains([]string{"v2", "v3", "v4", "v4.0", "v4.1", "v4.2"}, k):
+		return "vers=" + k[1:]
+	case !kv && slices.Contains([]string{"tcp", "udp", "rdma"}, k):
+		return "proto=" + k
+	}
+	return opt
 }
 
 func normVersion(v string) string {
