@@ -273,6 +273,10 @@ var ruleTests = map[string][]ruleCase{
 		{name: "an identifier", mutate: withIdentity("debian", strp("5e2a9c"), nil)},
 		{name: "a module parameter", mutate: withIdentity("node-17", strp(""), strp("5e2a9c"))},
 		{name: "unknown", mutate: func(inv *inventory.Inventory) { inv.ClientIdentity = nil }},
+		{name: "no NFS mount on the node", mutate: func(inv *inventory.Inventory) {
+			withIdentity("node-17", nil, strp(""))(inv)
+			inv.Mounts = nil
+		}},
 	},
 	"NFS003": {
 		// 3.9 GiB from the server for 1 GiB read: 15360 / 3.9 = 3938 KiB, in whole READs 3072.

@@ -429,10 +429,12 @@ var defaultIdentifiers = []string{"uninitialized", "0000000000000000000000000000
 
 // checkClientIdentity is NFS045: the NFSv4 client identity would collide across a fleet,
 // because no uniquifier is set and only the host name tells nodes apart, or because the
-// uniquifier or host name is an image's default.
+// uniquifier or host name is an image's default. A node without NFS mounts has no client
+// whose lease could be taken: it gets no finding, and the agent's
+// nfstune_node_nfs_client_identity_info still shows its identity to the fleet.
 func checkClientIdentity(inv *inventory.Inventory) []Finding {
 	id := inv.ClientIdentity
-	if id == nil {
+	if id == nil || len(inv.Mounts) == 0 {
 		return nil
 	}
 	f := Finding{ID: "NFS045", Severity: SeverityWarning, MountPoints: []string{}}
