@@ -102,6 +102,9 @@ func checkReadAheadRSize(c *mountCtx) []Finding {
 	switch want := c.res.ReadAheadKB; {
 	case want >= rsizeKB:
 		f.Fix = fmt.Sprintf("echo %d > %s ; nfstune apply makes it persistent", want, readAheadFile(c.m.Device))
+		if c.res.ReadAheadChange(got, c.m.RSize, false) {
+			f.Changes = c.readAheadChanges() // NFS001's too: foldCauses keeps one of them
+		}
 	case want > 0:
 		f.Fix = fmt.Sprintf("raise readAheadKB %d of %s to at least %d, then nfstune apply", want, c.res.Rule, rsizeKB)
 	default:
