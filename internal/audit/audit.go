@@ -196,6 +196,8 @@ func run(inv *inventory.Inventory, pol *policy.Policy, opts Options, fold func([
 		for _, check := range checks {
 			found = append(found, check(c)...)
 		}
+		// The option changes apply plans go to the findings that report them, the rest to
+		// NFS033; then one finding per cause (causes).
 		rep.Findings = append(rep.Findings, fold(c.claimOptionChanges(found))...)
 		if o := optionOrigins(inv, m, res.Mount); len(o) > 0 {
 			if rep.Origins == nil {
