@@ -49,6 +49,12 @@ type Finding struct {
 	Fix         string   `json:"fix"`
 	Reason      string   `json:"reason,omitempty"`
 	Source      string   `json:"source,omitempty"`
+	// Evidence are the other findings of the same cause on the same mount (causes), folded
+	// into this one: "NFS002: <message>", with their fix when it differs.
+	Evidence []string `json:"evidence,omitempty"`
+	// Changes name the changes nfstune apply makes that fix it (ReadAheadChange, ...);
+	// empty when apply changes nothing for it.
+	Changes []string `json:"changes,omitempty"`
 }
 
 // Report is the result of an audit.
@@ -97,6 +103,8 @@ type mountCtx struct {
 	kernel  kernelVersion
 	group   *inventory.Group
 	byDev   map[string]*inventory.Mount
+	// volumes are the superblocks /proc/fs/nfsfs/volumes lists (inventory.CheckNFS).
+	volumes map[string]bool
 	// traffic is the mount's read-ahead evidence over a window of two samples; nil
 	// without one.
 	traffic *readahead.Evidence
@@ -147,6 +155,12 @@ func Run(inv *inventory.Inventory, pol *policy.Policy) Report {
 
 // RunWith is Run with the evidence of a window of traffic (Options).
 func RunWith(inv *inventory.Inventory, pol *policy.Policy, opts Options) Report {
+	return run(inv, pol, opts, foldCauses)
+}
+
+// run audits with fold applied to each mount's findings: foldCauses, or, for the tests of
+// single rules, nothing.
+func run(inv *inventory.Inventory, pol *policy.Policy, opts Options, fold func([]Finding) []Finding) Report {
 	rep := Report{
 		Mounts:       slices.Clone(inv.Mounts),
 		Desired:      make(map[string]policy.Resolved, len(inv.Mounts)),
@@ -164,6 +178,10 @@ func RunWith(inv *inventory.Inventory, pol *policy.Policy, opts Options) Report 
 	for i := range inv.Groups {
 		groups[inv.Groups[i].Key] = &inv.Groups[i]
 	}
+	volumes := make(map[string]bool, len(inv.NFSVolumes))
+	for _, v := range inv.NFSVolumes {
+		volumes[v.Device] = true
+	}
 	kernel := parseKernel(inv.KernelRelease)
 	checks := mountChecks()
 	resolved := make([]policy.Resolved, len(rep.Mounts))
@@ -174,13 +192,17 @@ func RunWith(inv *inventory.Inventory, pol *policy.Policy, opts Options) Report 
 		m.Backend = res.Backend
 		rep.Desired[m.Device] = res
 		b, _ := pol.Backend(res.Backend)
-		c := &mountCtx{inv: inv, m: m, res: res, backend: b, kernel: kernel, group: groups[m.ClientGroup], byDev: byDev}
+		c := &mountCtx{inv: inv, m: m, res: res, backend: b, kernel: kernel, group: groups[m.ClientGroup], byDev: byDev, volumes: volumes}
 		if e, ok := opts.Traffic[m.Device]; ok {
 			c.traffic = &e
 		}
+		var found []Finding
 		for _, check := range checks {
-			rep.Findings = append(rep.Findings, check(c)...)
+			found = append(found, check(c)...)
 		}
+		// The option changes apply plans go to the findings that report them, the rest to
+		// NFS033; then one finding per cause (causes).
+		rep.Findings = append(rep.Findings, fold(c.claimOptionChanges(found))...)
 		if o := optionOrigins(inv, m, res.Mount); len(o) > 0 {
 			if rep.Origins == nil {
 				rep.Origins = map[string][]OptionOrigin{}
@@ -193,6 +215,69 @@ func RunWith(inv *inventory.Inventory, pol *policy.Policy, opts Options) Report 
 	rep.Findings = append(rep.Findings, checkClientIdentity(inv)...)
 	SortFindings(rep.Findings)
 	return rep
+}
+
+// causes group the rules that report one cause of one mount with one fix, strongest first:
+// a mount gets one finding per cause, the first of the group that fired, and the others
+// become its evidence lines.
+var causes = []struct {
+	cause string
+	ids   []string
+}{
+	// The superblock's read-ahead is below its target: NFS001 the value now, NFS002 the
+	// same value against rsize, NFS050 what the next mount will get. nfstune apply raises
+	// the live value and installs the udev rule that sets it on every future mount.
+	{cause: "read-ahead", ids: []string{"NFS001", "NFS002", "NFS050"}},
+}
+
+// foldCauses keeps, for each cause in causes, the strongest of one mount's findings
+// (highest severity, then the order of its group) and folds the others into its Evidence.
+func foldCauses(fs []Finding) []Finding {
+	out := slices.Clone(fs)
+	for _, g := range causes {
+		var idx []int
+		for i, f := range out {
+			if slices.Contains(g.ids, f.ID) {
+				idx = append(idx, i)
+			}
+		}
+		if len(idx) < 2 {
+			continue
+		}
+		best := slices.MinFunc(idx, func(a, b int) int {
+			if c := cmp.Compare(SeverityRank(out[b].Severity), SeverityRank(out[a].Severity)); c != 0 {
+				return c
+			}
+			return cmp.Compare(slices.Index(g.ids, out[a].ID), slices.Index(g.ids, out[b].ID))
+		})
+		kept := out[best]
+		for _, i := range idx {
+			if i == best {
+				continue
+			}
+			line := out[i].ID + ": " + out[i].Message
+			if out[i].Fix != kept.Fix {
+				line += "; fix: " + out[i].Fix
+			}
+			kept.Evidence = append(kept.Evidence, line)
+			for _, ch := range out[i].Changes {
+				if !slices.Contains(kept.Changes, ch) {
+					kept.Changes = append(kept.Changes, ch)
+				}
+			}
+		}
+		keep := out[:0]
+		for i, f := range out {
+			switch {
+			case i == best:
+				keep = append(keep, kept)
+			case !slices.Contains(idx, i):
+				keep = append(keep, f)
+			}
+		}
+		out = keep
+	}
+	return out
 }
 
 // SortFindings orders findings worst first, then by device ("major:minor" numerically,

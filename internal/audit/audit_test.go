@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -41,7 +42,8 @@ func healthyAzureFiles() inventory.Mount {
 		Options: map[string]string{
 			"rw": "", "relatime": "", "vers": "4.1", "rsize": "1048576", "wsize": "1048576", "namlen": "255", "hard": "",
 			"proto": "tcp", "nconnect": "4", "timeo": "600", "retrans": "2", "sec": "sys", "clientaddr": "10.1.0.10",
-			"local_lock": "none", "addr": "10.1.0.4",
+			"local_lock": "none", "addr": "10.1.0.4", "noresvport": "",
+			"acregmin": "30", "acregmax": "30", "acdirmin": "30", "acdirmax": "30", // actimeo=30
 		},
 		ClientGroup: "tcp://10.1.0.4/v4.1",
 		Stats:       &inventory.Stats{StatVersion: "1.1"},
@@ -271,6 +273,10 @@ var ruleTests = map[string][]ruleCase{
 		{name: "an identifier", mutate: withIdentity("debian", strp("5e2a9c"), nil)},
 		{name: "a module parameter", mutate: withIdentity("node-17", strp(""), strp("5e2a9c"))},
 		{name: "unknown", mutate: func(inv *inventory.Inventory) { inv.ClientIdentity = nil }},
+		{name: "no NFS mount on the node", mutate: func(inv *inventory.Inventory) {
+			withIdentity("node-17", nil, strp(""))(inv)
+			inv.Mounts = nil
+		}},
 	},
 	"NFS003": {
 		// 3.9 GiB from the server for 1 GiB read: 15360 / 3.9 = 3938 KiB, in whole READs 3072.
@@ -327,6 +333,19 @@ var ruleTests = map[string][]ruleCase{
 		{name: "exact rule lowers", config: exactConfig, mutate: func(inv *inventory.Inventory) { m0(inv).ReadAheadKB = intp(15360) },
 			want: 1, severity: SeverityWarning, contains: []string{"sets exactly 1024 KiB", "echo 1024 >"}},
 		{name: "exact rule met", config: exactConfig, mutate: func(inv *inventory.Inventory) { m0(inv).ReadAheadKB = intp(1024) }},
+	},
+	"NFS033": {
+		{name: "profile's noresvport missing", mutate: func(inv *inventory.Inventory) { delete(m0(inv).Options, "noresvport") }, want: 1, severity: SeverityInfo,
+			contains: []string{"sets noresvport, the mount has no noresvport", "noresvport,proto=tcp"}},
+		{name: "observe mode: apply changes nothing", config: `apiVersion: nfstune.io/v1alpha1
+kind: Policy
+defaults: {mode: observe}
+`, mutate: func(inv *inventory.Inventory) { delete(m0(inv).Options, "noresvport") }},
+		{name: "nconnect below the profile is NFS010's", mutate: func(inv *inventory.Inventory) {
+			m0(inv).NConnect, m0(inv).Connections = 1, 1
+			delete(m0(inv).Options, "nconnect")
+		}},
+		{name: "every option of the profile present"},
 	},
 	"NFS002": {
 		{name: "128 KiB under rsize 1 MiB", mutate: func(inv *inventory.Inventory) { m0(inv).ReadAheadKB = intp(128) }, want: 1, severity: SeverityWarning,
@@ -614,7 +633,8 @@ func TestRules(t *testing.T) {
 					if tc.traffic != nil {
 						opts.Traffic = map[string]readahead.Evidence{m0(inv).Device: *tc.traffic}
 					}
-					rep := RunWith(inv, pol, opts)
+					// Each rule on its own: foldCauses is TestFoldCauses's.
+					rep := run(inv, pol, opts, slices.Clone[[]Finding])
 					var got []Finding
 					for _, f := range rep.Findings {
 						if f.ID == id {
@@ -706,6 +726,9 @@ func FuzzParseKernel(f *testing.F) {
 func TestFstabLine(t *testing.T) {
 	t.Parallel()
 	m := healthyAzureFiles()
+	for _, k := range []string{"acregmin", "acregmax", "acdirmin", "acdirmax", "noresvport"} {
+		delete(m.Options, k) // the lines below are a mount at the kernel's defaults
+	}
 	m.MountPoints = []string{"/mnt/with space"}
 	requested(&m, "vers", "4.1", "noatime", "", "_netdev", "", "soft", "")
 	got := fstabLine(&m, map[string]string{"hard": "", "nconnect": "4"})
@@ -868,5 +891,58 @@ func TestFixQuotesMountPoints(t *testing.T) {
 	}
 	if quoted == 0 {
 		t.Error("no fix names a mount point: the test proves nothing")
+	}
+}
+
+// TestFoldCauses checks that a mount gets one finding per cause: the 128 KiB read-ahead of
+// a 1 MiB rsize mount fires NFS001 and NFS002, which share the fix, and the audit keeps
+// NFS001 with NFS002 as its evidence.
+func TestFoldCauses(t *testing.T) {
+	t.Parallel()
+	inv := healthyInventory(healthyAzureFiles())
+	m0(inv).ReadAheadKB = intp(128)
+	rep := Run(inv, policy.Default())
+	var ids []string
+	var kept *Finding
+	for i, f := range rep.Findings {
+		if f.Device == m0(inv).Device {
+			ids = append(ids, f.ID)
+		}
+		if f.ID == "NFS001" {
+			kept = &rep.Findings[i]
+		}
+	}
+	if slices.Contains(ids, "NFS002") || kept == nil {
+		t.Fatalf("findings %v, want NFS001 without NFS002", ids)
+	}
+	if len(kept.Evidence) != 1 || !strings.HasPrefix(kept.Evidence[0], "NFS002: read-ahead of 128 KiB is below the rsize") {
+		t.Errorf("NFS001 evidence %q, want NFS002's message", kept.Evidence)
+	}
+	if strings.Contains(kept.Evidence[0], "fix:") {
+		t.Errorf("NFS002's fix is NFS001's, yet repeated: %q", kept.Evidence[0])
+	}
+}
+
+// TestProfileConflictSpellings: an nfsmount.conf key the kernel parses as the profile's
+// option is no conflict (NFS054), whichever of its spellings the file uses.
+func TestProfileConflictSpellings(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		want, opt string
+		conflict  bool
+	}{
+		{"vers=4.1", "nfsvers=4.1", false},
+		{"vers=4.1", "v4.1", false},
+		{"vers=4.0", "nfsvers=4", false},
+		{"vers=4.1", "nfsvers=3", true},
+		{"vers=3", "v4.2", true},
+		{"proto=tcp", "tcp", false},
+		{"proto=tcp", "udp", true},
+		{"nconnect=4", "nconnect=2", true},
+		{"nconnect=4", "nconnect=8", false},
+	} {
+		if got := profileConflict(tc.want, tc.opt); got != tc.conflict {
+			t.Errorf("profileConflict(%q, %q) = %v, want %v", tc.want, tc.opt, got, tc.conflict)
+		}
 	}
 }

@@ -46,6 +46,7 @@ var atLeast = []string{"nconnect", "rsize", "wsize"}
 // profileConflict reports whether opt, an option mount.nfs adds, gives the mount less than
 // the profile's want (an option of the same family).
 func profileConflict(want, opt string) bool {
+	want, opt = canonicalOption(want), canonicalOption(opt)
 	wk, wv, _ := strings.Cut(want, "=")
 	ok, ov, _ := strings.Cut(opt, "=")
 	if !slices.Contains(optionFamily(wk), ok) {
@@ -60,6 +61,23 @@ func profileConflict(want, opt string) bool {
 		return normVersion(ov) != normVersion(wv)
 	}
 	return opt != want
+}
+
+// canonicalOption writes an option the one way of the spellings the kernel parses alike
+// (fs/nfs/fs_context.c nfs_fs_parameters): nfsvers= and vers= are both Opt_vers, the flags
+// v2 to v4.2 are Opt_v (the version in the name), and the flags tcp, udp and rdma set the
+// transport as proto= does.
+func canonicalOption(opt string) string {
+	k, v, kv := strings.Cut(opt, "=")
+	switch {
+	case kv && k == "nfsvers":
+		return "vers=" + v
+	case !kv && slices.Contains([]string{"v2", "v3", "v4", "v4.0", "v4.1", "v4.2"}, k):
+		return "vers=" + k[1:]
+	case !kv && slices.Contains([]string{"tcp", "udp", "rdma"}, k):
+		return "proto=" + k
+	}
+	return opt
 }
 
 func normVersion(v string) string {
@@ -411,10 +429,12 @@ var defaultIdentifiers = []string{"uninitialized", "0000000000000000000000000000
 
 // checkClientIdentity is NFS045: the NFSv4 client identity would collide across a fleet,
 // because no uniquifier is set and only the host name tells nodes apart, or because the
-// uniquifier or host name is an image's default.
+// uniquifier or host name is an image's default. A node without NFS mounts has no client
+// whose lease could be taken: it gets no finding, and the agent's
+// nfstune_node_nfs_client_identity_info still shows its identity to the fleet.
 func checkClientIdentity(inv *inventory.Inventory) []Finding {
 	id := inv.ClientIdentity
-	if id == nil {
+	if id == nil || len(inv.Mounts) == 0 {
 		return nil
 	}
 	f := Finding{ID: "NFS045", Severity: SeverityWarning, MountPoints: []string{}}

@@ -60,6 +60,7 @@ func checkReadAhead(c *mountCtx) []Finding {
 		f.Fix = set
 		f.Reason = "an exact read-ahead is a measured optimum (nfstune bench sweep): more read-ahead than that fetched data the workload did not use"
 		f.Source = "nfstune bench sweep; " + srcReadAheadCommit
+		f.Changes = c.readAheadChanges()
 		return []Finding{f}
 	case c.res.ReadAheadChange(got, c.m.RSize, false):
 		f := c.finding("NFS001", SeverityWarning)
@@ -69,6 +70,7 @@ func checkReadAhead(c *mountCtx) []Finding {
 		f.Fix = set
 		f.Reason = "since Linux 5.4 an NFS mount starts with 128 KiB of read-ahead instead of 15 x rsize; sequential reads lose 30 % or more. Files opened before the change keep the old value."
 		f.Source = srcReadAheadCommit + "; " + c.backend.Source
+		f.Changes = c.readAheadChanges()
 		return []Finding{f}
 	case derived && got < want:
 		f := c.finding("NFS001", SeverityInfo)
@@ -100,6 +102,9 @@ func checkReadAheadRSize(c *mountCtx) []Finding {
 	switch want := c.res.ReadAheadKB; {
 	case want >= rsizeKB:
 		f.Fix = fmt.Sprintf("echo %d > %s ; nfstune apply makes it persistent", want, readAheadFile(c.m.Device))
+		if c.res.ReadAheadChange(got, c.m.RSize, false) {
+			f.Changes = c.readAheadChanges() // NFS001's too: foldCauses keeps one of them
+		}
 	case want > 0:
 		f.Fix = fmt.Sprintf("raise readAheadKB %d of %s to at least %d, then nfstune apply", want, c.res.Rule, rsizeKB)
 	default:
@@ -681,6 +686,8 @@ func checkReadAheadRules(c *mountCtx) []Finding {
 	}
 	f.Reason = "udev runs rules files in name order across /etc, /run and /usr/lib (a file in /etc hides the same name in /usr/lib); the last rule that writes read_ahead_kb wins when the bdi appears, undoing a value set by hand"
 	f.Source = srcUdev
+	// apply installs its udev rule whatever the mode: the rule asks the policy per mount.
+	f.Changes = []string{NextMountReadAheadChange}
 	return []Finding{f}
 }
 

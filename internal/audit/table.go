@@ -99,6 +99,9 @@ func writeFindings(ew *printer.Writer, fs []Finding) {
 		ew.Printf("  %-7s %s %s\n", strings.ToUpper(f.Severity), f.ID, f.Message)
 		ew.Printf("          expected: %s; actual: %s\n", f.Expected, f.Actual)
 		ew.Printf("          fix: %s\n", f.Fix)
+		for _, e := range f.Evidence {
+			ew.Printf("          also: %s\n", e)
+		}
 	}
 }
 

@@ -216,7 +216,7 @@ sets it. Pod inline nfs volumes cannot carry mount options, so use the claim.`,
 	f.StringVar(&flags.Driver, "driver", "", "volume driver: "+strings.Join(render.Drivers(), ", ")+" (default: the backend's)")
 	f.BoolVar(&flags.Static, "static", false, "PersistentVolume and claim for an existing share")
 	f.BoolVar(&flags.Dynamic, "dynamic", false, "StorageClass that provisions shares (the default)")
-	f.StringVar(&flags.Server, "server", "", "NFS server or storage account endpoint")
+	f.StringVar(&flags.Server, "server", "", "NFS server or storage account endpoint (efs-csi: the file system ID; filestore-csi: the instance's IP address)")
 	f.StringVar(&flags.Export, "export", "", "exported path, e.g. /<account>/<share> on Azure")
 	deprecatedAlias(c, "share", "export")
 	f.StringVar(&flags.Size, "size", "100Gi", "capacity of a static volume")
@@ -268,25 +268,31 @@ func runK8sVolume(streams IOStreams, flags *k8sVolumeFlags) error {
 	return render.Write(streams.Out, flags.Output, objs)
 }
 
+// serviceDrivers pair each cloud storage service with its own CSI driver.
+var serviceDrivers = []struct{ backend, driver string }{
+	{policy.BackendAzureFiles, render.DriverAzureFile},
+	{policy.BackendAzureBlobNFS, render.DriverBlob},
+	{policy.BackendAWSEFS, render.DriverEFS},
+	{policy.BackendGCPFilestore, render.DriverFilestore},
+}
+
 // backendDriver is the driver a backend's volumes use unless --driver says otherwise: the
-// Azure CSI driver for an Azure storage service, csi-driver-nfs for any other NFS server.
+// service's own CSI driver, csi-driver-nfs for any other NFS server.
 func backendDriver(backend string) string {
-	switch backend {
-	case policy.BackendAzureFiles:
-		return render.DriverAzureFile
-	case policy.BackendAzureBlobNFS:
-		return render.DriverBlob
+	for _, p := range serviceDrivers {
+		if p.backend == backend {
+			return p.driver
+		}
 	}
 	return render.DriverNFS
 }
 
-// driverBackend is the backend an Azure driver mounts, empty for the generic drivers.
+// driverBackend is the backend a service's driver mounts, empty for the generic drivers.
 func driverBackend(driver string) string {
-	switch driver {
-	case render.DriverAzureFile:
-		return policy.BackendAzureFiles
-	case render.DriverBlob:
-		return policy.BackendAzureBlobNFS
+	for _, p := range serviceDrivers {
+		if p.driver == driver {
+			return p.backend
+		}
 	}
 	return ""
 }

@@ -3,7 +3,9 @@ package render
 import (
 	"errors"
 	"fmt"
+	"net"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -26,19 +28,37 @@ const (
 	DriverBlob = "blob-csi"
 	// DriverNFS is kubernetes-csi/csi-driver-nfs, nfs.csi.k8s.io, for any NFS server.
 	DriverNFS = "nfs-csi"
+	// DriverEFS is kubernetes-sigs/aws-efs-csi-driver, efs.csi.aws.com, which mounts with
+	// efs-utils (mount -t efs) through efs-proxy.
+	DriverEFS = "efs-csi"
+	// DriverFilestore is kubernetes-sigs/gcp-filestore-csi-driver,
+	// filestore.csi.storage.gke.io.
+	DriverFilestore = "filestore-csi"
 	// DriverInTree is the in-tree nfs volume of a PersistentVolume.
 	DriverInTree = "in-tree"
 )
 
 // Drivers lists the drivers in the order help text shows them.
-func Drivers() []string { return []string{DriverAzureFile, DriverBlob, DriverNFS, DriverInTree} }
+func Drivers() []string {
+	return []string{DriverAzureFile, DriverBlob, DriverEFS, DriverFilestore, DriverNFS, DriverInTree}
+}
 
 // CSI driver names.
 const (
 	csiAzureFile = "file.csi.azure.com"
 	csiBlob      = "blob.csi.azure.com"
 	csiNFS       = "nfs.csi.k8s.io"
+	csiEFS       = "efs.csi.aws.com"
+	csiFilestore = "filestore.csi.storage.gke.io"
 )
+
+// efsDefaults are the options efs-utils adds to a mount that lacks them
+// (efs_utils_common/mount_options.py get_nfs_mount_options; man mount.efs).
+var efsDefaults = []string{"nfsvers=4.1", "rsize=1048576", "wsize=1048576", "hard", "timeo=600", "retrans=2", "noresvport"}
+
+// efsFileSystemID is an EFS file system ID as the driver's volume handles and fileSystemId
+// carry it.
+var efsFileSystemID = regexp.MustCompile(`^fs-[0-9a-f]+$`)
 
 // VolumeSpec describes the volume to render.
 type VolumeSpec struct {
@@ -108,6 +128,26 @@ func driverOptions(driver string, opts []string) (kept, warnings []string) {
 				warnings = append(warnings, fmt.Sprintf("%s: %q: AZNFS rewrites rsize and wsize to 1048576", driver, o))
 			}
 		}
+	case DriverEFS:
+		kept = opts // passed to mount.efs, which hands them to mount.nfs
+		for _, d := range efsDefaults {
+			keys := []string{optionKey(d)}
+			switch keys[0] {
+			case "nfsvers":
+				keys = append(keys, "vers")
+			case "hard":
+				keys = append(keys, "soft", "softerr")
+			case "noresvport":
+				keys = append(keys, "resvport")
+			}
+			if !hasOption(opts, keys...) {
+				warnings = append(warnings, fmt.Sprintf("%s: efs-utils adds %s when it is not given", driver, d))
+			}
+		}
+	case DriverFilestore:
+		// gcp-filestore-csi-driver node.go NodeStageVolume mounts <ip>:/<volume> as nfs with
+		// the volume's mount options and adds none.
+		kept = opts
 	case DriverNFS:
 		kept = opts // passed through unchanged, no defaults added
 		if hasOption(opts, "nconnect") {
@@ -127,7 +167,12 @@ func Volume(s VolumeSpec) ([]Object, []string, error) {
 		return nil, nil, err
 	}
 	opts, warnings := driverOptions(s.Driver, s.Options)
-	if s.ReadAheadKB > 0 {
+	switch {
+	case s.ReadAheadKB > 0 && s.Driver == DriverEFS:
+		// efs-utils' optimize_readahead, on by default in the driver's efs-utils.conf
+		// (pkg/driver/efs_watch_dog.go): 15 x rsize after each mount on Linux >= 5.4.
+		warnings = append(warnings, fmt.Sprintf("read_ahead_kb=%d is not a mount option: efs-utils writes 15 x rsize after each mount (optimize_readahead); run the nfstune agent (enforce) or installer on the nodes for another value", s.ReadAheadKB))
+	case s.ReadAheadKB > 0:
 		warnings = append(warnings, fmt.Sprintf("read_ahead_kb=%d is not a mount option: run the nfstune agent (enforce) or installer on the nodes to set it", s.ReadAheadKB))
 	}
 	if s.Driver == DriverAzureFile && s.Static {
@@ -157,14 +202,21 @@ func (s VolumeSpec) validate() error {
 	if !slices.Contains(Drivers(), s.Driver) {
 		add("driver %q: want one of %v", s.Driver, Drivers())
 	}
-	needServer := s.Static || s.Driver == DriverNFS
+	needServer := s.Static || s.Driver == DriverNFS || s.Driver == DriverEFS
 	if needServer && s.Server == "" {
-		add("a server is required for %s", map[bool]string{true: "a static volume", false: "nfs-csi"}[s.Static])
+		add("a server is required for %s", map[bool]string{true: "a static volume", false: s.Driver}[s.Static])
+	}
+	if s.Driver == DriverEFS && s.Server != "" && !efsFileSystemID.MatchString(s.Server) {
+		add("efs-csi: server %q: want the file system ID, e.g. fs-0123456789abcdef0", s.Server)
+	}
+	if s.Driver == DriverFilestore && s.Static && net.ParseIP(s.Server) == nil {
+		// node.go validateVolumeAttributes: the ip attribute must be an IP address.
+		add("filestore-csi: server %q: want the instance's IP address", s.Server)
 	}
 	if s.Server != "" && !policy.ValidServer(s.Server) {
 		add("server %q: not a host name or an IP address", s.Server)
 	}
-	if needServer && !strings.HasPrefix(s.Export, "/") {
+	if (s.Static || s.Driver == DriverNFS) && !strings.HasPrefix(s.Export, "/") {
 		add("export %q: want an absolute path", s.Export)
 	}
 	if s.Driver == DriverInTree && !s.Static {
@@ -222,6 +274,14 @@ func (s VolumeSpec) storageClass(opts []string) *storagev1.StorageClass {
 	case DriverNFS:
 		sc.Provisioner = csiNFS
 		sc.Parameters = map[string]string{"server": s.Server, "share": s.Export}
+	case DriverEFS:
+		// Access point provisioning, the only dynamic mode (the driver's
+		// examples/kubernetes/dynamic_provisioning).
+		sc.Provisioner = csiEFS
+		sc.Parameters = map[string]string{"provisioningMode": "efs-ap", "fileSystemId": s.Server, "directoryPerms": "700"}
+	case DriverFilestore:
+		// A new Filestore instance per volume, with the driver's default tier and network.
+		sc.Provisioner = csiFilestore
 	}
 	if s.Server != "" && (s.Driver == DriverAzureFile || s.Driver == DriverBlob) {
 		sc.Parameters["server"] = s.Server
@@ -260,6 +320,17 @@ func (s VolumeSpec) persistentVolume(opts []string) *corev1.PersistentVolume {
 		csi(csiBlob, map[string]string{"protocol": "nfs", "server": s.Server, "storageAccount": account, "containerName": container})
 	case DriverNFS:
 		csi(csiNFS, map[string]string{"server": s.Server, "share": s.Export})
+	case DriverEFS:
+		// The handle is the file system ID, with ":<path>" for a directory below its root.
+		csi(csiEFS, nil)
+		if p := path.Clean("/" + s.Export); p != "/" {
+			pv.Spec.CSI.VolumeHandle = s.Server + ":" + p
+		} else {
+			pv.Spec.CSI.VolumeHandle = s.Server
+		}
+	case DriverFilestore:
+		// NodeStageVolume mounts <ip>:/<volume> from these attributes.
+		csi(csiFilestore, map[string]string{"ip": s.Server, "volume": strings.Trim(path.Clean("/"+s.Export), "/")})
 	case DriverInTree:
 		pv.Spec.NFS = &corev1.NFSVolumeSource{Server: s.Server, Path: s.Export}
 	}

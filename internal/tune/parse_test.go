@@ -149,7 +149,7 @@ func TestOptionChanges(t *testing.T) {
 		Options: map[string]string{"vers": "4", "proto": "tcp6", "soft": "", "timeo": "600", "retrans": "2", "acregmin": "3"},
 	}
 	want := policy.MountOptions{Vers: "4.0", Proto: "tcp", NConnect: 8, RSize: 1048576, WSize: 1048576, Hard: boolp(true), Timeo: 600, Retrans: 3, ACTimeo: 3, NoCTO: true, Extra: []string{"noresvport", "sec=sys"}}
-	got := optionChanges(m, want)
+	got := policy.OptionChanges(m, want)
 	wantChanges := []OptionChange{
 		{Name: "nconnect", Have: "4", Want: "nconnect=8"},
 		{Name: "wsize", Have: "65536", Want: "wsize=1048576"},

@@ -150,12 +150,8 @@ func (a Action) String() string {
 	return fmt.Sprintf("%s %s: %s -> %d bytes (%s)", a.Kind, a.Path, old, len(a.New), a.Reason)
 }
 
-// OptionChange is one mount option that differs from the profile.
-type OptionChange struct {
-	Name string `json:"name"`
-	Have string `json:"have"`
-	Want string `json:"want"`
-}
+// OptionChange is one mount option that differs from the profile (policy.OptionChanges).
+type OptionChange = policy.OptionChange
 
 // Remount is one superblock whose options must change: it cannot be done with a remount.
 type Remount struct {

@@ -36,6 +36,7 @@ type auditReport struct {
 		Expected    string   `json:"expected"`
 		Actual      string   `json:"actual"`
 		Fix         string   `json:"fix"`
+		Evidence    []string `json:"evidence"`
 	} `json:"findings"`
 	Warnings []string `json:"warnings"`
 }

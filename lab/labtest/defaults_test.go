@@ -55,7 +55,7 @@ func TestDefaultsBareIPNoConfig(t *testing.T) {
 	}
 
 	// audit: every 128 KiB mount has NFS001 with 15 x its rsize as the target, and NFS002
-	// when its rsize is above 128 KiB.
+	// in its evidence (one finding per cause) when its rsize is above 128 KiB.
 	rep, r := audit(t, "--fail-on", "warning")
 	if r.Code != 1 {
 		t.Errorf("audit --fail-on warning exit %d, want 1 (warnings)", r.Code)
@@ -70,6 +70,11 @@ func TestDefaultsBareIPNoConfig(t *testing.T) {
 		for _, f := range rep.Findings {
 			if f.Device == m.Device {
 				ids[f.ID] = f.Expected
+				for _, e := range f.Evidence {
+					if id, _, ok := strings.Cut(e, ": "); ok && f.ID == "NFS001" {
+						ids[id] = "evidence of NFS001"
+					}
+				}
 			}
 		}
 		if ids["NFS001"] != fmt.Sprintf("read_ahead_kb >= %d", want) {

@@ -291,9 +291,10 @@ func TestNFSMountConfApplyRevert(t *testing.T) {
 // TestClientIdentityNetns: two network namespaces with no identifier present the same
 // NFSv4 client string (the host name alone): audit in each flags NFS045 and reports the
 // same fingerprint. With an identifier written in each, neither does, and the
-// fingerprints differ.
+// fingerprints differ. An NFS mount is made first: a node without one gets no NFS045.
 func TestClientIdentityNetns(t *testing.T) {
 	RequireGuest(t)
+	Mount(t, MountSpec{Version: "4.2"})
 	namespaces := []string{"nfstune-a", "nfstune-b"}
 	for _, ns := range namespaces {
 		if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
