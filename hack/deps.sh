@@ -31,6 +31,7 @@ table() {
 	verify  shellcheck           shellcheck       make verify
 	verify  promtool             prometheus       make rules-test; Go tests of deploy, metrics, agent and render
 	verify  pyflakes3            pyflakes3        make verify: the Python of hack/
+	verify  apparmor_parser      apparmor         Go test of deploy: the agent's AppArmor profile compiles
 	verify  sha256sum            coreutils        make release: SHA256SUMS, and its test (sha256sum --check)
 	verify  sort                 coreutils        make release: SHA256SUMS in a fixed order
 	verify  find                 findutils        make release: the files SHA256SUMS lists
