@@ -198,7 +198,7 @@ func eligibility(r policy.Recovery, f recoveryFacts, m *inventory.Mount, d *reco
 		return RecoveryBlind, "the agent does not know its own pod (--pod-uid, $POD_UID), so it cannot prove that it sees pods' processes through their cgroups"
 	}
 	if f.procs.PodProcesses[f.selfPod] == 0 {
-		return RecoveryBlind, fmt.Sprintf("the process scan found no process of the agent's own pod %s through the cgroups kubelet names: pods' processes are not seen (a kubelet --cgroup-root, a node nested in a container, or cgroup files it cannot read), so an empty pod proves nothing", f.selfPod)
+		return RecoveryBlind, fmt.Sprintf("the process scan found no process of the agent's own pod %s through the cgroups kubelet and the runtime name: pods' processes are not seen (a kubelet --cgroup-root, a node nested in a container, a cgroup namespace without the pod's sandbox beside the agent, or cgroup files it cannot read), so an empty pod proves nothing", f.selfPod)
 	}
 	for _, uid := range d.Pods {
 		if n := f.procs.PodProcesses[uid]; n > 0 {
@@ -295,7 +295,7 @@ func (a *Agent) Recover(ctx context.Context, now time.Time) {
 		}
 	}
 	if pastWindow(r, f) {
-		scan := inventory.ScanProcesses(ctx, a.cfg.Root, inventory.ScanOptions{Pods: true})
+		scan := inventory.ScanProcesses(ctx, a.cfg.Root, inventory.ScanOptions{Pods: true, SelfPod: a.cfg.PodUID})
 		f.procs = &scan
 	}
 	decisions := decideRecovery(r, f)

@@ -80,6 +80,11 @@ type ProcessScan struct {
 type ScanOptions struct {
 	// Pods reads every process's cgroup to count the processes of each pod.
 	Pods bool
+	// SelfPod is the UID of the pod the scanner runs in, if any (the agent's --pod-uid).
+	// With Pods, a scanner in a cgroup namespace of its own container sees its own pod's
+	// cgroup with no name (kubelet.OwnPodCgroup): its own pod's processes are counted
+	// under SelfPod when the scan finds a sibling container that shows where it is.
+	SelfPod string
 	// Limits bound the scan as they bound ReadHolders (MaxProcesses, MaxReads, Timeout).
 	Limits HolderLimits
 }
@@ -116,6 +121,9 @@ func ScanProcesses(ctx context.Context, root hostfs.Root, opts ScanOptions) Proc
 	reads := 0
 	parents := map[int]int{} // a program's parent, by the program's PID
 	unreadCgroups := 0
+	// In a cgroup namespace of its own container, the scanner's own pod has no name.
+	inOwnNamespace := opts.Pods && opts.SelfPod != "" && cgroupV2Path(readSelfCgroup(root)) == "/"
+	ownContainer, siblings := 0, 0
 	for i, pid := range pids {
 		if i >= l.MaxProcesses || reads >= l.MaxReads || ctx.Err() != nil {
 			out.Complete = false
@@ -142,6 +150,15 @@ func ScanProcesses(ctx context.Context, root hostfs.Root, opts ScanOptions) Proc
 		podUID, containerID := cgroupPod(cgroup)
 		if opts.Pods && podUID != "" {
 			out.PodProcesses[podUID]++
+		}
+		if inOwnNamespace && podUID == "" {
+			own, sibling := kubelet.OwnPodCgroup(cgroupV2Path(cgroup))
+			if own {
+				ownContainer++
+			}
+			if sibling {
+				siblings++
+			}
 		}
 		if opts.Pods && st.comm == "kubelet" {
 			reads++
@@ -170,6 +187,9 @@ func ScanProcesses(ctx context.Context, root hostfs.Root, opts ScanOptions) Proc
 		}
 		parents[pid] = st.ppid
 		out.Programs = append(out.Programs, p)
+	}
+	if siblings > 0 {
+		out.PodProcesses[opts.SelfPod] += ownContainer + siblings
 	}
 	if unreadCgroups > 0 {
 		out.Complete = false
@@ -348,4 +368,25 @@ func ReadMountPrograms(ctx context.Context, root hostfs.Root, inv *Inventory, li
 			inv.Mounting = append(inv.Mounting, p)
 		}
 	}
+}
+
+// readSelfCgroup reads the scanner's own cgroup file as the host's /proc shows it (self is
+// the reader, in any PID namespace); nil when unreadable.
+func readSelfCgroup(root hostfs.Root) []byte {
+	b, err := hostfs.ReadSmall(root.Proc("self", "cgroup"))
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// cgroupV2Path returns the path of the cgroup v2 line ("0::<path>") of a /proc/<pid>/cgroup
+// file, "" when it has none (a cgroup v1 host).
+func cgroupV2Path(b []byte) string {
+	for _, line := range strings.Split(string(b), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			return p
+		}
+	}
+	return ""
 }

@@ -180,3 +180,51 @@ func TestScanProcessesUnreadableCgroup(t *testing.T) {
 		}
 	}
 }
+
+// TestScanProcessesOwnCgroupNamespace: an agent in a cgroup namespace of its own
+// container sees its own pod's cgroup with no name. Its pod's processes count only when
+// a sibling container (the sandbox) shows that the namespace's root is a container of a
+// pod; another pod is counted by name as from anywhere.
+func TestScanProcessesOwnCgroupNamespace(t *testing.T) {
+	const (
+		self    = "0b8e6f2a-1c3d-4e5f-8a9b-0c1d2e3f4a5b"
+		other   = "7c6d5e4f-3a2b-4c1d-8e9f-a0b1c2d3e4f5"
+		sandbox = "aa825dc642cb6eb9a060e54bf8d69288fbee4904a1b2c3d4e5f60718293a4b5c"
+	)
+	for _, tt := range []struct {
+		name        string
+		selfCgroup  string // the scanner's own, as it reads it
+		withSandbox bool
+		selfPod     string
+		want        map[string]int
+	}{
+		{"namespace root with its sandbox", "0::/\n", true, self, map[string]int{self: 3, other: 1}},
+		{"no sandbox beside it", "0::/\n", false, self, map[string]int{other: 1}},
+		{"own pod not known", "0::/\n", true, "", map[string]int{other: 1}},
+		{"not at a namespace's root", "0::/system.slice/nfstune.service\n", true, self, map[string]int{other: 1}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			procs := []fakeProc{
+				{pid: 40, comm: "nfstune", state: "S", cgroup: tt.selfCgroup},
+				{pid: 41, comm: "nfstune", state: "S", cgroup: "0::/\n"},
+				{pid: 42, comm: "app", state: "S", cgroup: "0::/../../pod" + other + "/" + containerID + "\n"},
+				{pid: 43, comm: "kubelet", state: "S", cgroup: "0::/../../../../system.slice/kubelet.service\n"},
+			}
+			if tt.withSandbox {
+				procs = append(procs, fakeProc{pid: 44, comm: "pause", state: "S", cgroup: "0::/../" + sandbox + "\n"})
+			}
+			for _, p := range procs {
+				p.ns, p.mountinfo, p.root, p.cwd = hostNS, hostMountinfo, "/", "/"
+				writeProc(t, root, p)
+			}
+			if err := os.Symlink("40", filepath.Join(root, "proc", "self")); err != nil {
+				t.Fatal(err)
+			}
+			got := ScanProcesses(context.Background(), hostfs.Root(root), ScanOptions{Pods: true, SelfPod: tt.selfPod})
+			if diff := cmp.Diff(tt.want, got.PodProcesses); diff != "" {
+				t.Errorf("pod processes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -144,3 +144,38 @@ func PodCgroupDirs(podUID string) []string {
 		"kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" + systemd + ".slice",
 	}
 }
+
+// OwnPodCgroup reports whether path, one /proc/<pid>/cgroup path read by a process at the
+// root of a cgroup namespace of its own container (its own cgroup reads "/"), is in the
+// reader's own pod, and how: ownContainer for the reader's container or a cgroup below it
+// ("/", "/x"), and sibling for another container of the same pod ("/../<container>", in
+// the forms containerSegment parses, such as the pod's sandbox).
+//
+// Runtimes give each container of a cgroup v2 host a cgroup namespace whose root is the
+// container's cgroup (containerd and CRI-O since Kubernetes 1.25 made it the default on
+// cgroup v2), so a process in a pod sees its own pod's cgroup only as "/..": no name, no
+// UID. A sibling container named as a runtime names containers is what shows that the
+// namespace's root is a container's cgroup and its parent a pod's; the caller, which
+// knows its own pod UID from the downward API, may then count these processes as its
+// pod's. Other pods' processes are below a common ancestor further up, and CgroupPod
+// parses them.
+func OwnPodCgroup(path string) (ownContainer, sibling bool) {
+	if path == "" || path[0] != '/' {
+		return false, false
+	}
+	seg := strings.Split(strings.Trim(path, "/"), "/")
+	switch {
+	case seg[0] == "":
+		return true, false // "/"
+	case seg[0] != "..":
+		for _, s := range seg {
+			if s == ".." {
+				return false, false
+			}
+		}
+		return true, false
+	case len(seg) == 2 && containerSegment(seg[1]) != "":
+		return false, true
+	}
+	return false, false
+}

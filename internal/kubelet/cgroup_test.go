@@ -89,3 +89,32 @@ func TestPodCgroupDirs(t *testing.T) {
 		}
 	}
 }
+
+func TestOwnPodCgroup(t *testing.T) {
+	for _, tt := range []struct {
+		path              string
+		ownContainer, sib bool
+	}{
+		{"/", true, false},
+		{"/init", true, false},
+		{"/a/b", true, false},
+		{"/../" + testCID, false, true},
+		{"/../cri-containerd-" + testCID + ".scope", false, true},
+		{"/../crio-" + testCID + ".scope", false, true},
+		// the pod's cgroup itself, a non-container sibling, and anything further up
+		{"/..", false, false},
+		{"/../crio-conmon-" + testCID + ".scope", false, false},
+		{"/../abc", false, false},
+		{"/../" + testCID + "/x", false, false},
+		{"/../../pod" + testUID + "/" + testCID, false, false},
+		{"/../../../../system.slice/kubelet.service", false, false},
+		{"", false, false},
+		{"relative", false, false},
+		{"/a/../b", false, false},
+	} {
+		own, sib := OwnPodCgroup(tt.path)
+		if own != tt.ownContainer || sib != tt.sib {
+			t.Errorf("OwnPodCgroup(%q) = %v, %v; want %v, %v", tt.path, own, sib, tt.ownContainer, tt.sib)
+		}
+	}
+}
