@@ -99,6 +99,11 @@ type Config struct {
 	// read-ahead set, so its cost is the agent's reaction time. It may leave a mount's
 	// ReadAheadKB nil: the reconcile then reads it, new superblocks first.
 	ReconcileRead ReadFunc
+	// StatisticsRead is a cheaper read for the read-ahead verdicts, which need each
+	// superblock's statistics and read-ahead only (inventory.ReadOptions.StatisticsOnly); nil
+	// uses Read. It runs after every reconcile that wrote, while the next new mount may be
+	// waiting to be tuned, so it shares the CPU with the agent's reaction.
+	StatisticsRead ReadFunc
 	// PolicyChanged reports whether the policy source changed since the last Load (a
 	// file's size or modification time); nil means never. It is checked at every resync
 	// and every PolicyCheck.
@@ -187,6 +192,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.ReconcileRead == nil {
 		cfg.ReconcileRead = cfg.Read
+	}
+	if cfg.StatisticsRead == nil {
+		cfg.StatisticsRead = cfg.Read
 	}
 	if cfg.Resync <= 0 {
 		cfg.Resync = 30 * time.Second

@@ -829,16 +829,21 @@ func TestRunReconcilesWhileVerdictsRead(t *testing.T) {
 	release := make(chan struct{})
 	var once sync.Once
 	defer once.Do(func() { close(release) })
-	var reads atomic.Int32
+	var reads, fullReads atomic.Int32
 	a, err := New(Config{
 		Root: h.root, PID: 1, Resync: 10 * time.Millisecond, Load: fixedPolicy(2048, policy.ModeEnforce),
 		ReconcileRead: h.read,
 		// The verdicts' read: the first one, after the first write, is held until released.
-		Read: func(ctx context.Context) (*inventory.Inventory, error) {
+		StatisticsRead: func(ctx context.Context) (*inventory.Inventory, error) {
 			if reads.Add(1) == 1 {
 				close(held)
 				<-release
 			}
+			return h.read(ctx)
+		},
+		// The full read is for scrapes, the adaptive controller and recovery: none here.
+		Read: func(ctx context.Context) (*inventory.Inventory, error) {
+			fullReads.Add(1)
 			return h.read(ctx)
 		},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -871,5 +876,8 @@ func TestRunReconcilesWhileVerdictsRead(t *testing.T) {
 			t.Fatal("the second superblock was not tuned while the verdicts' read of the first write ran")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+	if n := fullReads.Load(); n != 0 {
+		t.Errorf("the verdicts read the full inventory %d times: it reads configuration the verdicts do not use", n)
 	}
 }

@@ -91,6 +91,9 @@ func Run(ctx context.Context, opts Options) error {
 		ReconcileRead: func(context.Context) (*inventory.Inventory, error) {
 			return ReadMountTable(root, pid)
 		},
+		StatisticsRead: func(context.Context) (*inventory.Inventory, error) {
+			return inventory.Read(root, inventory.ReadOptions{PID: pid, StatisticsOnly: true})
+		},
 		Load: func() (*Policy, error) {
 			cfgWatch.changed() // remember the version being loaded
 			return LoadPolicy(opts.PolicyFile, opts.PolicyName, opts.Observe)

@@ -140,10 +140,10 @@ func (v *verdicts) latest() map[string]readahead.Verdict {
 }
 
 // runVerdicts starts the goroutine that runs afterReconcile for Run until ctx ends, and
-// returns the function that hands it a reconcile's writes. The statistics read (inventory.Read:
-// mountstats, nfsfs, sysfs, udev rules, the sunrpc transports of every mount) takes many times
-// longer than the reconcile's own mountinfo read, and on Run's loop a mount table change that
-// came meanwhile waited for it: the next new superblock's reaction. Writes
+// returns the function that hands it a reconcile's writes. The statistics read (mountstats
+// and read-ahead, Config.StatisticsRead) takes many times longer than the reconcile's own
+// mountinfo read, and on Run's loop a mount table change that came meanwhile waited for
+// it: the next new superblock's reaction. Writes
 // handed over while a read runs go to the next read, all at once; a write's window after
 // then starts that much later, a small part of VerdictWindow.
 func (a *Agent) runVerdicts(ctx context.Context, wg *sync.WaitGroup) func([]written) {
@@ -187,7 +187,7 @@ func (a *Agent) afterReconcile(ctx context.Context, writes []written) {
 	if len(writes) == 0 && !a.verdicts.due(now) {
 		return
 	}
-	inv, err := a.cfg.Read(ctx)
+	inv, err := a.cfg.StatisticsRead(ctx)
 	if err != nil {
 		a.cfg.Metrics.Errors.WithLabelValues("read").Inc()
 		a.cfg.Logger.Error("reading NFS statistics for read-ahead verdicts", "err", err)

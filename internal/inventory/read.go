@@ -29,6 +29,12 @@ type ReadOptions struct {
 	// namespace of its own (the agent's pod, whose host name is the pod's); empty reads
 	// /proc/sys/kernel/hostname.
 	Hostname string
+	// StatisticsOnly reads what judging a read-ahead change needs and nothing else: the
+	// mount table, mountstats and each superblock's read-ahead. No nfsfs, fstab,
+	// nfsmount.conf, sysctls, udev rules, sunrpc transports or tlshd: Inventory has only
+	// Mounts (without what the user asked for) and Groups. The agent's read-ahead verdicts
+	// read this after every write, while new mounts may be waiting for their own.
+	StatisticsOnly bool
 	// Logger, when set, gets at debug level how long each source took to read: where to
 	// look when a read is slow.
 	Logger *slog.Logger
@@ -79,7 +85,7 @@ func Read(root hostfs.Root, opts ReadOptions) (*Inventory, error) {
 	} else {
 		nfsfsDir = []string{"fs", "nfsfs"}
 	}
-	if len(mounts) > 0 {
+	if len(mounts) > 0 && !opts.StatisticsOnly {
 		if b, err := hostfs.ReadSmall(root.Proc(append(nfsfsDir, "servers")...)); err == nil {
 			var err error
 			inv.NFSServers, w, err = ParseNFSServers(bytes.NewReader(b))
@@ -110,6 +116,12 @@ func Read(root hostfs.Root, opts ReadOptions) (*Inventory, error) {
 		warn(w...)
 		stats = statsByDevice(infos, entries)
 		done("mountstats")
+	}
+	if opts.StatisticsOnly {
+		inv.Mounts = completeMounts(root, mounts, stats, nil, requested{}, warn)
+		inv.Groups = buildGroups(inv.Mounts)
+		done("bdi read-ahead")
+		return inv, nil
 	}
 	req := readRequested(root)
 	warn(req.warnings...)

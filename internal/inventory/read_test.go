@@ -3,6 +3,7 @@ package inventory
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -477,5 +478,40 @@ func TestReadLabStacked(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"tcp://127.0.0.1/v3 0:63 0:63", "tcp://127.0.0.2/v4.1 0:65 0:65"}, groups); diff != "" {
 		t.Errorf("groups (-want +got):\n%s", diff)
+	}
+}
+
+// TestReadStatisticsOnly: the verdicts' read has every superblock's statistics and
+// read-ahead as the full read has them, and reads none of the configuration.
+func TestReadStatisticsOnly(t *testing.T) {
+	t.Parallel()
+	root := hostfs.Root("testdata/mixed")
+	full, err := Read(root, ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats, err := Read(root, ReadOptions{StatisticsOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stats.Mounts) != len(full.Mounts) {
+		t.Fatalf("%d mounts, the full read has %d", len(stats.Mounts), len(full.Mounts))
+	}
+	for i, m := range stats.Mounts {
+		f := full.Mounts[i]
+		if m.Device != f.Device || m.RSize != f.RSize || !reflect.DeepEqual(m.ReadAheadKB, f.ReadAheadKB) || !reflect.DeepEqual(m.Stats, f.Stats) {
+			t.Errorf("mount %s: device, rsize, read-ahead or statistics differ from the full read's", f.Device)
+		}
+		if f.Stats == nil {
+			t.Errorf("mount %s: the fixture has no statistics to compare", f.Device)
+		}
+		if m.Requested != nil {
+			t.Errorf("mount %s: fstab and nfsmount.conf read: %+v", m.Device, m.Requested)
+		}
+	}
+	if stats.MountDefaults != nil || stats.NFSServers != nil || stats.Transports != nil || len(stats.Sysctls) != 0 ||
+		!reflect.DeepEqual(stats.ReadAhead, ReadAheadConfig{}) || stats.KernelRelease != "" {
+		t.Errorf("configuration read: defaults %v, servers %v, transports %v, sysctls %v, read-ahead rules %+v, kernel %q",
+			stats.MountDefaults, stats.NFSServers, stats.Transports, stats.Sysctls, stats.ReadAhead, stats.KernelRelease)
 	}
 }
