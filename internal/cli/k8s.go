@@ -29,6 +29,7 @@ func newK8sCommand(g *globals, streams IOStreams) *cobra.Command {
 		newK8sVolumeCommand(streams),
 		newK8sPauseCommand(),
 		newK8sInstallNodeCommand(g, streams),
+		newK8sRevertNodeCommand(g, streams),
 	)
 	return c
 }

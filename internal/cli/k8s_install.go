@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 
 	"github.com/spf13/cobra"
@@ -62,4 +64,40 @@ func runK8sInstallNode(ctx context.Context, logger *slog.Logger, flags *k8sInsta
 		return &ExitError{Code: ExitError2, Err: err}
 	}
 	return nil
+}
+
+// newK8sRevertNodeCommand is the init container of the chart's revert mode: it undoes
+// install-node on the node, so that installer mode is uninstalled from the cluster.
+func newK8sRevertNodeCommand(g *globals, streams IOStreams) *cobra.Command {
+	var root string
+	c := &cobra.Command{
+		Use:   "revert-node",
+		Short: "Undo install-node on the node (the init container of the chart's revert mode)",
+		Long: `revert-node undoes what install-node did on the host (mounted under --root): it
+reverts the journal under /var/lib/nfstune as "nfstune revert" does (the udev rule and the
+nfsmount.conf drop-in go, lines others wrote stay), then removes the binary and the policy
+the installer copied, each only while it holds what the installer wrote. A copy changed
+since is kept and named (exit 1); when the journal cannot be reverted whole, no copy is
+removed, as the rule may still run the binary. Run again, it does nothing.`,
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runK8sRevertNode(g.Logger(streams.ErrOut), root)
+		},
+	}
+	g.logFlags(c)
+	c.Flags().StringVar(&root, "root", "/host", "where the host's filesystem is mounted")
+	return c
+}
+
+func runK8sRevertNode(logger *slog.Logger, root string) error {
+	_, err := tune.UninstallNode(hostfs.Root(root), logger)
+	switch {
+	case err == nil:
+		logger.Info("reverted: nfstune's rule, drop-in, binary and policy are gone from the node")
+		return nil
+	case errors.Is(err, tune.ErrPartial):
+		return &ExitError{Code: ExitIssues, Err: fmt.Errorf("revert-node: %w", err)}
+	}
+	return &ExitError{Code: ExitError2, Err: fmt.Errorf("revert-node: %w", err)}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,6 +62,33 @@ func TestK8sInstallNode(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(host, "var/lib/nfstune/journal.json")); err != nil {
 		t.Errorf("no journal for revert: %v", err)
+	}
+
+	// The chart's revert mode: nothing of the installer's stays, the directories kubelet
+	// made for the volumes do (empty); a second run does nothing.
+	for run := 1; run <= 2; run++ {
+		if _, stderr, err := runK8sCLI(t, "", "k8s", "revert-node", "--root", host); err != nil {
+			t.Fatalf("revert-node run %d: %v\n%s", run, err, stderr)
+		}
+	}
+	for _, d := range []string{"opt/nfstune/bin", "etc/nfstune", "etc/udev/rules.d"} {
+		if entries, err := os.ReadDir(filepath.Join(host, d)); err != nil || len(entries) != 0 {
+			t.Errorf("%s after revert-node: %v, %v", d, entries, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(host, "var/lib/nfstune")); !os.IsNotExist(err) {
+		t.Errorf("the emptied state directory stays: %v", err)
+	}
+	// A binary changed by hand is kept: exit 1.
+	if _, stderr, err := runK8sCLI(t, "", args...); err != nil {
+		t.Fatalf("install again: %v\n%s", err, stderr)
+	}
+	if err := os.WriteFile(bin, []byte("someone's own"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err := runK8sCLI(t, "", "k8s", "revert-node", "--root", host)
+	if code := exitCode(err); code != ExitIssues || !strings.Contains(stderr+fmt.Sprint(err), "/opt/nfstune/bin/nfstune") {
+		t.Errorf("revert-node with a changed binary: exit %d, %v\n%s", code, err, stderr)
 	}
 }
 

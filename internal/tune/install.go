@@ -82,12 +82,24 @@ func InstallNode(ctx context.Context, root hostfs.Root, in NodeInstall) error {
 			return fmt.Errorf("installing %q: %w", f.hostPath, err)
 		}
 	}
+	// Record the copies before making them (UninstallNode removes them by this record).
+	contents := map[string][]byte{}
+	for _, f := range files {
+		contents[f.hostPath] = f.data
+	}
+	rec, err := recordInstall(root, contents)
+	if err != nil {
+		return fmt.Errorf("recording the install: %w", err)
+	}
 	for _, f := range files {
 		changed, err := replaceIfChanged(root, f.hostPath, f.data, f.mode)
 		if err != nil {
 			return err
 		}
 		logger.Info("installed", "path", f.hostPath, "changed", changed)
+	}
+	if err := rec.installDone(root); err != nil {
+		return fmt.Errorf("recording the install: %w", err)
 	}
 
 	// An empty inventory: the installer only writes the rule (and the nfsmount.conf
