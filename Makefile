@@ -161,12 +161,16 @@ image: build
 RELEASE_DIR    := bin/release
 RELEASE_ARCHES := amd64 arm64
 RELEASE_CMDS    = $(notdir $(wildcard cmd/*))
+# RELEASE_URL is where a release's files are downloaded from, below a directory per version:
+# the krew manifest (nfstune.yaml) points there.
+RELEASE_URL    ?= https://github.com/nfstune/nfstune/releases/download
 CHART_VERSION   = $(patsubst v%,%,$(VERSION))
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 release: image-index chart $(CYCLONEDX_GOMOD)
 	set -e; for cmd in $(RELEASE_CMDS); do for arch in $(RELEASE_ARCHES); do \
 		$(CYCLONEDX_GOMOD) bin -json -version $(VERSION) -output $(RELEASE_DIR)/$$cmd-linux-$$arch.cdx.json $(RELEASE_DIR)/$$cmd-linux-$$arch; \
 	done; done
+	bash hack/release-extras.sh $(RELEASE_DIR) $(VERSION) $(RELEASE_URL)/$(VERSION)
 	cd $(RELEASE_DIR) && find . -maxdepth 1 -type f ! -name SHA256SUMS ! -name digest -printf '%P\n' | LC_ALL=C sort | xargs sha256sum >SHA256SUMS
 	$(MAKE) release-test
 

@@ -68,7 +68,10 @@ func TestChecksums(t *testing.T) {
 	dir, version := release(t)
 	sums := readSums(t, filepath.Join(dir, "SHA256SUMS"))
 	// What a release publishes is listed, nothing else is.
-	want := []string{"nfstune-" + version[1:] + ".tgz", "nfstune-" + version + ".oci.tar"}
+	want := []string{"nfstune-" + version[1:] + ".tgz", "nfstune-" + version + ".oci.tar", "nfstune.yaml", "RELEASE-NOTES.md"}
+	for _, a := range arches {
+		want = append(want, "kubectl-nfstune-linux-"+a+".tar.gz")
+	}
 	for _, b := range binaries(t) {
 		want = append(want, b, b+".cdx.json")
 	}
@@ -375,5 +378,131 @@ func readTar(t *testing.T, r io.Reader) map[string][]byte {
 			}
 			files[hdr.Name] = b
 		}
+	}
+}
+
+// krewManifest is the part of krew's plugin manifest a user's `kubectl krew install` reads
+// (https://krew.sigs.k8s.io/docs/developer-guide/plugin-manifest/).
+type krewManifest struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name string `json:"name"`
+	} `json:"metadata"`
+	Spec struct {
+		Version          string `json:"version"`
+		ShortDescription string `json:"shortDescription"`
+		Platforms        []struct {
+			Selector struct {
+				MatchLabels map[string]string `json:"matchLabels"`
+			} `json:"selector"`
+			URI    string `json:"uri"`
+			SHA256 string `json:"sha256"`
+			Bin    string `json:"bin"`
+			Files  []struct {
+				From string `json:"from"`
+				To   string `json:"to"`
+			} `json:"files"`
+		} `json:"platforms"`
+	} `json:"spec"`
+}
+
+// TestKrewManifest: one platform per architecture, each naming its archive and that
+// archive's digest; the archive holds the plugin as released and the LICENSE.
+func TestKrewManifest(t *testing.T) {
+	dir, version := release(t)
+	b, err := os.ReadFile(filepath.Join(dir, "nfstune.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m krewManifest
+	if err := yaml.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.APIVersion != "krew.googlecontainertools.github.com/v1alpha2" || m.Kind != "Plugin" || m.Metadata.Name != "nfstune" ||
+		m.Spec.Version != version || m.Spec.ShortDescription == "" {
+		t.Errorf("manifest head: %+v", m)
+	}
+	if len(m.Spec.Platforms) != len(arches) {
+		t.Fatalf("%d platforms, want one per architecture %v", len(m.Spec.Platforms), arches)
+	}
+	for _, p := range m.Spec.Platforms {
+		arch := p.Selector.MatchLabels["arch"]
+		archive := "kubectl-nfstune-linux-" + arch + ".tar.gz"
+		if p.Selector.MatchLabels["os"] != "linux" || !slices.Contains(arches, arch) || !strings.HasSuffix(p.URI, "/"+version+"/"+archive) || p.Bin != "kubectl-nfstune" {
+			t.Errorf("platform %+v", p)
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, archive))
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if h := sha256.Sum256(data); hex.EncodeToString(h[:]) != p.SHA256 {
+			t.Errorf("%s: the manifest says sha256 %s, the archive has %x", archive, p.SHA256, h)
+		}
+		files := untar(t, data)
+		bin, err := os.ReadFile(filepath.Join(dir, "kubectl-nfstune-linux-"+arch))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(files["kubectl-nfstune"], bin) {
+			t.Errorf("%s: kubectl-nfstune is not the released binary", archive)
+		}
+		license, err := os.ReadFile("../../LICENSE")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(files["LICENSE"], license) || len(files) != 2 {
+			t.Errorf("%s holds %d files; want kubectl-nfstune and LICENSE", archive, len(files))
+		}
+		for _, f := range p.Files {
+			if _, ok := files[f.From]; !ok {
+				t.Errorf("%s: the manifest installs %q, which the archive lacks", archive, f.From)
+			}
+		}
+	}
+}
+
+// untar returns the regular files of a gzipped tar archive by name.
+func untar(t *testing.T, data []byte) map[string][]byte {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(zr)
+	out := map[string][]byte{}
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[h.Name] = b
+	}
+}
+
+// TestReleaseNotes: the notes are the CHANGELOG's section of the release ([Unreleased] for a
+// pre-release), not empty.
+func TestReleaseNotes(t *testing.T) {
+	dir, version := release(t)
+	b, err := os.ReadFile(filepath.Join(dir, "RELEASE-NOTES.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := "# nfstune [" + strings.TrimPrefix(version, "v") + "]"
+	if strings.Contains(version, "-") {
+		head = "# nfstune [Unreleased]"
+	}
+	notes := string(b)
+	if !strings.HasPrefix(notes, head) || !strings.Contains(notes, "\n### ") {
+		t.Errorf("RELEASE-NOTES.md starts %q, want %q and the section's headings", notes[:min(len(notes), 80)], head)
 	}
 }
