@@ -81,7 +81,11 @@ func nodeState(t *testing.T) []string {
 	for _, dir := range []string{"/opt/nfstune", "/etc/nfstune", "/var/lib/nfstune", "/etc/udev/rules.d"} {
 		// The walk function never fails: a missing directory is a part of the state.
 		_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-			if err == nil && p != dir && (dir != "/etc/udev/rules.d" || strings.Contains(p, "nfstune")) {
+			switch {
+			case err != nil || p == dir || (dir == "/etc/udev/rules.d" && !strings.Contains(p, "nfstune")):
+			case d.IsDir():
+				s = append(s, "directory "+p)
+			default:
 				s = append(s, "file "+p)
 			}
 			return nil
@@ -474,7 +478,7 @@ func settle(t *testing.T) []string {
 	var now []string
 	for end := time.Now().Add(2 * time.Minute); time.Now().Before(end); time.Sleep(time.Second) {
 		now = nodeState(t)
-		if !slices.ContainsFunc(now, func(s string) bool { return !strings.HasPrefix(s, "file ") }) {
+		if !slices.ContainsFunc(now, func(s string) bool { return !strings.HasPrefix(s, "file ") && !strings.HasPrefix(s, "directory ") }) {
 			break
 		}
 	}
@@ -503,11 +507,15 @@ const installerRule = "/etc/udev/rules.d/99-zz-nfstune-readahead.rules"
 
 // waitInstallerPod waits, at most 5 minutes, for the installer pod to be Running: its init
 // container, nfstune k8s install-node, has finished.
-func waitInstallerPod(t *testing.T) *corev1.Pod {
+func waitInstallerPod(t *testing.T) *corev1.Pod { return waitComponentPod(t, "installer") }
+
+// waitComponentPod waits for the one pod of the chart's component (installer, revert) to
+// run: its init container has finished.
+func waitComponentPod(t *testing.T, component string) *corev1.Pod {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
-		pods, _ := podsWithLabel(chartNS, "app.kubernetes.io/component=installer")
+		pods, _ := podsWithLabel(chartNS, "app.kubernetes.io/component="+component)
 		if len(pods) == 1 {
 			p, err := waitPod(chartNS, pods[0].Name, false, time.Until(deadline))
 			if err != nil {
@@ -516,7 +524,7 @@ func waitInstallerPod(t *testing.T) *corev1.Pod {
 			return p
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("no installer pod after 5 minutes")
+			t.Fatalf("no %s pod after 5 minutes", component)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
@@ -551,13 +559,29 @@ func TestInstallerUdev(t *testing.T) {
 		t.Errorf("with the installer's udev rule and no agent, the new volume %s has read_ahead_kb %d, want %d", r.mount.dev, readAhead(r.mount.dev), wantKB)
 	}
 	logf("installer mode: udev tuned %s to %d KiB (container's first read %d)", r.mount.dev, readAhead(r.mount.dev), r.start.readAheadKB)
+
+	// Undo it from the cluster: revert mode, then uninstall.
+	args = append([]string{"upgrade", "nfstune", registryChart}, chartValues(t, "revert", "enforce")...)
+	if _, err := helm(append(args, "--wait", "--timeout", "5m")...); err != nil {
+		t.Fatal(err)
+	}
+	pod = waitComponentPod(t, "revert")
+	logf("revert pod %s Running: its init container has reverted the node", pod.Name)
+	for _, p := range []string{installerRule, "/opt/nfstune/bin/nfstune", "/etc/nfstune/policy.yaml", "/var/lib/nfstune/journal.json"} {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Errorf("%s after the revert pod ran: %v", p, err)
+		}
+	}
 	uninstall(t)
 	after := settle(t)
 	summary.InstallerUninstallLeftovers = []string{}
 	for _, s := range after {
 		if !slices.Contains(before, s) {
 			summary.InstallerUninstallLeftovers = append(summary.InstallerUninstallLeftovers, s)
+			if !strings.HasPrefix(s, "directory ") {
+				t.Errorf("after revert mode and helm uninstall the node keeps %s", s)
+			}
 		}
 	}
-	logf("installer mode: after helm uninstall the node keeps %q (by design: the rule keeps tuning; nfstune revert on the node removes it)", summary.InstallerUninstallLeftovers)
+	logf("installer mode: after revert mode and helm uninstall the node keeps %q (the empty directories kubelet made for the hostPath volumes)", summary.InstallerUninstallLeftovers)
 }
