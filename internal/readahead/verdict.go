@@ -2,6 +2,7 @@ package readahead
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -35,18 +36,27 @@ const (
 	OverReadChange = 0.25
 )
 
-// Judge compares the windows of traffic before and after a change of read-ahead:
+// Judge compares the windows of traffic before and after a change of read-ahead. Its rule
+// is a table; the first row that matches gives the verdict:
 //
-//   - too_little_traffic: either window has less than MinJudgedBytes of application reads;
-//   - helped: application read bytes per second rose by RateChange or more, or held within
-//     RateChange while over-read fell by OverReadChange or more (the same reads for fewer
-//     server bytes);
-//   - hurt: the rate fell by RateChange or more, or held while over-read rose by
-//     OverReadChange or more;
-//   - no_change: anything else.
+//	too_little_traffic  either window has less than MinJudgedBytes of application reads
+//	no_change           the rate moved by RateChange or more, but no more than the server's
+//	                    own answers did (outsideShare): the slowdown or speed-up came from outside
+//	helped              the rate rose by RateChange or more
+//	hurt                the rate fell by RateChange or more
+//	helped              over-read fell by OverReadChange or more (the same reads for fewer
+//	                    server bytes)
+//	hurt                over-read rose by OverReadChange or more
+//	no_change           anything else
 //
-// The reason names the figures. A workload that changes between the windows is not told
-// apart from an effect of the change; the windows should be of equal length and close.
+// The control (outsideShare) is the server's time per READ, used only where the change
+// cannot have moved it: the READs kept their size and over-read held (the same RPCs for the
+// same reads), and no more of them were in flight (a larger window queues more at the server,
+// which lengthens each answer). A server or host that slowed for reasons of its own then
+// shows as longer answers to the same requests, and the rate that fell with them is not
+// blamed on the change. The reason names the figures. A workload that changes between the
+// windows is not told apart from an effect of the change; the windows should be of equal
+// length and close.
 func Judge(before, after Evidence) (Verdict, string) {
 	if before.AppReadBytes < MinJudgedBytes || after.AppReadBytes < MinJudgedBytes {
 		return TooLittleTraffic, fmt.Sprintf("application reads %s before, %s after; each window needs %s",
@@ -56,7 +66,17 @@ func Judge(before, after Evidence) (Verdict, string) {
 	waste := after.OverRead - before.OverRead
 	why := fmt.Sprintf("application reads %.1f -> %.1f MiB/s (%+.0f %%), over-read %.2f -> %.2f",
 		before.AppBytesPerSecond/(1<<20), after.AppBytesPerSecond/(1<<20), 100*rate, before.OverRead, after.OverRead)
+	outside, controlled := outsideShare(before, after)
+	// The rate the change alone would have given: the rate after, with the server's own
+	// change in answer time taken out.
+	own := rate
+	if controlled {
+		own = (1+rate)*outside - 1
+		why += fmt.Sprintf("; the server's time per READ of the same size x%.2f (rate without it %+.0f %%)", outside, 100*own)
+	}
 	switch {
+	case math.Abs(rate) >= RateChange && controlled && math.Abs(own) < RateChange:
+		return NoChange, why + ": the change came from outside the mount"
 	case rate >= RateChange:
 		return Helped, why
 	case rate <= -RateChange:
@@ -67,6 +87,31 @@ func Judge(before, after Evidence) (Verdict, string) {
 		return Hurt, why
 	}
 	return NoChange, why
+}
+
+// The control's conditions (Judge): how far the READs' size and the READs in flight may move
+// for the server's time per READ to be the server's own.
+const (
+	ControlReadSizeChange = 0.10
+	ControlInFlightRise   = 0.10
+)
+
+// outsideShare returns how many times longer the server took per READ after the change than
+// before, when the change cannot have caused that (Judge): the same READ size within
+// ControlReadSizeChange, over-read held within OverReadChange, and READs in flight up by less
+// than ControlInFlightRise. ok is false when any of that fails or a window has no READ timing.
+func outsideShare(before, after Evidence) (factor float64, ok bool) {
+	if before.Reads == 0 || after.Reads == 0 || before.ReadRTTSeconds <= 0 || after.ReadRTTSeconds <= 0 ||
+		before.AvgReadBytes <= 0 || before.InFlight <= 0 {
+		return 0, false
+	}
+	if math.Abs(after.AvgReadBytes/before.AvgReadBytes-1) >= ControlReadSizeChange ||
+		math.Abs(after.OverRead-before.OverRead) >= OverReadChange ||
+		after.InFlight/before.InFlight-1 >= ControlInFlightRise {
+		return 0, false
+	}
+	perRead := func(e Evidence) float64 { return e.ReadRTTSeconds / float64(e.Reads) }
+	return perRead(after) / perRead(before), true
 }
 
 // Change is one change of a superblock's read-ahead with its verdict: what apply --measure

@@ -10,6 +10,16 @@ func window(rateMiB, overRead float64) Evidence {
 	return e
 }
 
+// timed is window with READ timing: READs of readKiB each, inFlight of them outstanding on
+// average (the summed round trips are inFlight x 60 s, Little's law).
+func timed(rateMiB, overRead, readKiB, inFlight float64) Evidence {
+	e := window(rateMiB, overRead)
+	e.Reads = uint64(float64(e.ServerReadBytes) / (readKiB * 1024))
+	e.ReadRTTSeconds = inFlight * e.Seconds
+	e.derive()
+	return e
+}
+
 func TestJudge(t *testing.T) {
 	for _, tt := range []struct {
 		name          string
@@ -26,6 +36,14 @@ func TestJudge(t *testing.T) {
 		{"random reader: within 10 %", window(30, 1.0), window(31.5, 1.05), NoChange},
 		{"just under 10 % faster", window(100, 1.0), window(109, 1.0), NoChange},
 		{"idle before", window(0.5, 1.0), window(100, 1.0), TooLittleTraffic},
+		// The control: the server's time per READ of the same size.
+		{"random readers, the host slowed: same READs, each answered 1.4x slower", timed(30, 0.88, 16, 16), timed(21, 0.89, 16, 16), NoChange},
+		{"random readers, slower, answers as fast", timed(30, 0.88, 16, 16), timed(21, 0.89, 16, 11.2), Hurt},
+		{"the server got faster", timed(30, 1.0, 16, 16), timed(40, 1.0, 16, 16), NoChange},
+		{"a larger window queues more at the server", timed(100, 1.0, 1024, 4), timed(80, 1.0, 1024, 8), Hurt},
+		{"larger READs: the change's own doing", timed(60, 1.0, 128, 2), timed(120, 1.0, 1024, 4), Helped},
+		{"over-read rose with slower answers", timed(60, 1.0, 1024, 4), timed(40, 1.5, 1024, 4), Hurt},
+		{"slower answers explain only part", timed(30, 1.0, 16, 16), timed(15, 1.0, 16, 12), Hurt},
 		{"idle after", window(100, 1.0), Evidence{Seconds: 60}, TooLittleTraffic},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
