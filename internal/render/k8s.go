@@ -631,8 +631,8 @@ func pauseContainer(v Values, version string) corev1.Container {
 // installerDaemonSet copies the binary, the policy and nfstune's udev rule onto the node
 // from an init container, then idles. The host directories are the only mounts, all
 // below HostRoot at their host paths: the binary and policy directories, the udev rules
-// directory, and nfstune's state directory, whose journal lets `nfstune revert` on the
-// node remove the rule.
+// directory, and nfstune's state directory, whose journal lets revertDaemonSet, or
+// `nfstune revert` on the node, remove the rule.
 func installerDaemonSet(v Values, version string) *appsv1.DaemonSet {
 	pod := podSpec(v)
 	pod.Volumes = []corev1.Volume{
