@@ -215,6 +215,7 @@ $(HELM):
 helm-lint: $(HELM)
 	$(HELM) lint --strict deploy/helm/nfstune
 	$(HELM) lint --strict deploy/helm/nfstune --set mode=installer
+	$(HELM) lint --strict deploy/helm/nfstune --set mode=revert,installer.nfsmountConf=true
 	$(HELM) lint --strict deploy/helm/nfstune --set prometheusRule.enabled=true,metrics.podMonitor.enabled=true,grafanaDashboard.enabled=true
 	$(HELM) lint --strict deploy/helm/nfstune -f internal/render/testdata/agent-node-groups.values.yaml
 	$(HELM) template nfstune deploy/helm/nfstune >/dev/null

@@ -21,7 +21,8 @@ import (
 const chartReadmeIntro = `# The nfstune Helm chart
 
 This chart runs ` + "`nfstune agent`" + ` on every Linux node (mode ` + "`agent`" + `), or installs nfstune's
-udev rule on each node from an init container (mode ` + "`installer`" + `). The agent starts in
+udev rule on each node from an init container (mode ` + "`installer`" + `) and undoes that
+before the release is uninstalled (mode ` + "`revert`" + `). The agent starts in
 observe mode: it audits every NFS mount, exports metrics and logs what it would change, and
 writes nothing until ` + "`agent.policyMode: enforce`" + `.
 

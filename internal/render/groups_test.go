@@ -161,6 +161,7 @@ func TestNodeGroupsValidation(t *testing.T) {
 		{"same selector", "nodeGroups:\n" + group("a", "{pool: a}") + group("b", "{pool: a}"), `the same as group "a"'s`},
 		{"bad policy", "nodeGroups:\n  - name: a\n    nodeSelector: {pool: a}\n    policy: \"kind: Nope\"\n", "nodeGroups[0].policy"},
 		{"installer", "mode: installer\nnodeGroups:\n" + group("a", "{pool: a}"), "nodeGroups: only in agent mode"},
+		{"revert", "mode: revert\nnodeGroups:\n" + group("a", "{pool: a}"), "nodeGroups: only in agent mode"},
 	} {
 		_, err := LoadValues("values.yaml", []byte(tt.values))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {

@@ -86,6 +86,7 @@ const (
 	serviceName   = "nfstune-metrics"
 	installerName = "nfstune-installer"
 	validateName  = "nfstune-validate"
+	revertName    = "nfstune-revert"
 )
 
 // GroupLabel is the agent pods' label that names their node group (DefaultGroup for the
@@ -106,10 +107,11 @@ var (
 )
 
 // Render returns the objects for v in apply order (Helm's): Namespace, NetworkPolicy,
-// ResourceQuota, ServiceAccount, ConfigMaps (the policy, and in agent mode the Grafana
-// dashboard when enabled), Service, then the DaemonSets, and in agent mode the Prometheus Operator's PodMonitor, PrometheusRule and ServiceMonitor when enabled. version is the
-// default image tag; a version no release image has is refused unless v names the image
-// by tag or digest.
+// ResourceQuota, ServiceAccount, ConfigMaps (the policy, except in revert mode, which
+// reads none, and in agent mode the Grafana dashboard when enabled), Service, then the
+// DaemonSets, and in agent mode the Prometheus Operator's PodMonitor, PrometheusRule and
+// ServiceMonitor when enabled. version is the default image tag; a version no release
+// image has is refused unless v names the image by tag or digest.
 func Render(v Values, version string) ([]Object, error) {
 	if err := v.Validate(); err != nil {
 		return nil, err
@@ -129,11 +131,12 @@ func Render(v Values, version string) ([]Object, error) {
 	}
 	objs = append(objs, serviceAccount(v))
 	groups := agentGroups(v)
-	if v.Mode == ModeAgent {
+	switch v.Mode {
+	case ModeAgent:
 		for _, g := range groups {
 			objs = append(objs, policyConfigMap(v, g.policyMap, g.policy))
 		}
-	} else {
+	case ModeInstaller:
 		objs = append(objs, policyConfigMap(v, policyMapName, v.Policy))
 	}
 	if v.Mode == ModeAgent && v.GrafanaDashboard.Enabled {
@@ -170,6 +173,8 @@ func Render(v Values, version string) ([]Object, error) {
 		if v.Installer.Validate {
 			objs = append(objs, validateDaemonSet(v, version))
 		}
+	case ModeRevert:
+		objs = append(objs, revertDaemonSet(v, version))
 	}
 	return objs, nil
 }
@@ -249,7 +254,7 @@ func networkPolicy(v Values) *networkingv1.NetworkPolicy {
 	}
 }
 
-// serviceAccount has no API token: neither the agent nor the installer calls the API.
+// serviceAccount has no API token: no nfstune pod calls the API.
 func serviceAccount(v Values) *corev1.ServiceAccount {
 	return &corev1.ServiceAccount{
 		TypeMeta:                     metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
@@ -626,8 +631,8 @@ func pauseContainer(v Values, version string) corev1.Container {
 // installerDaemonSet copies the binary, the policy and nfstune's udev rule onto the node
 // from an init container, then idles. The host directories are the only mounts, all
 // below HostRoot at their host paths: the binary and policy directories, the udev rules
-// directory, and nfstune's state directory, whose journal lets `nfstune revert` on the
-// node remove the rule.
+// directory, and nfstune's state directory, whose journal lets revertDaemonSet, or
+// `nfstune revert` on the node, remove the rule.
 func installerDaemonSet(v Values, version string) *appsv1.DaemonSet {
 	pod := podSpec(v)
 	pod.Volumes = []corev1.Volume{
@@ -673,6 +678,57 @@ func installerDaemonSet(v Values, version string) *appsv1.DaemonSet {
 	}
 	pod.Containers = []corev1.Container{pauseContainer(v, version)}
 	return daemonSet(v, installerName, "installer", labels("installer"), nil, pod, nil)
+}
+
+// revertDaemonSet undoes installer mode on each node from an init container, then idles:
+// `nfstune k8s revert-node` reverts the journal in StateDir (the udev rule, the
+// nfsmount.conf drop-in) and removes the binary and the policy the installer copied, as
+// recorded there. It mounts the installer's host directories, all writable, at the same
+// places, and no policy. The installer's own directories are DirectoryOrCreate, not
+// Directory: the pod must start on every selected node, also one the installer never
+// reached, or the rollout (`helm upgrade --wait`) never completes; on such a node kubelet
+// creates them, empty, as a reverted node's are left.
+func revertDaemonSet(v Values, version string) *appsv1.DaemonSet {
+	pod := podSpec(v)
+	pod.Volumes = []corev1.Volume{
+		hostPathVolume("host-bin", v.Installer.BinDir, corev1.HostPathDirectoryOrCreate),
+		hostPathVolume("host-config", v.Installer.ConfigDir, corev1.HostPathDirectoryOrCreate),
+		hostPathVolume("host-rules", UdevRulesDir, corev1.HostPathDirectory),
+		hostPathVolume("host-state", StateDir, corev1.HostPathDirectoryOrCreate),
+	}
+	mounts := []corev1.VolumeMount{
+		{Name: "host-bin", MountPath: HostRoot + v.Installer.BinDir},
+		{Name: "host-config", MountPath: HostRoot + v.Installer.ConfigDir},
+		{Name: "host-rules", MountPath: HostRoot + UdevRulesDir},
+		{Name: "host-state", MountPath: HostRoot + StateDir},
+	}
+	if v.Installer.NFSMountConf {
+		pod.Volumes = append(pod.Volumes, hostPathVolume("host-nfsmount", NFSMountDropInDir, corev1.HostPathDirectoryOrCreate))
+		mounts = append(mounts, corev1.VolumeMount{Name: "host-nfsmount", MountPath: HostRoot + NFSMountDropInDir})
+	}
+	pod.InitContainers = []corev1.Container{{
+		Name:            "revert",
+		Image:           v.ImageRef(version),
+		ImagePullPolicy: v.Image.PullPolicy,
+		Args:            []string{"k8s", "revert-node", "--root=" + HostRoot},
+		Env:             nodeNameEnv(),
+		Resources:       v.Resources,
+		VolumeMounts:    mounts,
+		SecurityContext: containerSecurity(),
+	}}
+	pod.Containers = []corev1.Container{pauseContainer(v, version)}
+	ds := daemonSet(v, revertName, "revert", labels("revert"), nil, pod, nil)
+	ds.Spec.UpdateStrategy.RollingUpdate = revertRollingUpdate()
+	return ds
+}
+
+// revertRollingUpdate lets no revert pod be unavailable, surging one instead (the API
+// refuses both at 0): `helm upgrade --wait` counts a DaemonSet ready once all but
+// maxUnavailable of its pods are, rounded up (helm's pkg/kube/ready.go, daemonSetReady),
+// which with the chart's 10% would let it return with one node in ten not reverted, and
+// on a single node before that node is.
+func revertRollingUpdate() *appsv1.RollingUpdateDaemonSet {
+	return &appsv1.RollingUpdateDaemonSet{MaxUnavailable: new(intstr.FromInt32(0)), MaxSurge: new(intstr.FromInt32(1))}
 }
 
 // validateDaemonSet prints each node's NFS mounts with their read-ahead, as JSON, from an

@@ -27,7 +27,7 @@ import (
 )
 
 // renderCases are the values files with golden manifests; the chart test renders the same.
-var renderCases = []string{"agent-default", "agent-enforce-cas", "agent-monitoring", "agent-proxy-helpers", "agent-blocked-processes", "agent-recovery", "agent-recovery-observe", "agent-adaptive", "agent-node-groups", "agent-node-groups-only", "installer", "installer-nfsmount"}
+var renderCases = []string{"agent-default", "agent-enforce-cas", "agent-monitoring", "agent-proxy-helpers", "agent-blocked-processes", "agent-recovery", "agent-recovery-observe", "agent-adaptive", "agent-node-groups", "agent-node-groups-only", "installer", "installer-nfsmount", "revert", "revert-nfsmount"}
 
 func renderFile(t *testing.T, name, format string) []byte {
 	t.Helper()
@@ -174,6 +174,9 @@ func TestRenderDecodesStrictly(t *testing.T) {
 		"agent-node-groups-only": {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune",
 			"ConfigMap/nfstune-policy", "ConfigMap/nfstune-policy-gpu", "Service/nfstune-metrics", "DaemonSet/nfstune-agent", "DaemonSet/nfstune-agent-gpu"},
 		"installer": {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "DaemonSet/nfstune-installer", "DaemonSet/nfstune-validate"},
+		// No policy, which the revert reads none of, and no validator: the DaemonSet alone.
+		"revert":          {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "DaemonSet/nfstune-revert"},
+		"revert-nfsmount": {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "DaemonSet/nfstune-revert"},
 	}
 	for _, name := range renderCases {
 		t.Run(name, func(t *testing.T) {
@@ -394,7 +397,7 @@ func TestRenderRefusesUnreleasedVersion(t *testing.T) {
 // only to the metrics port, from pods of every namespace.
 func TestRenderNetworkPolicy(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []string{ModeAgent, ModeInstaller} {
+	for _, mode := range []string{ModeAgent, ModeInstaller, ModeRevert} {
 		v := DefaultValues()
 		v.Mode = mode
 		objs, err := Render(v, "v0.0.0")
@@ -481,5 +484,83 @@ func TestMetricsTiersMatchAgent(t *testing.T) {
 	}
 	if !slices.Contains(metricsTiers, string(metrics.TierFull)) {
 		t.Errorf("metrics.tier lacks %q", metrics.TierFull)
+	}
+}
+
+// TestRevertUndoesInstaller checks the revert DaemonSet against the installer's, for the
+// same installer values: its init container runs revert-node alone and mounts, writable
+// and at the same place, every host directory the installer's writes to (the installer's
+// read-only /sbin and /usr/sbin, where it looks at mount.nfs, excepted), and nothing else;
+// no host directory fails the pod where the installer never ran but the udev rules
+// directory the installer needs too; the pod idles in the installer's pause container; and
+// `helm upgrade --wait` waits for every node's pod.
+func TestRevertUndoesInstaller(t *testing.T) {
+	t.Parallel()
+	for _, nfsmount := range []bool{false, true} {
+		t.Run(fmt.Sprintf("nfsmountConf=%v", nfsmount), func(t *testing.T) {
+			t.Parallel()
+			v := DefaultValues()
+			v.Installer.NFSMountConf = nfsmount
+			inst := installerDaemonSet(v, "v0").Spec.Template.Spec
+			rev := revertDaemonSet(v, "v0").Spec.Template.Spec
+
+			writable := func(p corev1.PodSpec) map[string]string { // host path -> mount path
+				t.Helper()
+				if len(p.InitContainers) != 1 {
+					t.Fatalf("%d init containers, want 1", len(p.InitContainers))
+				}
+				hostPath := map[string]string{}
+				for _, vol := range p.Volumes {
+					if vol.HostPath != nil {
+						hostPath[vol.Name] = vol.HostPath.Path
+					}
+				}
+				out := map[string]string{}
+				for _, m := range p.InitContainers[0].VolumeMounts {
+					if hp, ok := hostPath[m.Name]; ok && !m.ReadOnly {
+						out[hp] = m.MountPath
+					}
+				}
+				return out
+			}
+			if diff := cmp.Diff(writable(inst), writable(rev)); diff != "" {
+				t.Errorf("writable host directories (-installer +revert):\n%s", diff)
+			}
+			c := rev.InitContainers[0]
+			if want := []string{"k8s", "revert-node", "--root=/host"}; !slices.Equal(c.Args, want) {
+				t.Errorf("init container args %q, want %q", c.Args, want)
+			}
+			if len(c.VolumeMounts) != len(rev.Volumes) {
+				t.Errorf("init container mounts %d volumes of %d", len(c.VolumeMounts), len(rev.Volumes))
+			}
+			for _, vol := range rev.Volumes {
+				if vol.HostPath == nil {
+					t.Errorf("volume %s is not a host directory: the revert reads no policy", vol.Name)
+					continue
+				}
+				want := corev1.HostPathDirectoryOrCreate
+				if vol.HostPath.Path == UdevRulesDir {
+					want = corev1.HostPathDirectory
+				}
+				if got := *vol.HostPath.Type; got != want {
+					t.Errorf("volume %s (%s): type %s, want %s", vol.Name, vol.HostPath.Path, got, want)
+				}
+			}
+			if diff := cmp.Diff(inst.Containers, rev.Containers); diff != "" {
+				t.Errorf("main containers (-installer +revert):\n%s", diff)
+			}
+			// helm's readiness check (pkg/kube/ready.go, daemonSetReady) wants all but
+			// maxUnavailable pods ready, scaled against the nodes and rounded up.
+			ru := revertDaemonSet(v, "v0").Spec.UpdateStrategy.RollingUpdate
+			for _, nodes := range []int{1, 2, 9, 10, 11, 5000} {
+				if n, err := intstr.GetScaledValueFromIntOrPercent(ru.MaxUnavailable, nodes, true); err != nil || n != 0 {
+					t.Errorf("%d nodes: helm --wait returns with %d (%v) not reverted, want 0", nodes, n, err)
+				}
+			}
+			inst.Volumes, inst.InitContainers, rev.Volumes, rev.InitContainers = nil, nil, nil, nil
+			if diff := cmp.Diff(inst, rev); diff != "" {
+				t.Errorf("pod frame (-installer +revert):\n%s", diff)
+			}
+		})
 	}
 }

@@ -112,11 +112,16 @@ func TestMonitoringObjects(t *testing.T) {
 		t.Errorf("ServiceMonitor endpoints %v: want the Service's port %s", eps, svc.Spec.Ports[0].Name)
 	}
 
-	// Off by default, and never in installer mode.
+	// Off by default, and never in installer or revert mode.
 	for name, change := range map[string]func(*Values){
 		"defaults": func(*Values) {},
 		"installer": func(v *Values) {
 			v.Mode = ModeInstaller
+			v.PrometheusRule.Enabled = true
+			v.Metrics.PodMonitor.Enabled = true
+		},
+		"revert": func(v *Values) {
+			v.Mode = ModeRevert
 			v.PrometheusRule.Enabled = true
 			v.Metrics.PodMonitor.Enabled = true
 		},
@@ -149,7 +154,7 @@ func TestMonitoringValuesRejected(t *testing.T) {
 
 // TestDashboardConfigMap checks the dashboard ConfigMap: the dashboard file unchanged under
 // its key, the sidecar's label beside nfstune's, the namespace and annotations asked for,
-// and nothing by default or in installer mode.
+// and nothing by default or in installer or revert mode.
 func TestDashboardConfigMap(t *testing.T) {
 	t.Parallel()
 	dashboards := func(v Values) []*corev1.ConfigMap {
@@ -191,8 +196,10 @@ func TestDashboardConfigMap(t *testing.T) {
 	if _, ok := cm.Labels["grafana_dashboard"]; cm.Namespace != "monitoring" || ok || cm.Labels["dashboards"] != "nfs" || cm.Annotations["grafana_folder"] != "NFS" {
 		t.Errorf("namespace %q, labels %v, annotations %v: want monitoring, dashboards: nfs only, grafana_folder: NFS", cm.Namespace, cm.Labels, cm.Annotations)
 	}
-	v.Mode = ModeInstaller
-	if got := dashboards(v); len(got) != 0 {
-		t.Errorf("dashboard ConfigMap rendered in installer mode")
+	for _, mode := range []string{ModeInstaller, ModeRevert} {
+		v.Mode = mode
+		if got := dashboards(v); len(got) != 0 {
+			t.Errorf("dashboard ConfigMap rendered in %s mode", mode)
+		}
 	}
 }

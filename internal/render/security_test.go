@@ -223,6 +223,19 @@ func TestSecurityContract(t *testing.T) {
 			"/etc/udev/rules.d":    {mountPath: "/host/etc/udev/rules.d", writable: true},
 			"/var/lib/nfstune":     {mountPath: "/host/var/lib/nfstune", writable: true},
 		}}},
+		{"revert", "nfstune-revert", contract{hostPaths: map[string]hostPathRule{
+			"/var/lib/nfstune/bin": {mountPath: "/host/var/lib/nfstune/bin", writable: true},
+			"/etc/nfstune":         {mountPath: "/host/etc/nfstune", writable: true},
+			"/etc/udev/rules.d":    {mountPath: "/host/etc/udev/rules.d", writable: true},
+			"/var/lib/nfstune":     {mountPath: "/host/var/lib/nfstune", writable: true},
+		}}},
+		{"revert-nfsmount", "nfstune-revert", contract{hostPaths: map[string]hostPathRule{
+			"/opt/nfstune/bin":     {mountPath: "/host/opt/nfstune/bin", writable: true},
+			"/etc/nfstune":         {mountPath: "/host/etc/nfstune", writable: true},
+			"/etc/udev/rules.d":    {mountPath: "/host/etc/udev/rules.d", writable: true},
+			"/var/lib/nfstune":     {mountPath: "/host/var/lib/nfstune", writable: true},
+			"/etc/nfsmount.conf.d": {mountPath: "/host/etc/nfsmount.conf.d", writable: true},
+		}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.values+"/"+tt.ds, func(t *testing.T) {

@@ -37,6 +37,10 @@ const (
 	// ModeInstaller installs nfstune's udev rule and binary on each node from an init
 	// container and then idles; nothing privileged-ish keeps running.
 	ModeInstaller = "installer"
+	// ModeRevert undoes installer mode on each node from an init container (`nfstune k8s
+	// revert-node`) and then idles, so that the release can be uninstalled once every
+	// node's pod runs.
+	ModeRevert = "revert"
 )
 
 // Policy modes the agent accepts with --mode.
@@ -62,11 +66,11 @@ type Values struct {
 	// CreateNamespace renders the Namespace object. Leave it on unless the namespace is
 	// managed elsewhere, and then label it pod-security.kubernetes.io/enforce=privileged.
 	CreateNamespace bool `json:"createNamespace"`
-	// Mode is "agent" or "installer".
+	// Mode is "agent", "installer" or "revert".
 	Mode  string `json:"mode"`
 	Image Image  `json:"image"`
 	Agent Agent  `json:"agent"`
-	// Installer configures installer mode.
+	// Installer configures installer mode and, with the same directories, revert mode.
 	Installer Installer `json:"installer"`
 	// Policy is the nfstune policy file (YAML) placed in the ConfigMap as policy.yaml: the
 	// policy of the nodes in no NodeGroup.
@@ -190,7 +194,8 @@ var defaultProxyDirs = []string{
 	"/etc/stunnel/microsoft/aznfs/nfsv4_fileShare",
 }
 
-// Installer configures installer mode.
+// Installer configures installer mode, and revert mode, which undoes it in the same
+// directories.
 type Installer struct {
 	// BinDir is the host directory the nfstune binary is copied to; the udev rule runs it
 	// from there. It must be on a writable, executable host filesystem.
@@ -441,8 +446,8 @@ func (v Values) Validate() error {
 		add("namespace %q: created by Kubernetes, and createNamespace would relabel it Pod Security privileged; "+
 			"choose another namespace, or set createNamespace to false and label it yourself", v.Namespace)
 	}
-	if v.Mode != ModeAgent && v.Mode != ModeInstaller {
-		add("mode %q: want %q or %q", v.Mode, ModeAgent, ModeInstaller)
+	if v.Mode != ModeAgent && v.Mode != ModeInstaller && v.Mode != ModeRevert {
+		add("mode %q: want %q, %q or %q", v.Mode, ModeAgent, ModeInstaller, ModeRevert)
 	}
 	if v.Image.Repository == "" || strings.ContainsAny(v.Image.Repository, " \t\n") {
 		add("image.repository %q: want a repository such as %s", v.Image.Repository, DefaultRepository)

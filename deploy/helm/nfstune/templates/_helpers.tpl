@@ -225,8 +225,8 @@ true
 {{- if and .Values.createNamespace (or (eq .Values.namespace "default") (hasPrefix "kube-" .Values.namespace)) }}
 {{- fail (printf "namespace %q: created by Kubernetes, and createNamespace would relabel it Pod Security privileged; choose another namespace, or set createNamespace to false and label it yourself" .Values.namespace) }}
 {{- end }}
-{{- if not (has .Values.mode (list "agent" "installer")) }}
-{{- fail (printf "mode %q: want \"agent\" or \"installer\"" .Values.mode) }}
+{{- if not (has .Values.mode (list "agent" "installer" "revert")) }}
+{{- fail (printf "mode %q: want \"agent\", \"installer\" or \"revert\"" .Values.mode) }}
 {{- end }}
 {{- if not (has .Values.agent.policyMode (list "observe" "enforce")) }}
 {{- fail (printf "agent.policyMode %q: want \"observe\" or \"enforce\"" .Values.agent.policyMode) }}
