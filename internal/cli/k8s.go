@@ -62,7 +62,10 @@ enforce). agent.blockedProcesses adds CAP_SYS_PTRACE, so that the agent names th
 blocked on a server that stopped answering. --proxy-helpers (agent.proxyHelpers) also mounts, read-only,
 the state of efs-utils and AZNFS, so that mounts through their local proxies are
 attributed to EFS and Azure Files. Mode installer copies nfstune's udev rule and binary onto each
-node from an init container, and renders a DaemonSet that logs each node's read-ahead.`,
+node from an init container, and renders a DaemonSet that logs each node's read-ahead. Mode
+revert undoes installer mode on each node from an init container ("nfstune k8s revert-node":
+the rule, the nfsmount.conf drop-in, the binary and the policy); delete its objects once
+every node's pod runs.`,
 		Example: `  nfstune k8s render | kubectl apply -f -
   nfstune k8s render --config values.yaml --image-digest sha256:... -o json`,
 		Args: cobra.NoArgs,
@@ -74,7 +77,7 @@ node from an init container, and renders a DaemonSet that logs each node's read-
 	c.Flags().StringVar(&flags.Namespace, "namespace", "", "namespace for every object (default nfstune)")
 	c.Flags().StringVar(&flags.Image, "image", "", "image repository, optionally with :tag (default "+render.DefaultRepository+":"+version.Version+")")
 	c.Flags().StringVar(&flags.ImageDigest, "image-digest", "", "pin the image by digest: sha256:<hex>")
-	c.Flags().StringVar(&flags.Mode, "mode", "", "agent or installer (default agent)")
+	c.Flags().StringVar(&flags.Mode, "mode", "", "agent, installer, or revert (undoes installer) (default agent)")
 	c.Flags().BoolVar(&flags.ProxyHelpers, "proxy-helpers", false, "mount the NFS proxy helpers' state read-only (agent.proxyHelpers.enabled)")
 	addOutputFlag(c, &flags.Output, manifestFormats, "")
 	return c
