@@ -31,13 +31,14 @@ rules:
 
 // traffic is what the applications on /mnt/scratch have read so far, as mountstats counts it.
 type traffic struct {
-	mu                        sync.Mutex
-	age                       time.Duration
-	app, server, reads, rttMS uint64
+	mu                               sync.Mutex
+	age                              time.Duration
+	app, server, reads, rttMS, opens uint64
 }
 
 // run adds seconds of reads at rateMiB MiB/s with the given over-read, in READs of 1 MiB,
-// with readers keeping windowBound of a raKB window's READs in flight.
+// with readers keeping windowBound of a raKB window's READs in flight, and opening a file
+// each second (a change of read-ahead reaches only files opened after it).
 func (tr *traffic) run(seconds float64, raKB int, rateMiB, overRead, windowBound float64) {
 	app := uint64(rateMiB * seconds * (1 << 20))
 	server := uint64(float64(app) * overRead)
@@ -49,6 +50,7 @@ func (tr *traffic) run(seconds float64, raKB int, rateMiB, overRead, windowBound
 	tr.reads += server >> 20
 	inFlight := windowBound * float64(raKB) / 1024
 	tr.rttMS += uint64(inFlight * seconds * 1000)
+	tr.opens += uint64(seconds)
 }
 
 // adaptiveAgent returns an agent on a copy of the fixture root whose reads show tr as the
@@ -72,6 +74,7 @@ func adaptiveAgent(t *testing.T, tr *traffic, extra string) (*Agent, hostfs.Root
 				st.Age = tr.age
 				st.Bytes = procfs.NFSBytesStats{Read: tr.app, ReadTotal: tr.server}
 				st.Operations = []procfs.NFSOperationStats{{Operation: "READ", Requests: tr.reads, CumulativeTotalResponseMilliseconds: tr.rttMS}}
+				st.Events.VFSOpen = tr.opens
 				tr.mu.Unlock()
 				m.Stats = &st
 			}

@@ -93,6 +93,7 @@ const (
 	HoldSteady   Reason = "steady"
 	HoldBaseline Reason = "baseline"
 	HoldJudging  Reason = "judging"
+	HoldNoOpens  Reason = "no_opens"
 )
 
 // Directions of a change: label values of nfstune_agent_readahead_adaptive_changes_total.
@@ -265,6 +266,12 @@ func (c *Controller) Decide(e Evidence, now time.Time, stalled bool) Step {
 			if p.first != nil {
 				after = combine(*p.first, e)
 			}
+			if after.Opens == 0 {
+				// Every file read since was opened before the change, at the old window:
+				// nothing shows the change yet.
+				c.pending = p
+				return decide(HoldNoOpens, "no file opened since %d -> %d KiB: open files keep the window they were opened with, so the change is judged on files opened after it", p.step.FromKB, p.step.ToKB)
+			}
 			s.Verdict, s.VerdictWhy = Judge(p.before, after)
 			switch {
 			case s.Verdict == Hurt && p.step.Reason == ReasonStreaming && p.first == nil && !p.resettled &&
@@ -325,6 +332,8 @@ func (c *Controller) Decide(e Evidence, now time.Time, stalled bool) Step {
 		return decide(ReasonOverRead, "%s: over-read above %.1f", figures, ShrinkOverRead)
 	case !e.Streaming():
 		return decide(HoldSteady, "%s: not streaming (the average READ is under %.0f %% of what read-ahead makes)", figures, 100*StreamingREADs)
+	case e.OverRead <= GrowOverRead && cur < hi && e.Opens == 0:
+		return decide(HoldNoOpens, "%s: streaming, but no file was opened in the interval: a larger window would reach none of the files being read", figures)
 	case e.OverRead <= GrowOverRead && cur < hi:
 		if c.baseline {
 			c.baseline = false
@@ -337,7 +346,7 @@ func (c *Controller) Decide(e Evidence, now time.Time, stalled bool) Step {
 	if changed {
 		steady = since
 	}
-	if steady >= c.probeWait() && e.AppReadBytes >= MinJudgedBytes && half(cur) >= lo {
+	if steady >= c.probeWait() && e.AppReadBytes >= MinJudgedBytes && half(cur) >= lo && e.Opens > 0 {
 		s.ToKB = half(cur)
 		return decide(ReasonProbe, "%s: streaming at %d KiB without growing for %s; trying half", figures, cur, steady.Round(time.Second))
 	}

@@ -11,10 +11,11 @@ import (
 const interval = 5 * time.Second
 
 // intervalAt returns 5 s of evidence at read-ahead ra KiB: application reads at rate MiB/s
-// with the given over-read, in READs of readKiB, 4 ms each.
+// with the given over-read, in READs of readKiB, 4 ms each, by readers that open a file
+// a second (a change reaches only files opened after it).
 func intervalAt(ra int, rateMiB, overRead float64, readKiB int) Evidence {
 	e := Evidence{Seconds: interval.Seconds(), ReadAheadKB: ra, RSize: 1 << 20,
-		AppReadBytes: uint64(rateMiB * interval.Seconds() * (1 << 20))}
+		AppReadBytes: uint64(rateMiB * interval.Seconds() * (1 << 20)), Opens: 5}
 	e.ServerReadBytes = uint64(float64(e.AppReadBytes) * overRead)
 	e.Reads = e.ServerReadBytes / uint64(readKiB<<10)
 	e.ReadRTTSeconds = 0.004 * float64(e.Reads)
@@ -114,6 +115,8 @@ func TestControllerStep(t *testing.T) {
 		// 5 s at 16 MiB/s in READs of 1 MiB: 80 READs, enough for a step.
 		{"slow streaming reader: double", seqAt(1024, 16, 1.0), false, 2048, ReasonStreaming},
 		{"streaming over 15 MiB: hold", seqAt(1024, 3, 1.0), false, 1024, HoldTraffic},
+		{"streaming, no file opened: hold", noOpens(seqAt(1024, 100, 1.0)), false, 1024, HoldNoOpens},
+		{"wasting, no file opened: halve all the same", noOpens(seqAt(15360, 21, 3.9)), false, 7680, ReasonOverRead},
 		{"stalled: hold whatever the figures", seqAt(15360, 21, 3.9), true, 15360, HoldStalled},
 		{"stalled out of bounds: hold", Evidence{ReadAheadKB: 128}, true, 128, HoldStalled},
 	} {
@@ -379,6 +382,26 @@ func TestControllerSettlesAgainAfterSlowInterval(t *testing.T) {
 			t.Errorf("%s: ends at %d KiB", tt.name, s.ToKB)
 		}
 	}
+}
+
+// noOpens is e read by files all opened before it.
+func noOpens(e Evidence) Evidence {
+	e.Opens = 0
+	return e
+}
+
+// TestControllerJudgesOnFilesOpenedAfter: readers that keep their files open keep the
+// window they opened with (file_ra_state_init), so a rise is judged on no interval in
+// which no file was opened: the controller holds, and neither takes a next rise on the
+// old files' figures nor judges the rise on them; the first interval with opens judges it.
+func TestControllerJudgesOnFilesOpenedAfter(t *testing.T) {
+	runScript(t, newTestController(), []scriptStep{
+		{seqAt(1024, 90, 1.0), false, 2048, ReasonStreaming},
+		{noOpens(seqAt(2048, 90, 1.0)), false, 2048, HoldSettling},
+		{noOpens(seqAt(2048, 60, 1.0)), false, 2048, HoldNoOpens}, // slower, on the old windows
+		{noOpens(seqAt(2048, 90, 1.0)), false, 2048, HoldNoOpens},
+		{seqAt(2048, 110, 1.0), false, 4096, ReasonStreaming}, // judged helped on new files, and up again
+	})
 }
 
 // TestControllerMeasuresBaseline: a rise kept for reading RateChange faster on two intervals

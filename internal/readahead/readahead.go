@@ -76,6 +76,11 @@ type Evidence struct {
 	// ->readahead). Both are shown as they are; no threshold uses them.
 	ReadPageEvents  uint64 `json:"readpage_events"`
 	ReadaheadEvents uint64 `json:"readahead_events"`
+	// Opens counts files opened on the superblock (events: vfsopen). Each open file copies
+	// the superblock's read-ahead when it is opened (mm/readahead.c file_ra_state_init), so a
+	// change reaches only files opened after it: with no open in an interval, the interval's
+	// reads all ran at windows set before it.
+	Opens uint64 `json:"opens"`
 
 	// OverRead is ServerReadBytes / AppReadBytes: above 1, read-ahead fetched pages that
 	// were evicted or never read; below 1, reads were served from the page cache.
@@ -112,6 +117,7 @@ func Measure(m *inventory.Mount, prev *inventory.Stats, elapsed time.Duration) E
 	e.ServerReadBytes = delta(cur.Bytes.ReadTotal, prev.Bytes.ReadTotal)
 	e.ReadPageEvents = delta(cur.Events.VFSReadPage, prev.Events.VFSReadPage)
 	e.ReadaheadEvents = delta(cur.Events.VFSReadPages, prev.Events.VFSReadPages)
+	e.Opens = delta(cur.Events.VFSOpen, prev.Events.VFSOpen)
 	reads, rttMS := readRow(cur)
 	preads, prttMS := readRow(prev)
 	e.Reads = delta(reads, preads)
@@ -134,6 +140,7 @@ func combine(a, b Evidence) Evidence {
 		ReadRTTSeconds:  a.ReadRTTSeconds + b.ReadRTTSeconds,
 		ReadPageEvents:  a.ReadPageEvents + b.ReadPageEvents,
 		ReadaheadEvents: a.ReadaheadEvents + b.ReadaheadEvents,
+		Opens:           a.Opens + b.Opens,
 	}
 	e.derive()
 	return e
