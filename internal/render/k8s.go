@@ -63,6 +63,12 @@ const (
 	// directory appears when the nfs module is loaded: until then the agent's pod waits,
 	// and kubelet retries.
 	HostNFS = "/sys/fs/nfs"
+	// HostCgroup is the host's cgroup v2 hierarchy, mounted read-only at the same path below
+	// HostRoot (agent.podCgroups): the agent reads the memory and pressure counters of the
+	// pods that mount each superblock there (internal/podcgroup), which the pod's own
+	// /sys/fs/cgroup, its cgroup namespace's view, does not show. On a cgroup v2 node the
+	// hierarchy holds no submount, so the read-only bind leaves nothing writable.
+	HostCgroup = "/sys/fs/cgroup"
 	// PolicyDir is where the policy ConfigMap is mounted (a directory, not a subPath, so
 	// that kubelet's atomic updates reach the agent, which reloads the file).
 	PolicyDir = "/etc/nfstune"
@@ -495,6 +501,10 @@ func agentDaemonSet(v Values, version string, g agentGroup) *appsv1.DaemonSet {
 	if v.Agent.ProxyHelpers.Enabled {
 		pv, pm := proxyHelperVolumes(v.Agent.ProxyHelpers.Directories)
 		vols, mounts = append(vols, pv...), append(mounts, pm...)
+	}
+	if v.Agent.PodCgroups {
+		vols = append(vols, hostPathVolume("host-cgroup", HostCgroup, corev1.HostPathDirectory))
+		mounts = append(mounts, corev1.VolumeMount{Name: "host-cgroup", MountPath: HostRoot + HostCgroup, ReadOnly: true})
 	}
 	hw := v.hostWrites(g.policy)
 	if hw.nfs {

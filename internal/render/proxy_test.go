@@ -18,6 +18,7 @@ import (
 	"github.com/nfstune/nfstune/internal/agent"
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/podcgroup"
 )
 
 // fixtureHost lays out one of inventory's fixture hosts as a node's filesystem: the bdi
@@ -64,7 +65,49 @@ func fixtureHost(t *testing.T, fixture string) string {
 	}
 	mustRename("proc/self", "proc/1")
 	mustRename("proc/fs/nfsfs", "proc/1/net/nfsfs")
+	// A pod's cgroup (cgroupfs driver, BestEffort), as a cgroup v2 node has it.
+	podDir := filepath.Join(host, "sys", "fs", "cgroup", "kubepods", "besteffort", "pod"+fixturePod)
+	if err := os.MkdirAll(podDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{
+		"memory.stat":   "file 4096\nfile_mapped 0\npgmajfault 7\nworkingset_refault_file 3\n",
+		"memory.events": "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n",
+		"memory.max":    "max\n",
+	} {
+		if err := os.WriteFile(filepath.Join(podDir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return host
+}
+
+// fixturePod is the pod whose cgroup fixtureHost lays out.
+const fixturePod = "8f3d2c1a-5b6e-4f70-9a81-2b3c4d5e6f70"
+
+// TestAgentPodReadsPodCgroups: with agent.podCgroups the rendered agent pod reads a pod's
+// memory counters from the host's cgroup hierarchy, read-only; without it, none.
+func TestAgentPodReadsPodCgroups(t *testing.T) {
+	t.Parallel()
+	host := fixtureHost(t, "lab-6.1.0-50-amd64")
+	for _, on := range []bool{true, false} {
+		v := DefaultValues()
+		v.Agent.PodCgroups = on
+		spec := agentDaemonSet(v, "v0", agentGroups(v)[0]).Spec.Template.Spec
+		view := newPodView(t, spec, host)
+		c, err := podcgroup.Read(view.root, fixturePod)
+		switch {
+		case on && (err != nil || c.PgMajFault != 7):
+			t.Errorf("podCgroups on: %+v, %v; want the pod's pgmajfault 7", c, err)
+		case !on && !errors.Is(err, podcgroup.ErrNoPodCgroup):
+			t.Errorf("podCgroups off: %+v, %v; want no pod cgroup", c, err)
+		}
+		for _, m := range spec.Containers[0].VolumeMounts {
+			if m.MountPath == HostRoot+HostCgroup && !m.ReadOnly {
+				t.Errorf("the cgroup hierarchy is mounted writable")
+			}
+		}
+	}
 }
 
 // podView is what the agent container sees: its --root and --pid, and its host mounts.

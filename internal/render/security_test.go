@@ -155,6 +155,13 @@ func withHostSys(c contract) contract {
 	return c
 }
 
+// withPodCgroups adds the host's cgroup v2 hierarchy, read-only at the same path below
+// /host (agent.podCgroups).
+func withPodCgroups(c contract) contract {
+	c.hostPaths[HostCgroup] = hostPathRule{mountPath: HostRoot + HostCgroup}
+	return c
+}
+
 // withProxyHelpers adds the NFS proxy helpers' directories, read-only at their own path
 // below /host.
 func withProxyHelpers(c contract) contract {
@@ -208,14 +215,14 @@ func TestSecurityContract(t *testing.T) {
 		ds      string
 		allowed contract
 	}{
-		{"agent-default", "nfstune-agent", withHostSys(agentHostPaths(false))},
-		{"agent-enforce-cas", "nfstune-agent", agentHostPaths(true)},
-		{"agent-proxy-helpers", "nfstune-agent", withProxyHelpers(withHostSys(agentHostPaths(true)))},
-		{"agent-blocked-processes", "nfstune-agent", withPtrace(withHostSys(agentHostPaths(false)))},
-		{"agent-recovery", "nfstune-agent", withRecovery(withPtrace(withHostSys(agentHostPaths(true))))},
-		{"agent-recovery-observe", "nfstune-agent", withRecoveryObserved(withPtrace(withHostSys(agentHostPaths(true))))},
-		{"agent-adaptive", "nfstune-agent", withJournal(withHostSys(agentHostPaths(true)))},
-		{"agent-adaptive", "nfstune-agent-batch", withHostSys(agentHostPaths(true))},
+		{"agent-default", "nfstune-agent", withPodCgroups(withHostSys(agentHostPaths(false)))},
+		{"agent-enforce-cas", "nfstune-agent", withPodCgroups(agentHostPaths(true))},
+		{"agent-proxy-helpers", "nfstune-agent", withPodCgroups(withProxyHelpers(withHostSys(agentHostPaths(true))))},
+		{"agent-blocked-processes", "nfstune-agent", withPodCgroups(withPtrace(withHostSys(agentHostPaths(false))))},
+		{"agent-recovery", "nfstune-agent", withPodCgroups(withRecovery(withPtrace(withHostSys(agentHostPaths(true)))))},
+		{"agent-recovery-observe", "nfstune-agent", withPodCgroups(withRecoveryObserved(withPtrace(withHostSys(agentHostPaths(true)))))},
+		{"agent-adaptive", "nfstune-agent", withPodCgroups(withJournal(withHostSys(agentHostPaths(true))))},
+		{"agent-adaptive", "nfstune-agent-batch", withPodCgroups(withHostSys(agentHostPaths(true)))},
 		{"installer", "nfstune-validate", agentHostPaths(false)},
 		{"installer", "nfstune-installer", contract{hostPaths: map[string]hostPathRule{
 			"/var/lib/nfstune/bin": {mountPath: "/host/var/lib/nfstune/bin", writable: true},
@@ -268,6 +275,7 @@ func TestSecurityContractCatches(t *testing.T) {
 		}, `host path "/" is not allowed`},
 		{"writable proc", func(p *corev1.PodSpec) { mount(p, "host-proc").ReadOnly = false }, `host path "/proc" is writable`},
 		{"writable sunrpc", func(p *corev1.PodSpec) { mount(p, "host-sunrpc").ReadOnly = false }, `host path "/sys/kernel/sunrpc" is writable`},
+		{"writable cgroup hierarchy", func(p *corev1.PodSpec) { mount(p, "host-cgroup").ReadOnly = false }, `host path "/sys/fs/cgroup" is writable`},
 		{"whole sys, with its submounts", func(p *corev1.PodSpec) {
 			volume(p, "host-sunrpc").HostPath.Path = "/sys"
 			mount(p, "host-sunrpc").MountPath = "/host/sys"
@@ -303,11 +311,11 @@ func TestSecurityContractCatches(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
 			pod := *agentDaemonSet(DefaultValues(), "v0", agentGroups(DefaultValues())[0]).Spec.Template.Spec.DeepCopy()
-			if errs := checkPod(pod, withHostSys(agentHostPaths(false))); len(errs) != 0 {
+			if errs := checkPod(pod, withPodCgroups(withHostSys(agentHostPaths(false)))); len(errs) != 0 {
 				t.Fatalf("unmodified pod fails: %v", errs)
 			}
 			m.mutate(&pod)
-			errs := checkPod(pod, withHostSys(agentHostPaths(false)))
+			errs := checkPod(pod, withPodCgroups(withHostSys(agentHostPaths(false))))
 			var msgs []string
 			for _, e := range errs {
 				msgs = append(msgs, e.Error())
@@ -358,7 +366,7 @@ func TestAgentCapabilityOnlyWithValue(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := agentHostPaths(false)
+			want := withPodCgroups(agentHostPaths(false))
 			if hostSys {
 				want = withHostSys(want)
 			}

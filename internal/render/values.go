@@ -158,6 +158,12 @@ type Agent struct {
 	// no transports and exports no nfstune_server_* series; nodes before Linux 5.14, which
 	// have no such directory, need it off.
 	HostSys bool `json:"hostSys"`
+	// PodCgroups mounts the host's cgroup v2 hierarchy read-only at /host/sys/fs/cgroup
+	// (HostCgroup), so that the agent reads the memory and pressure counters of the pods
+	// using each mount and classifies their read traffic per pod (thrashing, mapped random
+	// reads). Off, the pods' classes are unknown. Nodes with cgroup v1 (hybrid) keep their
+	// controllers as submounts there, which a read-only bind does not cover: turn it off.
+	PodCgroups bool `json:"podCgroups"`
 	// BlockedProcesses lets the agent inspect every process using a stalled server's mounts
 	// (CAP_SYS_PTRACE). The capability also opens /proc/<pid>/root of every host process to
 	// the container's uid 0, for writing too: unconfined by an LSM, it makes the agent root
@@ -313,6 +319,7 @@ func DefaultValues() Values {
 			PolicyMode: PolicyObserve, Resync: "30s", LogLevel: "info",
 			ProxyHelpers: ProxyHelpers{Directories: slices.Clone(defaultProxyDirs)},
 			HostSys:      true,
+			PodCgroups:   true,
 		},
 		Installer: Installer{
 			BinDir:    "/opt/nfstune/bin",
