@@ -645,13 +645,8 @@ func pauseContainer(v Values, version string) corev1.Container {
 // `nfstune revert` on the node, remove the rule.
 func installerDaemonSet(v Values, version string) *appsv1.DaemonSet {
 	pod := podSpec(v)
-	pod.Volumes = []corev1.Volume{
-		hostPathVolume("host-bin", v.Installer.BinDir, corev1.HostPathDirectoryOrCreate),
-		hostPathVolume("host-config", v.Installer.ConfigDir, corev1.HostPathDirectoryOrCreate),
-		hostPathVolume("host-rules", UdevRulesDir, corev1.HostPathDirectory),
-		hostPathVolume("host-state", StateDir, corev1.HostPathDirectoryOrCreate),
-		policyVolume(policyMapName),
-	}
+	vols, mounts := installerHostDirs(v)
+	pod.Volumes = append(vols, policyVolume(policyMapName))
 	pod.InitContainers = []corev1.Container{{
 		Name:            "install",
 		Image:           v.ImageRef(version),
@@ -663,26 +658,19 @@ func installerDaemonSet(v Values, version string) *appsv1.DaemonSet {
 			"--config-dir=" + v.Installer.ConfigDir,
 			"--policy=" + path.Join(PolicyDir, PolicyFile),
 		},
-		Env:       nodeNameEnv(),
-		Resources: v.Resources,
-		VolumeMounts: []corev1.VolumeMount{
-			{Name: "host-bin", MountPath: HostRoot + v.Installer.BinDir},
-			{Name: "host-config", MountPath: HostRoot + v.Installer.ConfigDir},
-			{Name: "host-rules", MountPath: HostRoot + UdevRulesDir},
-			{Name: "host-state", MountPath: HostRoot + StateDir},
-			{Name: "policy", MountPath: PolicyDir, ReadOnly: true},
-		},
+		Env:             nodeNameEnv(),
+		Resources:       v.Resources,
+		VolumeMounts:    append(mounts, corev1.VolumeMount{Name: "policy", MountPath: PolicyDir, ReadOnly: true}),
 		SecurityContext: containerSecurity(),
 	}}
 	if v.Installer.NFSMountConf {
+		// mount.nfs, to tell which nfsmount.conf files it reads.
 		pod.Volumes = append(pod.Volumes,
-			hostPathVolume("host-nfsmount", NFSMountDropInDir, corev1.HostPathDirectoryOrCreate),
 			hostPathVolume("host-sbin", "/sbin", corev1.HostPathDirectory),
 			hostPathVolume("host-usr-sbin", "/usr/sbin", corev1.HostPathDirectory))
 		c := &pod.InitContainers[0]
 		c.Args = append(c.Args, "--nfsmount-conf")
 		c.VolumeMounts = append(c.VolumeMounts,
-			corev1.VolumeMount{Name: "host-nfsmount", MountPath: HostRoot + NFSMountDropInDir},
 			corev1.VolumeMount{Name: "host-sbin", MountPath: HostRoot + "/sbin", ReadOnly: true},
 			corev1.VolumeMount{Name: "host-usr-sbin", MountPath: HostRoot + "/usr/sbin", ReadOnly: true})
 	}
@@ -690,17 +678,12 @@ func installerDaemonSet(v Values, version string) *appsv1.DaemonSet {
 	return daemonSet(v, installerName, "installer", labels("installer"), nil, pod, nil)
 }
 
-// revertDaemonSet undoes installer mode on each node from an init container, then idles:
-// `nfstune k8s revert-node` reverts the journal in StateDir (the udev rule, the
-// nfsmount.conf drop-in) and removes the binary and the policy the installer copied, as
-// recorded there. It mounts the installer's host directories, all writable, at the same
-// places, and no policy. The installer's own directories are DirectoryOrCreate, not
-// Directory: the pod must start on every selected node, also one the installer never
-// reached, or the rollout (`helm upgrade --wait`) never completes; on such a node kubelet
-// creates them, empty, as a reverted node's are left.
-func revertDaemonSet(v Values, version string) *appsv1.DaemonSet {
-	pod := podSpec(v)
-	pod.Volumes = []corev1.Volume{
+// installerHostDirs are the host directories the installer writes and revert mode undoes,
+// writable at their host paths below HostRoot: the binary's, the policy's, the udev rules',
+// nfstune's state (the journal and the record of the copies), and with
+// installer.nfsmountConf the nfsmount.conf drop-in's.
+func installerHostDirs(v Values) ([]corev1.Volume, []corev1.VolumeMount) {
+	vols := []corev1.Volume{
 		hostPathVolume("host-bin", v.Installer.BinDir, corev1.HostPathDirectoryOrCreate),
 		hostPathVolume("host-config", v.Installer.ConfigDir, corev1.HostPathDirectoryOrCreate),
 		hostPathVolume("host-rules", UdevRulesDir, corev1.HostPathDirectory),
@@ -713,9 +696,24 @@ func revertDaemonSet(v Values, version string) *appsv1.DaemonSet {
 		{Name: "host-state", MountPath: HostRoot + StateDir},
 	}
 	if v.Installer.NFSMountConf {
-		pod.Volumes = append(pod.Volumes, hostPathVolume("host-nfsmount", NFSMountDropInDir, corev1.HostPathDirectoryOrCreate))
+		vols = append(vols, hostPathVolume("host-nfsmount", NFSMountDropInDir, corev1.HostPathDirectoryOrCreate))
 		mounts = append(mounts, corev1.VolumeMount{Name: "host-nfsmount", MountPath: HostRoot + NFSMountDropInDir})
 	}
+	return vols, mounts
+}
+
+// revertDaemonSet undoes installer mode on each node from an init container, then idles:
+// `nfstune k8s revert-node` reverts the journal in StateDir (the udev rule, the
+// nfsmount.conf drop-in) and removes the binary and the policy the installer copied, as
+// recorded there. It mounts the installer's host directories, all writable, at the same
+// places, and no policy. The installer's own directories are DirectoryOrCreate, not
+// Directory: the pod must start on every selected node, also one the installer never
+// reached, or the rollout (`helm upgrade --wait`) never completes; on such a node kubelet
+// creates them, empty, as a reverted node's are left.
+func revertDaemonSet(v Values, version string) *appsv1.DaemonSet {
+	pod := podSpec(v)
+	var mounts []corev1.VolumeMount
+	pod.Volumes, mounts = installerHostDirs(v)
 	pod.InitContainers = []corev1.Container{{
 		Name:            "revert",
 		Image:           v.ImageRef(version),

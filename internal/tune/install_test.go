@@ -69,30 +69,9 @@ func TestInstallNode(t *testing.T) {
 // the servers the policy names, in the same journal, so that revert removes both.
 func TestInstallNodeNFSMountConf(t *testing.T) {
 	t.Parallel()
-	host := t.TempDir()
-	for _, d := range []string{"etc/udev/rules.d", "opt/nfstune/bin", "etc/nfstune", "var/lib/nfstune", "etc/nfsmount.conf.d", "sbin"} {
-		if err := os.MkdirAll(filepath.Join(host, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(host, "sbin/mount.nfs"), []byte(mountNFSDropIns), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	src := t.TempDir()
-	exe, pol := filepath.Join(src, "nfstune"), filepath.Join(src, "policy.yaml")
-	if err := os.WriteFile(exe, []byte("\x7fELF not really"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	policyText := "apiVersion: nfstune.io/v1alpha1\nkind: Policy\nrules:\n  - match: {server: filer.example.com}\n    mountOptions: {nconnect: 4, actimeo: 30}\n"
-	if err := os.WriteFile(pol, []byte(policyText), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	in := NodeInstall{BinDir: "/opt/nfstune/bin", ConfigDir: "/etc/nfstune", PolicyFile: pol, Executable: exe, NFSMountConf: true}
-	if err := InstallNode(context.Background(), hostfs.Root(host), in); err != nil {
-		t.Fatal(err)
-	}
+	host, _ := installedHost(t)
 	b, err := os.ReadFile(filepath.Join(host, NFSMountDropInPath))
-	if err != nil || !strings.Contains(string(b), "[ Server \"filer.example.com\" ]\n# for rule 1\nproto=tcp\nnconnect=4\nactimeo=30\n") {
+	if err != nil || !strings.Contains(string(b), "[ Server \"filer.example.com\" ]\n# for rule 1\nproto=tcp\nnconnect=4\n") {
 		t.Fatalf("drop-in: %v\n%s", err, b)
 	}
 	if _, err := Revert(hostfs.Root(host)); err != nil {

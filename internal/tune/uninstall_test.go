@@ -29,7 +29,7 @@ func installedHost(t *testing.T) (string, NodeInstall) {
 	if err := os.WriteFile(exe, []byte("\x7fELF one version"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	policyText := "apiVersion: nfstune.io/v1alpha1\nkind: Policy\nrules:\n  - match: {server: filer.example.com}\n    mountOptions: {nconnect: 4}\n"
+	policyText := "apiVersion: nfstune.io/v1alpha1\nkind: Policy\nrules:\n  - match: {server: filer.example.com}\n    mountOptions: {nconnect: 4, actimeo: 30}\n"
 	if err := os.WriteFile(pol, []byte(policyText), 0o644); err != nil {
 		t.Fatal(err)
 	}
