@@ -71,7 +71,7 @@ func TestInstallNodeNFSMountConf(t *testing.T) {
 	t.Parallel()
 	host, _ := installedHost(t)
 	b, err := os.ReadFile(filepath.Join(host, NFSMountDropInPath))
-	if err != nil || !strings.Contains(string(b), "[ Server \"filer.example.com\" ]\n# for rule 1\nproto=tcp\nnconnect=4\n") {
+	if err != nil || !strings.Contains(string(b), "[ Server \"filer.example.com\" ]\n# for rule 1\nproto=tcp\nnconnect=4\nactimeo=30\n") {
 		t.Fatalf("drop-in: %v\n%s", err, b)
 	}
 	if _, err := Revert(hostfs.Root(host)); err != nil {
