@@ -139,36 +139,9 @@ func (s Step) Direction() string {
 // change is made mixes files opened before and after it: after every change the controller
 // holds for one interval (settling) and judges the change on the interval after that,
 // against the interval before the change (Judge). Changes are therefore at least two
-// intervals apart. Per interval with at least MinStepBytes of application reads and no
-// stalled server:
-//
-//   - a value outside the bounds moves to the nearest bound (at once, without traffic);
-//   - a change judged hurt is undone, and the value it goes back to becomes a limit (a
-//     ceiling after a rise, a floor after a cut) for HoldIntervals intervals; a rise that
-//     raised over-read by RiseWaste without being judged helped is undone too (no_gain),
-//     with a ceiling as long; any other rise is kept, and the next step decided in the
-//     same interval: a window whose fetched pages are read costs the readers nothing. A
-//     rise whose first interval reads hurt while over-read rose by less than RiseWaste
-//     settles one more interval and is judged on the next alone: files opened before it
-//     may still be open (sixteen readers each keep a file open longer than an interval).
-//     A rise judged helped on its first interval while it raised over-read by RiseWaste
-//     holds for the next (judging) and is judged on the two together, since one
-//     interval's spread can make a gain; a probe that did not gain ProbeGain is undone
-//     (no_gain), and one that did leaves a ceiling;
-//   - over-read above ShrinkOverRead halves the window (never below MinKB nor a learned
-//     floor) and makes the new value a ceiling for the hold: a window that wasted is not
-//     grown again at once;
-//   - streaming traffic (Streaming: READs as large as read-ahead makes them) with over-read
-//     at most GrowOverRead doubles it (never above MaxKB nor a learned ceiling): a window
-//     whose pages are read costs nothing a reader does not use, and the interval after
-//     the settling one says whether it hurt. After a rise kept on two intervals the next
-//     rise waits an interval (baseline): those intervals were chosen for reading fast,
-//     and as the next rise's "before" they would make that rise look slower than it is;
-//   - streaming traffic that cannot grow, held for ProbeAfter intervals, has its window
-//     halved once (a probe): kept only when the rate rose by ProbeGain, so a window that
-//     grew past its best without a visible loss comes back down; each probe undone doubles
-//     the wait;
-//   - anything else holds.
+// intervals apart, and a change is judged only on intervals in which files were opened
+// after it. The rules are Decide's two tables, judgeTable (what the interval says of the
+// last change) and stepTable (the next step); docs/agent.md gives them with their reasons.
 //
 // A limit learned again in the same direction holds twice as long as the last one, up
 // to 2^MaxHoldDoublings times HoldIntervals; a rise judged helped forgets the ceilings'
@@ -230,139 +203,205 @@ func (e Evidence) Streaming() bool {
 }
 
 // Decide returns the step for the evidence of the interval ending at now; stalled says the
-// mount's server is not answering. It judges the previous change (once: the next call
-// has nothing left to judge). e.ReadAheadKB is the current read-ahead.
+// mount's server is not answering. It gathers the interval's facts (stepFacts), judges the
+// change waiting for its verdict, if any (judgeTable), and then takes the next step
+// (stepTable): two decision tables, each read from the top, the first row that holds
+// giving the step. e.ReadAheadKB is the current read-ahead.
 func (c *Controller) Decide(e Evidence, now time.Time, stalled bool) Step {
-	cur := e.ReadAheadKB
-	s := Step{FromKB: cur, ToKB: cur}
+	if c.started.IsZero() {
+		c.started = now
+	}
+	f := c.facts(e, now, stalled)
+	s, done := c.judgeTable(f)
+	if done {
+		return s
+	}
+	f.step = s // with the verdict of the change kept
+	return c.stepTable(f)
+}
+
+// stepFacts are what Decide's tables read: the interval's evidence and the controller's
+// state at now, with the verdict of the change waiting for one.
+type stepFacts struct {
+	e       Evidence
+	now     time.Time
+	cur     int
+	stalled bool
+	since   time.Duration // since the last change
+	changed bool          // a change was made before
+	steady  time.Duration // since the last change, or the first decision
+
+	// The change waiting for its verdict, when it is still the mount's value.
+	pending *pendingStep
+	after   Evidence // the intervals it is judged on
+	verdict Verdict
+	why     string
+	waste   float64 // over-read after it, less before it
+
+	figures string // the interval's figures, for the reasons
+	step    Step   // the step so far: from and to the current value, and the verdict
+}
+
+func (c *Controller) facts(e Evidence, now time.Time, stalled bool) stepFacts {
+	f := stepFacts{e: e, now: now, cur: e.ReadAheadKB, stalled: stalled, since: now.Sub(c.lastChange), changed: !c.lastChange.IsZero()}
+	f.step = Step{FromKB: f.cur, ToKB: f.cur}
+	f.steady = now.Sub(c.started)
+	if f.changed {
+		f.steady = f.since
+	}
+	if p := c.pending; p != nil && p.step.ToKB == f.cur {
+		f.pending, f.after = p, e
+		if p.first != nil {
+			f.after = combine(*p.first, e)
+		}
+		f.verdict, f.why = Judge(p.before, f.after)
+		f.waste = f.after.OverRead - p.before.OverRead
+	}
+	f.figures = fmt.Sprintf("over-read %.2f, average READ %.0f KiB (rsize %d KiB), %.1f READs in flight, application reads %.1f MiB/s",
+		e.OverRead, e.AvgReadBytes/1024, e.RSize/1024, e.InFlight, e.AppBytesPerSecond/(1<<20))
+	return f
+}
+
+// judgeTable decides what the interval says of the change waiting for its verdict. It
+// returns done when that decides the step: a hold, or the change undone. Rows, in order:
+//
+//	the server is stalled                       hold (stalled), the change forgotten
+//	under 3/4 of an interval since the change   hold (interval)
+//	the value is outside the bounds             to the nearest bound, the change forgotten
+//	under 7/4 of an interval since the change   hold (settling): files opened before it still read
+//	no change waiting, or another writer's value  go on to stepTable
+//	no file opened since the change             hold (no_opens), still waiting
+//	a rise, hurt on its first interval, over-read up by less than RiseWaste
+//	                                            hold (settling) once more, judged on the next alone
+//	hurt                                        undo (hurt)
+//	a probe not helped by ProbeGain             undo (no_gain)
+//	a rise, helped on its first interval, over-read up by RiseWaste or more
+//	                                            hold (judging), judged on both intervals
+//	a rise, no change, over-read up by RiseWaste or more  undo (no_gain)
+//	a probe kept                                a ceiling at it; go on to stepTable
+//	a rise helped                               forget the ceilings' count; go on to stepTable
+//	anything else                               keep it; go on to stepTable
+func (c *Controller) judgeTable(f stepFacts) (Step, bool) {
+	s := f.step
+	hold := func(r Reason, format string, args ...any) (Step, bool) {
+		s.Reason, s.Why = r, fmt.Sprintf(format, args...)
+		return s, true
+	}
+	undo := func(r Reason, format string, args ...any) (Step, bool) {
+		s.ToKB = f.pending.step.FromKB
+		return hold(r, format, args...)
+	}
+	switch p := f.pending; {
+	case f.stalled:
+		c.pending = nil // the interval says nothing about read-ahead
+		return hold(HoldStalled, "the server is not answering")
+	case f.changed && f.since < c.Interval*3/4:
+		return hold(HoldInterval, "last change %s ago, interval %s", f.since.Round(time.Millisecond), c.Interval)
+	case f.cur < c.MinKB || f.cur > c.MaxKB:
+		c.pending = nil
+		s.ToKB = min(max(f.cur, c.MinKB), c.MaxKB)
+		return hold(ReasonBounds, "%d KiB is outside the bounds %d..%d KiB", f.cur, c.MinKB, c.MaxKB)
+	case f.changed && f.since < c.Interval*7/4:
+		return hold(HoldSettling, "last change %s ago: files opened before it still read with the old window", f.since.Round(time.Millisecond))
+	case p == nil:
+		c.pending = nil // none, or a value someone else wrote since
+		return s, false
+	case f.after.Opens == 0:
+		// Every file read since was opened before the change, at the old window.
+		return hold(HoldNoOpens, "no file opened since %d -> %d KiB: open files keep the window they were opened with, so the change is judged on files opened after it", p.step.FromKB, p.step.ToKB)
+	}
+	p := f.pending
+	c.pending = nil
+	s.Verdict, s.VerdictWhy = f.verdict, f.why
+	rise, probe := p.step.Reason == ReasonStreaming, p.step.Reason == ReasonProbe
+	switch {
+	case f.verdict == Hurt && rise && p.first == nil && !p.resettled && f.waste < RiseWaste:
+		// Files opened before the rise may still be open: judge it on the next alone.
+		c.pending = &pendingStep{step: p.step, before: p.before, resettled: true}
+		s.Verdict, s.VerdictWhy = "", ""
+		return hold(HoldSettling, "the rise %d -> %d KiB read slower on its first interval without fetching more than was read (%s); judged on the next alone", p.step.FromKB, p.step.ToKB, f.why)
+	case f.verdict == Hurt:
+		return undo(ReasonHurt, "the change %d -> %d KiB hurt: %s", p.step.FromKB, p.step.ToKB, f.why)
+	case probe && !(f.verdict == Helped && readsFaster(p.before, f.e, ProbeGain)):
+		return undo(ReasonNoGain, "the probe %d -> %d KiB did not read %.0f %% faster (%s): %s", p.step.FromKB, p.step.ToKB, 100*ProbeGain, f.verdict, f.why)
+	case rise && f.verdict == Helped && p.first == nil && f.e.OverRead-p.before.OverRead >= RiseWaste:
+		// Kept only when it helped on two intervals: under a memory limit its waste grows
+		// as the cache fills.
+		c.pending = &pendingStep{step: p.step, before: p.before, first: &f.e}
+		s.Verdict, s.VerdictWhy = "", ""
+		return hold(HoldJudging, "the rise %d -> %d KiB read faster but raised over-read by %.2f or more on one interval (%s); judged again with the next", p.step.FromKB, p.step.ToKB, RiseWaste, f.why)
+	case rise && f.verdict == NoChange && f.waste >= RiseWaste:
+		return undo(ReasonNoGain, "the rise %d -> %d KiB fetched more than was read without reading %.0f %% faster: %s", p.step.FromKB, p.step.ToKB, 100*RateChange, f.why)
+	case probe:
+		c.probes = 0 // a smaller window reads faster: keep it, and grow no further for a while
+		c.ceiling = c.learn(&c.ceilings, f.cur, f.now)
+	case f.verdict == Helped && p.step.Direction() == Up:
+		c.ceilings = 0
+	}
+	// A rise kept on two intervals was kept for reading fast (it raised over-read): the
+	// interval that kept it is not the next rise's "before".
+	c.baseline = rise && p.first != nil
+	return s, false
+}
+
+// stepTable takes the interval's step once no pending change decided it. Rows, in order:
+//
+//	under MinStepBytes read, the rest through mmap   hold (mapped_reads)
+//	under MinStepBytes read                          hold (too_little_traffic)
+//	over-read above ShrinkOverRead                   halve, not below the floor (else hold: learned_limit)
+//	not streaming                                    hold (steady)
+//	streaming, over-read <= GrowOverRead, below the ceiling, no file opened
+//	                                                 hold (no_opens)
+//	the same, right after a rise kept on two intervals  hold (baseline)
+//	the same                                         double, not above the ceiling
+//	streaming and unable to grow for probeWait, 64 MiB read, files opened
+//	                                                 halve once (probe)
+//	below the ceiling                                hold (steady)
+//	anything else                                    hold (learned_limit)
+func (c *Controller) stepTable(f stepFacts) Step {
+	s := f.step
 	decide := func(r Reason, format string, args ...any) Step {
 		s.Reason, s.Why = r, fmt.Sprintf(format, args...)
 		return s
 	}
-	if c.started.IsZero() {
-		c.started = now
-	}
-	if stalled {
-		c.pending = nil // the interval says nothing about read-ahead
-		return decide(HoldStalled, "the server is not answering")
-	}
-	since := now.Sub(c.lastChange)
-	changed := !c.lastChange.IsZero()
-	if changed && since < c.Interval*3/4 {
-		return decide(HoldInterval, "last change %s ago, interval %s", since.Round(time.Millisecond), c.Interval)
-	}
-	if cur < c.MinKB || cur > c.MaxKB {
-		c.pending = nil
-		s.ToKB = min(max(cur, c.MinKB), c.MaxKB)
-		return decide(ReasonBounds, "%d KiB is outside the bounds %d..%d KiB", cur, c.MinKB, c.MaxKB)
-	}
-	if changed && since < c.Interval*7/4 {
-		return decide(HoldSettling, "last change %s ago: files opened before it still read with the old window", since.Round(time.Millisecond))
-	}
-	if p := c.pending; p != nil {
-		c.pending = nil
-		if p.step.ToKB == cur {
-			after := e
-			if p.first != nil {
-				after = combine(*p.first, e)
-			}
-			if after.Opens == 0 {
-				// Every file read since was opened before the change, at the old window:
-				// nothing shows the change yet.
-				c.pending = p
-				return decide(HoldNoOpens, "no file opened since %d -> %d KiB: open files keep the window they were opened with, so the change is judged on files opened after it", p.step.FromKB, p.step.ToKB)
-			}
-			s.Verdict, s.VerdictWhy = Judge(p.before, after)
-			switch {
-			case s.Verdict == Hurt && p.step.Reason == ReasonStreaming && p.first == nil && !p.resettled &&
-				after.OverRead-p.before.OverRead < RiseWaste:
-				// Files opened before the rise may still be open: settle one more interval
-				// and judge the rise on the next alone.
-				why := s.VerdictWhy
-				s.Verdict, s.VerdictWhy = "", ""
-				c.pending = &pendingStep{step: p.step, before: p.before, resettled: true}
-				return decide(HoldSettling, "the rise %d -> %d KiB read slower on its first interval without fetching more than was read (%s); judged on the next alone", p.step.FromKB, p.step.ToKB, why)
-			case s.Verdict == Hurt:
-				s.ToKB = p.step.FromKB
-				return decide(ReasonHurt, "the change %d -> %d KiB hurt: %s", p.step.FromKB, p.step.ToKB, s.VerdictWhy)
-			case p.step.Reason == ReasonProbe && !(s.Verdict == Helped && readsFaster(p.before, e, ProbeGain)):
-				s.ToKB = p.step.FromKB
-				return decide(ReasonNoGain, "the probe %d -> %d KiB did not read %.0f %% faster (%s): %s", p.step.FromKB, p.step.ToKB, 100*ProbeGain, s.Verdict, s.VerdictWhy)
-			case p.step.Reason == ReasonStreaming && s.Verdict == Helped && p.first == nil && e.OverRead-p.before.OverRead >= RiseWaste:
-				// A rise that fetches more than is read is kept only when it helped on two
-				// intervals: under a memory limit its waste grows as the cache fills.
-				why := c.judgeAgain(p, e, &s)
-				return decide(HoldJudging, "the rise %d -> %d KiB read faster but raised over-read by %.2f or more on one interval (%s); judged again with the next", p.step.FromKB, p.step.ToKB, RiseWaste, why)
-			case p.step.Reason == ReasonStreaming && s.Verdict == NoChange && after.OverRead-p.before.OverRead >= RiseWaste:
-				s.ToKB = p.step.FromKB
-				return decide(ReasonNoGain, "the rise %d -> %d KiB fetched more than was read without reading %.0f %% faster: %s", p.step.FromKB, p.step.ToKB, 100*RateChange, s.VerdictWhy)
-			case p.step.Reason == ReasonProbe:
-				c.probes = 0 // a smaller window reads faster: keep it, and grow no further for a while
-				c.ceiling = c.learn(&c.ceilings, cur, now)
-			case s.Verdict == Helped && p.step.Direction() == Up:
-				c.ceilings = 0
-			}
-			// A rise kept on two intervals was kept for reading fast (it raised over-read):
-			// the interval that kept it is not the next rise's "before".
-			c.baseline = p.step.Reason == ReasonStreaming && p.first != nil
-		}
-	}
-	if e.AppReadBytes < MinStepBytes && e.mappedOver(MinStepBytes) {
-		// Reads through mmap: what they used is not counted, so no step can be judged.
-		return decide(HoldMapped, "the server sent %s of READs in %.0f s, applications read %s with read(2): the rest was read through mmap, which mountstats does not count", mib(e.ServerReadBytes), e.Seconds, mib(e.AppReadBytes))
-	}
-	if e.AppReadBytes < MinStepBytes {
-		return decide(HoldTraffic, "application reads %s in %.0f s; a step needs %s", mib(e.AppReadBytes), e.Seconds, mib(MinStepBytes))
-	}
-	figures := fmt.Sprintf("over-read %.2f, average READ %.0f KiB (rsize %d KiB), %.1f READs in flight, application reads %.1f MiB/s",
-		e.OverRead, e.AvgReadBytes/1024, e.RSize/1024, e.InFlight, e.AppBytesPerSecond/(1<<20))
+	e, cur := f.e, f.cur
+	// The bounds with the learned floor and ceiling, as judgeTable left them.
 	lo, hi := c.MinKB, c.MaxKB
-	if c.floor.active(now) {
+	if c.floor.active(f.now) {
 		lo = max(lo, c.floor.kb)
 	}
-	if c.ceiling.active(now) {
+	if c.ceiling.active(f.now) {
 		hi = min(hi, c.ceiling.kb)
 	}
+	grow := e.OverRead <= GrowOverRead && cur < hi
 	switch {
+	case e.AppReadBytes < MinStepBytes && e.mappedOver(MinStepBytes):
+		// Reads through mmap: what they used is not counted, so no step can be judged.
+		return decide(HoldMapped, "the server sent %s of READs in %.0f s, applications read %s with read(2): the rest was read through mmap, which mountstats does not count", mib(e.ServerReadBytes), e.Seconds, mib(e.AppReadBytes))
+	case e.AppReadBytes < MinStepBytes:
+		return decide(HoldTraffic, "application reads %s in %.0f s; a step needs %s", mib(e.AppReadBytes), e.Seconds, mib(MinStepBytes))
+	case e.OverRead > ShrinkOverRead && max(half(cur), lo) >= cur:
+		return decide(HoldLimit, "%s; floor %d KiB", f.figures, lo)
 	case e.OverRead > ShrinkOverRead:
-		if s.ToKB = max(half(cur), lo); s.ToKB >= cur {
-			s.ToKB = cur
-			return decide(HoldLimit, "%s; floor %d KiB", figures, lo)
-		}
-		return decide(ReasonOverRead, "%s: over-read above %.1f", figures, ShrinkOverRead)
+		s.ToKB = max(half(cur), lo)
+		return decide(ReasonOverRead, "%s: over-read above %.1f", f.figures, ShrinkOverRead)
 	case !e.Streaming():
-		return decide(HoldSteady, "%s: not streaming (the average READ is under %.0f %% of what read-ahead makes)", figures, 100*StreamingREADs)
-	case e.OverRead <= GrowOverRead && cur < hi && e.Opens == 0:
-		return decide(HoldNoOpens, "%s: streaming, but no file was opened in the interval: a larger window would reach none of the files being read", figures)
-	case e.OverRead <= GrowOverRead && cur < hi:
-		if c.baseline {
-			c.baseline = false
-			return decide(HoldBaseline, "%s: the rise to %d KiB was kept on this interval's reads; the next rise is measured against a fresh interval", figures, cur)
-		}
+		return decide(HoldSteady, "%s: not streaming (the average READ is under %.0f %% of what read-ahead makes)", f.figures, 100*StreamingREADs)
+	case grow && e.Opens == 0:
+		return decide(HoldNoOpens, "%s: streaming, but no file was opened in the interval: a larger window would reach none of the files being read", f.figures)
+	case grow && c.baseline:
+		c.baseline = false
+		return decide(HoldBaseline, "%s: the rise to %d KiB was kept on this interval's reads; the next rise is measured against a fresh interval", f.figures, cur)
+	case grow:
 		s.ToKB = min(cur*2, hi)
-		return decide(ReasonStreaming, "%s: streaming, over-read at most %.1f", figures, GrowOverRead)
-	}
-	steady := now.Sub(c.started)
-	if changed {
-		steady = since
-	}
-	if steady >= c.probeWait() && e.AppReadBytes >= MinJudgedBytes && half(cur) >= lo && e.Opens > 0 {
+		return decide(ReasonStreaming, "%s: streaming, over-read at most %.1f", f.figures, GrowOverRead)
+	case f.steady >= c.probeWait() && e.AppReadBytes >= MinJudgedBytes && half(cur) >= lo && e.Opens > 0:
 		s.ToKB = half(cur)
-		return decide(ReasonProbe, "%s: streaming at %d KiB without growing for %s; trying half", figures, cur, steady.Round(time.Second))
+		return decide(ReasonProbe, "%s: streaming at %d KiB without growing for %s; trying half", f.figures, cur, f.steady.Round(time.Second))
+	case cur < hi:
+		return decide(HoldSteady, "%s: over-read above %.1f, at most %.1f", f.figures, GrowOverRead, ShrinkOverRead)
 	}
-	if cur < hi {
-		return decide(HoldSteady, "%s: over-read above %.1f, at most %.1f", figures, GrowOverRead, ShrinkOverRead)
-	}
-	return decide(HoldLimit, "%s; ceiling %d KiB, floor %d KiB", figures, hi, lo)
-}
-
-// judgeAgain keeps rise p pending, to be judged on e and the next interval together, and
-// takes s's verdict back (none is given yet), returning its figures.
-func (c *Controller) judgeAgain(p *pendingStep, e Evidence, s *Step) string {
-	c.pending = &pendingStep{step: p.step, before: p.before, first: &e}
-	why := s.VerdictWhy
-	s.Verdict, s.VerdictWhy = "", ""
-	return why
+	return decide(HoldLimit, "%s; ceiling %d KiB, floor %d KiB", f.figures, hi, lo)
 }
 
 // readsFaster reports whether after's application read rate is at least by (a fraction)
