@@ -59,8 +59,9 @@ func (d Desired) change(cur, rsize int, exact bool) bool {
 type Policy struct {
 	// Resolve returns the desired state of one mount.
 	Resolve func(*inventory.Mount) Desired
-	// Audit audits an inventory (audit.Run); nil means no audit.
-	Audit func(*inventory.Inventory) audit.Report
+	// Audit audits an inventory (audit.RunWith) with what the agent saw of its traffic
+	// (the read traffic classes); nil means no audit.
+	Audit func(*inventory.Inventory, audit.Options) audit.Report
 	// Limits returns the service limits to export (ServiceLimits); nil means none.
 	Limits func(*inventory.Inventory) []metrics.ServiceLimit
 	// Recovery says when the agent frees the superblock of a dead server (Recover).
@@ -608,7 +609,7 @@ func (a *Agent) read(ctx context.Context) (*view, error) {
 	v := &view{snap: metrics.Snapshot{Inventory: inv, ReadAheadVerdicts: a.verdicts.latest(), ReadAheadTargets: a.adaptiveTargets(),
 		TrafficClasses: a.traffic.latest()}, at: now}
 	if pol != nil && pol.Audit != nil {
-		rep := pol.Audit(inv)
+		rep := pol.Audit(inv, audit.Options{Classes: v.snap.TrafficClasses})
 		v.report = &rep
 		v.snap.Findings = make([]metrics.Finding, 0, len(rep.Findings))
 		for _, f := range rep.Findings {

@@ -136,7 +136,7 @@ func fixedPolicy(kb int, mode policy.Mode) LoadFunc {
 	return func() (*Policy, error) {
 		return &Policy{
 			Resolve: func(*inventory.Mount) Desired { return Desired{ReadAheadKB: kb, Mode: mode} },
-			Audit: func(inv *inventory.Inventory) audit.Report {
+			Audit: func(inv *inventory.Inventory, _ audit.Options) audit.Report {
 				rep := audit.Report{Mounts: inv.Mounts}
 				for _, m := range inv.Mounts {
 					if m.ReadAheadKB != nil && *m.ReadAheadKB < kb {

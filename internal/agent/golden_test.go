@@ -80,7 +80,7 @@ func auditedPolicy(mode policy.Mode) LoadFunc {
 			return d
 		}
 		p.AdaptiveInterval = pol.AdaptiveInterval()
-		p.Audit = func(inv *inventory.Inventory) audit.Report { return audit.Run(inv, pol) }
+		p.Audit = func(inv *inventory.Inventory, opts audit.Options) audit.Report { return audit.RunWith(inv, pol, opts) }
 		return p, nil
 	}
 }

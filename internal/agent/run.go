@@ -206,8 +206,8 @@ func LoadPolicy(path, name string, observe bool) (*Policy, error) {
 			}
 			return d
 		},
-		Audit: func(inv *inventory.Inventory) audit.Report {
-			return audit.Run(inv, pol)
+		Audit: func(inv *inventory.Inventory, opts audit.Options) audit.Report {
+			return audit.RunWith(inv, pol, opts)
 		},
 		Limits: func(inv *inventory.Inventory) []metrics.ServiceLimit {
 			return ServiceLimits(inv, pol.Resolve)

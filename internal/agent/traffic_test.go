@@ -1,14 +1,17 @@
 package agent
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/procfs"
 
+	"github.com/nfstune/nfstune/internal/audit"
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/readahead"
@@ -90,5 +93,61 @@ func TestTrafficClasses(t *testing.T) {
 	tc.observe(&inventory.Inventory{}, t0.Add(time.Minute))
 	if gone := tc.latest(); len(gone) != 0 {
 		t.Errorf("classes after the superblock went = %v, want none", gone)
+	}
+}
+
+// TestAuditNamesSharedNeeds: the agent's audit gets its traffic classes, so that a
+// superblock whose pods need opposite read-ahead, one streaming and one thrashing at its
+// memory limit, is reported (NFS006) with both pods.
+func TestAuditNamesSharedNeeds(t *testing.T) {
+	t.Parallel()
+	root := hostfs.Root(t.TempDir())
+	// The other pod: no memory limit, nothing refaulted.
+	otherDir := root.Sys("fs", "cgroup", "kubepods/besteffort/pod"+trafficOther)
+	if err := os.MkdirAll(otherDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{
+		"memory.stat":   "file 60000000\nfile_mapped 0\nworkingset_refault_file 0\npgmajfault 0\n",
+		"memory.events": "low 0\nhigh 0\nmax 0\noom 0\n",
+		"memory.max":    "max\n",
+	} {
+		if err := os.WriteFile(filepath.Join(otherDir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	policyFile := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(policyFile, []byte("apiVersion: nfstune.io/v1alpha1\nkind: Policy\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	inv := streamingInventory(time.Hour+time.Minute, 1400)
+	a, err := New(Config{Root: root, PID: 1,
+		Read: func(context.Context) (*inventory.Inventory, error) { return inv, nil },
+		Load: func() (*Policy, error) { return LoadPolicy(policyFile, "", false) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.loadPolicy(); err != nil {
+		t.Fatal(err)
+	}
+	a.traffic.pageBytes = 4096
+	writeCgroup(t, root, 1000, 5, 1)
+	a.traffic.observe(streamingInventory(time.Hour, 1000), time.Now().Add(-time.Minute))
+	writeCgroup(t, root, 1000+200<<20/4096, 60, 20)
+	v, err := a.read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found *audit.Finding
+	for i, f := range v.report.Findings {
+		if f.ID == "NFS006" {
+			found = &v.report.Findings[i]
+		}
+	}
+	if found == nil {
+		t.Fatalf("no NFS006 among %d findings; classes %+v", len(v.report.Findings), v.snap.TrafficClasses)
+	}
+	if !strings.Contains(found.Message, "pod "+trafficOther+" read files in order, pod "+trafficPod+" thrash") {
+		t.Errorf("NFS006 message %q does not name both pods", found.Message)
 	}
 }

@@ -108,6 +108,9 @@ type mountCtx struct {
 	// traffic is the mount's read-ahead evidence over a window of two samples; nil
 	// without one.
 	traffic *readahead.Evidence
+	// classes is the class of the mount's read traffic and its pods' over such a window
+	// (readahead.Classify); nil without one.
+	classes *readahead.Classification
 }
 
 // finding starts a finding about the context's mount.
@@ -122,6 +125,7 @@ func mountChecks() []mountCheck {
 		checkReadAheadRSize, // NFS002
 		checkOverRead,       // NFS003, NFS005
 		checkWindowBound,    // NFS004
+		checkSharedNeeds,    // NFS006
 		checkNConnect,       // NFS010, NFS011, NFS012
 		checkTransferSize,   // NFS020, NFS021, NFS022
 		checkSoft,           // NFS030
@@ -145,6 +149,10 @@ type Options struct {
 	// Traffic is each mount's read-ahead evidence over a window between two samples of
 	// mountstats, by device (readahead.Between): NFS004 needs it. Nil leaves NFS004 out.
 	Traffic map[string]readahead.Evidence
+	// Classes is each mount's read traffic class and its pods' over such a window, by
+	// device (readahead.Classify, as the agent keeps them): NFS006 needs them. Nil leaves
+	// NFS006 out.
+	Classes map[string]readahead.Classification
 }
 
 // Run audits every mount of inv against pol. It never reads the host: everything comes
@@ -195,6 +203,9 @@ func run(inv *inventory.Inventory, pol *policy.Policy, opts Options, fold func([
 		c := &mountCtx{inv: inv, m: m, res: res, backend: b, kernel: kernel, group: groups[m.ClientGroup], byDev: byDev, volumes: volumes}
 		if e, ok := opts.Traffic[m.Device]; ok {
 			c.traffic = &e
+		}
+		if cl, ok := opts.Classes[m.Device]; ok {
+			c.classes = &cl
 		}
 		var found []Finding
 		for _, check := range checks {

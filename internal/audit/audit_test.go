@@ -98,6 +98,17 @@ type ruleCase struct {
 	contains []string // substrings of message + fix of the first finding
 	// traffic is the first mount's evidence over a window of two samples (Options.Traffic).
 	traffic *readahead.Evidence
+	// classes is the first mount's pods' traffic classes (Options.Classes).
+	classes []readahead.PodClass
+}
+
+// podClasses is a mount's pods with these classes, by UID a, b, c...
+func podClasses(classes ...readahead.Class) []readahead.PodClass {
+	var out []readahead.PodClass
+	for i, c := range classes {
+		out = append(out, readahead.PodClass{UID: string(rune('a' + i)), Class: c, Why: "figures"})
+	}
+	return out
 }
 
 // readSinceMount sets the first mount's counters since its mount: app bytes read by
@@ -299,6 +310,14 @@ var ruleTests = map[string][]ruleCase{
 		{name: "9x over 1 GiB is read(2)'s waste (NFS003)", mutate: readSinceMount(1<<30/9, 1<<30)},
 		{name: "no read(2) over 100 MiB is too little to tell", mutate: readSinceMount(0, 100<<20)},
 		{name: "no statistics", mutate: func(inv *inventory.Inventory) { m0(inv).Stats = nil }},
+	},
+	"NFS006": {
+		{name: "a streaming pod and a thrashing one", classes: podClasses(readahead.StreamingRead, readahead.Thrashing, readahead.StreamingRead),
+			want: 1, severity: SeverityWarning, contains: []string{"pods a, c read files in order, pod b thrash", "nosharecache"}},
+		{name: "pods alike", classes: podClasses(readahead.StreamingRead, readahead.StreamingRead)},
+		{name: "thrashing beside random read(2)s, which no window changes", classes: podClasses(readahead.RandomRead, readahead.Thrashing)},
+		{name: "a pod not seen is not assumed", classes: podClasses(readahead.StreamingRead, readahead.Unknown)},
+		{name: "no classes"},
 	},
 	"NFS004": {
 		// 12 READs in flight of the 15 one window holds: 0.8.
@@ -630,6 +649,9 @@ func TestRules(t *testing.T) {
 						tc.mutate(inv)
 					}
 					var opts Options
+					if tc.classes != nil {
+						opts.Classes = map[string]readahead.Classification{m0(inv).Device: {Class: readahead.Mixed, Pods: tc.classes}}
+					}
 					if tc.traffic != nil {
 						opts.Traffic = map[string]readahead.Evidence{m0(inv).Device: *tc.traffic}
 					}

@@ -194,6 +194,50 @@ func checkWindowBound(c *mountCtx) []Finding {
 	return []Finding{f}
 }
 
+// checkSharedNeeds is NFS006: pods whose read traffic needs opposite read-ahead share the
+// superblock, and with it one read_ahead_kb: one reads files in order (streaming_read, a
+// larger window serves it), another thrashes its page cache under its memory limit (what
+// read-ahead brings in pushes out what it still needs). No value serves both; a superblock
+// for each does.
+func checkSharedNeeds(c *mountCtx) []Finding {
+	if c.classes == nil {
+		return nil
+	}
+	var wantLarger, wantSmaller []string
+	for _, p := range c.classes.Pods {
+		switch p.Class {
+		case readahead.StreamingRead:
+			wantLarger = append(wantLarger, p.UID)
+		case readahead.Thrashing:
+			wantSmaller = append(wantSmaller, p.UID)
+		}
+	}
+	if len(wantLarger) == 0 || len(wantSmaller) == 0 {
+		return nil
+	}
+	f := c.finding("NFS006", SeverityWarning)
+	f.Message = fmt.Sprintf("pods with opposite read-ahead needs share this superblock: %s read files in order, %s thrash their page cache under their memory limit; one read_ahead_kb cannot serve both",
+		podList(wantLarger), podList(wantSmaller))
+	f.Expected = "the pods of one superblock alike: streaming readers, or readers that a smaller window serves"
+	var actual []string
+	for _, p := range c.classes.Pods {
+		actual = append(actual, fmt.Sprintf("pod %s: %s (%s)", p.UID, p.Class, p.Why))
+	}
+	f.Actual = strings.Join(actual, "; ") + fmt.Sprintf("; read_ahead_kb = %d", *c.m.ReadAheadKB)
+	f.Fix = "give the thrashing pods' volume a superblock of its own, whose read-ahead nfstune then sets apart: add nosharecache to the mount options of its PersistentVolume (or StorageClass), or mount another export path; or raise those pods' memory limit. Where the cluster relabels volumes with SELinux mount options (the SELinuxMount feature), pods with different SELinux contexts get superblocks of their own already"
+	f.Reason = "read_ahead_kb belongs to the superblock (its bdi), and every pod that mounts the same export from the same server with the same options shares one superblock (nfs_compare_super): a window large enough for a streaming reader fills a memory-limited pod's cache with pages it never reads, and one small enough for that pod slows the streaming reader. The classes come from the agent's per-pod cgroup counters (docs/agent.md, traffic classes)"
+	f.Source = "Linux fs/nfs/super.c (nfs_compare_super, nosharecache), mm/readahead.c; docs/agent.md"
+	return []Finding{f}
+}
+
+// podList names pods for a message: "pod a", "pods a, b".
+func podList(uids []string) string {
+	if len(uids) == 1 {
+		return "pod " + uids[0]
+	}
+	return "pods " + strings.Join(uids, ", ")
+}
+
 // gib formats bytes in GiB.
 func gib(b uint64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }
 
