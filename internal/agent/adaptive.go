@@ -39,6 +39,14 @@ func (a *Agent) Adapt(ctx context.Context, now time.Time) {
 	pol := a.policy
 	a.mu.Unlock()
 	a.stallsAt(inv, now)
+	if a.learned == nil {
+		var err error
+		if a.learned, err = loadLearned(a.cfg.Root); err != nil {
+			a.cfg.Metrics.Errors.WithLabelValues("read").Inc()
+			a.cfg.Logger.Warn("adaptive read-ahead starts every new mount at its bounds: the values learned before cannot be read", "err", err)
+		}
+	}
+	learnedChanged := false
 	volumes := a.newVolumeListing()
 	present := make(map[string]bool, len(inv.Mounts))
 	for i := range inv.Mounts {
@@ -54,8 +62,7 @@ func (a *Agent) Adapt(ctx context.Context, now time.Time) {
 		st := a.adaptive[m.Device]
 		if st == nil || st.rule != *want.Adaptive {
 			// New, or the policy changed its bounds: start again from what is there.
-			r := *want.Adaptive
-			st = &adaptiveMount{rule: r, ctl: readahead.NewController(r.MinKB, r.MaxKB, r.Interval)}
+			st = &adaptiveMount{rule: *want.Adaptive, ctl: a.newController(*want.Adaptive, m)}
 			a.adaptive[m.Device] = st
 		}
 		if !st.lastAt.IsZero() && now.Sub(st.lastAt) < st.rule.Interval*3/4 {
@@ -66,7 +73,7 @@ func (a *Agent) Adapt(ctx context.Context, now time.Time) {
 			e = readahead.Measure(m, st.last, now.Sub(st.lastAt))
 			if e.SinceMount {
 				// The device number names another superblock now.
-				st.ctl = readahead.NewController(st.rule.MinKB, st.rule.MaxKB, st.rule.Interval)
+				st.ctl = a.newController(st.rule, m)
 				e = readahead.Evidence{ReadAheadKB: *m.ReadAheadKB, RSize: m.RSize}
 			}
 		}
@@ -79,11 +86,16 @@ func (a *Agent) Adapt(ctx context.Context, now time.Time) {
 			log.Info("adaptive read-ahead verdict", "verdict", string(step.Verdict), "verdict_figures", step.VerdictWhy)
 		}
 		a.setTarget(m.Device, step.ToKB)
+		writes := want.Mode != policy.ModeObserve && !want.Adaptive.Observe
+		if writes && st.ctl.Settled(step) && a.learned.set(m, step.ToKB, now) {
+			learnedChanged = true
+			log.Info("adaptive read-ahead learned for the volume", "server", m.Server, "export", m.Export, "read_ahead_kb", step.ToKB)
+		}
 		if !step.Changed() {
 			log.Debug("adaptive read-ahead held")
 			continue
 		}
-		if want.Mode == policy.ModeObserve || want.Adaptive.Observe {
+		if !writes {
 			log.Info("adaptive read-ahead would change; observe mode, left alone")
 			continue
 		}
@@ -116,6 +128,12 @@ func (a *Agent) Adapt(ctx context.Context, now time.Time) {
 		a.cfg.Metrics.AdaptiveChanges.WithLabelValues(step.Direction(), string(step.Reason)).Inc()
 		log.Info("adaptive read-ahead changed")
 	}
+	if learnedChanged {
+		if err := a.learned.save(); err != nil {
+			a.cfg.Metrics.Errors.WithLabelValues("write").Inc()
+			a.cfg.Logger.Error("the read-ahead learned per volume could not be kept; the next mounts start at their bounds", "err", err)
+		}
+	}
 	for dev := range a.adaptive {
 		if !present[dev] {
 			delete(a.adaptive, dev)
@@ -124,6 +142,16 @@ func (a *Agent) Adapt(ctx context.Context, now time.Time) {
 	a.mu.Lock()
 	maps.DeleteFunc(a.targets, func(dev string, _ int) bool { return !present[dev] })
 	a.mu.Unlock()
+}
+
+// newController returns the controller of a superblock under rule r, starting at the value
+// learned for m's volume, if any (readahead.Controller.StartAt).
+func (a *Agent) newController(r policy.AdaptiveReadAhead, m *inventory.Mount) *readahead.Controller {
+	c := readahead.NewController(r.MinKB, r.MaxKB, r.Interval)
+	if kb, ok := a.learned.get(m); ok {
+		c.StartAt(kb)
+	}
+	return c
 }
 
 // forgetAdaptive drops every controller and target: the policy has no adaptive rule left.

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,7 +58,12 @@ func (tr *traffic) run(seconds float64, raKB int, rateMiB, overRead, windowBound
 // traffic of 0:53, under adaptivePolicy with extra rule settings.
 func adaptiveAgent(t *testing.T, tr *traffic, extra string) (*Agent, hostfs.Root) {
 	t.Helper()
-	root := copyTree(t, "testdata/root")
+	return adaptiveAgentAt(t, tr, extra, copyTree(t, "testdata/root"))
+}
+
+// adaptiveAgentAt is adaptiveAgent on a host root already laid out (a restart).
+func adaptiveAgentAt(t *testing.T, tr *traffic, extra string, root hostfs.Root) (*Agent, hostfs.Root) {
+	t.Helper()
 	cfg := filepath.Join(t.TempDir(), "policy.yaml")
 	if err := os.WriteFile(cfg, []byte(strings.Replace(adaptivePolicy, "%s", extra, 1)), 0o600); err != nil {
 		t.Fatal(err)
@@ -337,5 +343,59 @@ func TestRunAdaptsAndForgets(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Run = %v", err)
+	}
+}
+
+// TestAdaptLearnsPerVolume: a controller that settles (here at the cap, learned_limit) keeps
+// the value for the mount's volume; the next agent, after a restart, starts the same
+// volume's superblock, back at the kernel's 128 KiB, at that value at once (learned),
+// not at the bound. In observe mode nothing is kept.
+func TestAdaptLearnsPerVolume(t *testing.T) {
+	t.Parallel()
+	tr := &traffic{age: time.Minute}
+	a, root := adaptiveAgent(t, tr, ", minKB: 1024")
+	if _, err := hostfs.SetReadAhead(root, "0:53", 15360); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	a.Reconcile(context.Background(), TriggerStart, now)
+	for range 2 {
+		tr.run(5, 15360, 100, 1.0, 0.5)
+		now = now.Add(5 * time.Second)
+		a.Adapt(context.Background(), now)
+	}
+	b, err := os.ReadFile(root.Path(LearnedPath))
+	if err != nil {
+		t.Fatalf("nothing learned at the cap: %v", err)
+	}
+	var f learnedFile
+	if err := json.Unmarshal(b, &f); err != nil || len(f.Volumes) != 1 || f.Volumes[0].ReadAheadKB != 15360 {
+		t.Fatalf("learned %s (%v), want one volume at 15360 KiB", b, err)
+	}
+
+	// The volume mounted again, after a restart.
+	if _, err := hostfs.SetReadAhead(root, "0:53", 128); err != nil {
+		t.Fatal(err)
+	}
+	a2, _ := adaptiveAgentAt(t, tr, ", minKB: 1024", root)
+	a2.Reconcile(context.Background(), TriggerStart, time.Now())
+	if got := readAheadKB(t, root, "0:53"); got != 15360 {
+		t.Errorf("the volume's next superblock starts at %d KiB, want the learned 15360", got)
+	}
+
+	// Observe mode keeps nothing.
+	obs, obsRoot := adaptiveAgent(t, tr, ", minKB: 1024, observe: true")
+	if _, err := hostfs.SetReadAhead(obsRoot, "0:53", 15360); err != nil {
+		t.Fatal(err)
+	}
+	now = time.Now()
+	obs.Reconcile(context.Background(), TriggerStart, now)
+	for range 2 {
+		tr.run(5, 15360, 100, 1.0, 0.5)
+		now = now.Add(5 * time.Second)
+		obs.Adapt(context.Background(), now)
+	}
+	if _, err := os.Stat(obsRoot.Path(LearnedPath)); !os.IsNotExist(err) {
+		t.Errorf("observe mode kept a learned value: %v", err)
 	}
 }

@@ -63,6 +63,9 @@ type Reason string
 const (
 	// ReasonBounds moves a value outside the rule's bounds to the nearest bound.
 	ReasonBounds Reason = "bounds"
+	// ReasonLearned starts a new superblock at the value the controller settled on for the
+	// same volume before (Controller.StartAt), instead of the bound.
+	ReasonLearned Reason = "learned"
 	// ReasonOverRead halves a window that fetched much more than was read.
 	ReasonOverRead Reason = "over_read"
 	// ReasonStreaming doubles the window of a mount whose READs are read-ahead's and whose
@@ -80,7 +83,7 @@ const (
 )
 
 // ChangeReasons lists the reasons of a change.
-var ChangeReasons = []Reason{ReasonBounds, ReasonOverRead, ReasonStreaming, ReasonProbe, ReasonHurt, ReasonNoGain}
+var ChangeReasons = []Reason{ReasonBounds, ReasonLearned, ReasonOverRead, ReasonStreaming, ReasonProbe, ReasonHurt, ReasonNoGain}
 
 // The reasons of a hold.
 const (
@@ -159,6 +162,26 @@ type Controller struct {
 	// baseline is set when a rise was kept on two intervals for reading fast: the
 	// interval that judged it is not the next rise's "before", a fresh one is.
 	baseline bool
+	// start is the value the first decision moves a new superblock to (StartAt); 0 for the
+	// nearest bound.
+	start int
+}
+
+// StartAt makes the controller's first decision move the superblock to kb, a value learned
+// on the same volume before, rather than to the nearest bound: a reader that opens its files
+// before the controller's first interval reads with the window they were opened with. A kb
+// outside [MinKB, MaxKB] is ignored.
+func (c *Controller) StartAt(kb int) {
+	if kb >= c.MinKB && kb <= c.MaxKB {
+		c.start = kb
+	}
+}
+
+// Settled reports whether step s holds a value the controller stays at: it cannot grow or
+// has no reason to (steady, learned_limit), with nothing waiting for a verdict. Such a
+// value is what the controller learned of the volume's readers.
+func (c *Controller) Settled(s Step) bool {
+	return !s.Changed() && c.pending == nil && (s.Reason == HoldSteady || s.Reason == HoldLimit)
 }
 
 type pendingStep struct {
@@ -267,6 +290,7 @@ func (c *Controller) facts(e Evidence, now time.Time, stalled bool) stepFacts {
 //
 //	the server is stalled                       hold (stalled), the change forgotten
 //	under 3/4 of an interval since the change   hold (interval)
+//	no change made yet, a learned start (StartAt) not the value  to the learned value
 //	the value is outside the bounds             to the nearest bound, the change forgotten
 //	under 7/4 of an interval since the change   hold (settling): files opened before it still read
 //	no change waiting, or another writer's value  go on to stepTable
@@ -297,6 +321,9 @@ func (c *Controller) judgeTable(f stepFacts) (Step, bool) {
 		return hold(HoldStalled, "the server is not answering")
 	case f.changed && f.since < c.Interval*3/4:
 		return hold(HoldInterval, "last change %s ago, interval %s", f.since.Round(time.Millisecond), c.Interval)
+	case !f.changed && c.start > 0 && f.cur != c.start:
+		s.ToKB = c.start
+		return hold(ReasonLearned, "%d KiB is where the controller settled on this volume before", c.start)
 	case f.cur < c.MinKB || f.cur > c.MaxKB:
 		c.pending = nil
 		s.ToKB = min(max(f.cur, c.MinKB), c.MaxKB)

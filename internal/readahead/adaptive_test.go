@@ -652,3 +652,39 @@ func TestControllerFloorOnePage(t *testing.T) {
 		t.Errorf("bounds 1..2 KiB became %d..%d, want one page", c.MinKB, c.MaxKB)
 	}
 }
+
+// TestControllerStartsAtLearned: a new superblock of a volume the controller settled on
+// before starts there, not at the bound; a learned value outside the bounds is ignored; the
+// start is not judged, and the controller goes on from it.
+func TestControllerStartsAtLearned(t *testing.T) {
+	c := newTestController()
+	c.StartAt(4096)
+	runScript(t, c, []scriptStep{
+		{Evidence{ReadAheadKB: 128}, false, 4096, ReasonLearned},
+		{seqAt(4096, 100, 1.0), false, 4096, HoldSettling},
+		{seqAt(4096, 100, 1.0), false, 8192, ReasonStreaming},
+	})
+	c = newTestController()
+	c.StartAt(65536)
+	runScript(t, c, []scriptStep{{Evidence{ReadAheadKB: 128}, false, 1024, ReasonBounds}})
+}
+
+// TestControllerSettled: a value held for lack of room or reason, with no verdict pending, is
+// settled; a hold while a change waits, or for lack of traffic, is not.
+func TestControllerSettled(t *testing.T) {
+	c := newTestController()
+	now := time.Unix(1_700_000_000, 0)
+	s := run(c, seqAt(15360, 100, 1.0), now, false)
+	if s.Reason != HoldLimit || !c.Settled(s) {
+		t.Errorf("at the cap: %+v, settled %v; want learned_limit, settled", s, c.Settled(s))
+	}
+	s = run(c, seqAt(15360, 1, 1.0), now.Add(interval), false)
+	if c.Settled(s) {
+		t.Errorf("idle: %+v counts as settled", s)
+	}
+	c = newTestController()
+	run(c, seqAt(1024, 100, 1.0), now, false) // a rise, waiting for its verdict
+	if s := run(c, seqAt(2048, 100, 1.0), now.Add(interval), false); c.Settled(s) {
+		t.Errorf("settling after a rise: %+v counts as settled", s)
+	}
+}

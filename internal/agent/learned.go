@@ -1,0 +1,121 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nfstune/nfstune/internal/hostfs"
+	"github.com/nfstune/nfstune/internal/inventory"
+)
+
+// LearnedPath is where the agent keeps, per volume, the read-ahead its adaptive controller
+// settled on (readahead.Controller.Settled), so that the next mount of the volume starts
+// there (readahead.Controller.StartAt): a reader that opens its files before the
+// controller's first interval keeps the window it opened with. It is the agent's own state,
+// beside the journal; nothing on the host reads it.
+const LearnedPath = "/var/lib/nfstune/learned.json"
+
+// MaxLearnedVolumes caps the volumes kept; the oldest go first.
+const MaxLearnedVolumes = 4096
+
+// maxLearnedSize caps the file read: MaxLearnedVolumes entries of a few hundred bytes.
+const maxLearnedSize = 4 << 20
+
+// LearnedValue is the read-ahead the controller settled on for one volume: the export of a
+// server, as the mount names them (a name or an address).
+type LearnedValue struct {
+	Server      string    `json:"server"`
+	Export      string    `json:"export"`
+	ReadAheadKB int       `json:"read_ahead_kb"`
+	At          time.Time `json:"at"`
+}
+
+// learnedFile is LearnedPath's content.
+type learnedFile struct {
+	Volumes []LearnedValue `json:"volumes"`
+}
+
+// learnedStore holds the learned values by volume; only Adapt uses it.
+type learnedStore struct {
+	root     hostfs.Root
+	byVolume map[string]LearnedValue
+}
+
+func volumeKey(server, export string) string { return server + "\x00" + export }
+
+// loadLearned reads LearnedPath below root; a missing file is an empty store.
+func loadLearned(root hostfs.Root) (*learnedStore, error) {
+	l := &learnedStore{root: root, byVolume: map[string]LearnedValue{}}
+	b, err := hostfs.ReadFile(root.Path(LearnedPath), maxLearnedSize)
+	if errors.Is(err, fs.ErrNotExist) {
+		return l, nil
+	}
+	if err != nil {
+		return l, fmt.Errorf("reading %s: %w", LearnedPath, err)
+	}
+	var f learnedFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		return l, fmt.Errorf("reading %s: %w", LearnedPath, err)
+	}
+	for _, v := range f.Volumes {
+		if v.Server == "" || v.Export == "" || v.ReadAheadKB < hostfs.MinReadAheadKB || strings.ContainsRune(v.Server+v.Export, 0) {
+			continue // not one the agent wrote
+		}
+		l.byVolume[volumeKey(v.Server, v.Export)] = v
+	}
+	return l, nil
+}
+
+// get returns the value learned for m's volume.
+func (l *learnedStore) get(m *inventory.Mount) (int, bool) {
+	v, ok := l.byVolume[volumeKey(m.Server, m.Export)]
+	return v.ReadAheadKB, ok
+}
+
+// set records kb for m's volume at now, and reports whether that changed what is kept.
+func (l *learnedStore) set(m *inventory.Mount, kb int, now time.Time) bool {
+	if m.Server == "" || m.Export == "" {
+		return false
+	}
+	k := volumeKey(m.Server, m.Export)
+	if v, ok := l.byVolume[k]; ok && v.ReadAheadKB == kb {
+		return false
+	}
+	l.byVolume[k] = LearnedValue{Server: m.Server, Export: m.Export, ReadAheadKB: kb, At: now.UTC()}
+	for len(l.byVolume) > MaxLearnedVolumes {
+		oldest := slices.MinFunc(slices.Collect(maps.Values(l.byVolume)), func(a, b LearnedValue) int { return a.At.Compare(b.At) })
+		delete(l.byVolume, volumeKey(oldest.Server, oldest.Export))
+	}
+	return true
+}
+
+// values returns the learned values, sorted by server and export.
+func (l *learnedStore) values() []LearnedValue {
+	out := slices.Collect(maps.Values(l.byVolume))
+	slices.SortFunc(out, func(a, b LearnedValue) int {
+		return strings.Compare(volumeKey(a.Server, a.Export), volumeKey(b.Server, b.Export))
+	})
+	return out
+}
+
+// save writes the store to LearnedPath (hostfs.Root.ReplaceFile: a whole new file, never
+// through a link), its directory made 0700 as the journal's.
+func (l *learnedStore) save() error {
+	b, err := json.MarshalIndent(learnedFile{Volumes: l.values()}, "", "  ")
+	if err != nil {
+		return err
+	}
+	d, err := l.root.OpenDir(path.Dir(LearnedPath), 0o700)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", LearnedPath, err)
+	}
+	d.Close()
+	return l.root.ReplaceFile(LearnedPath, append(b, '\n'), 0o600)
+}
