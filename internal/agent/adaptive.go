@@ -45,6 +45,10 @@ func (a *Agent) Adapt(ctx context.Context, now time.Time) {
 			a.cfg.Metrics.Errors.WithLabelValues("read").Inc()
 			a.cfg.Logger.Warn("adaptive read-ahead starts every new mount at its bounds: the values learned before cannot be read", "err", err)
 		}
+		list := a.learned.values()
+		a.mu.Lock()
+		a.learnedList = list
+		a.mu.Unlock()
 	}
 	learnedChanged := false
 	volumes := a.newVolumeListing()
@@ -129,6 +133,10 @@ func (a *Agent) Adapt(ctx context.Context, now time.Time) {
 		log.Info("adaptive read-ahead changed")
 	}
 	if learnedChanged {
+		list := a.learned.values()
+		a.mu.Lock()
+		a.learnedList = list
+		a.mu.Unlock()
 		if err := a.learned.save(); err != nil {
 			a.cfg.Metrics.Errors.WithLabelValues("write").Inc()
 			a.cfg.Logger.Error("the read-ahead learned per volume could not be kept; the next mounts start at their bounds", "err", err)

@@ -382,6 +382,9 @@ func TestAdaptLearnsPerVolume(t *testing.T) {
 	if got := readAheadKB(t, root, "0:53"); got != 15360 {
 		t.Errorf("the volume's next superblock starts at %d KiB, want the learned 15360", got)
 	}
+	if s := a2.status(nil, nil, time.Now()); len(s.Learned) != 1 || s.Learned[0].ReadAheadKB != 15360 {
+		t.Errorf("/status lists %+v as learned, want the volume at 15360 KiB", s.Learned)
+	}
 
 	// Observe mode keeps nothing.
 	obs, obsRoot := adaptiveAgent(t, tr, ", minKB: 1024, observe: true")

@@ -184,8 +184,9 @@ type Agent struct {
 	// targets by device, for scrapes, under mu.
 	adaptive map[string]*adaptiveMount
 	// learned is the read-ahead the controllers settled on per volume (LearnedPath), read
-	// at the first Adapt; only Adapt uses it.
-	learned *learnedStore
+	// at the first Adapt; only Adapt uses it. learnedList is its list for /status, under mu.
+	learned     *learnedStore
+	learnedList []status.Learned
 	targets map[string]int
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/status"
 )
 
 // LearnedPath is where the agent keeps, per volume, the read-ahead its adaptive controller
@@ -29,13 +30,8 @@ const MaxLearnedVolumes = 4096
 const maxLearnedSize = 4 << 20
 
 // LearnedValue is the read-ahead the controller settled on for one volume: the export of a
-// server, as the mount names them (a name or an address).
-type LearnedValue struct {
-	Server      string    `json:"server"`
-	Export      string    `json:"export"`
-	ReadAheadKB int       `json:"read_ahead_kb"`
-	At          time.Time `json:"at"`
-}
+// server, as the mount names them (a name or an address). It is the agent's /status entry.
+type LearnedValue = status.Learned
 
 // learnedFile is LearnedPath's content.
 type learnedFile struct {

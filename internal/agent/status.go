@@ -24,6 +24,7 @@ func (a *Agent) status(v *view, readErr error, now time.Time) status.Status {
 		s.Unhealthy = err.Error()
 	}
 	a.mu.Lock()
+	s.Learned = a.learnedList
 	if pol := a.policy; pol != nil {
 		s.Policy = pol.Info
 		if pol.Mode == policy.ModeObserve {

@@ -24,10 +24,11 @@ var commonFormats = []string{"table", "json", "yaml"}
 // documentFormats are the commands whose output is a document another program reads, and
 // whose -o names that document's formats in place of a table.
 var documentFormats = map[string][]string{
-	"nfstune options":      {"mount", "fstab", "nfsmount.conf", "json", "yaml"}, // mount, fstab(5), nfsmount.conf(5)
-	"nfstune k8s render":   {"yaml", "json"},                                    // manifests for kubectl apply
-	"nfstune k8s volume":   {"yaml", "json"},
-	"nfstune bench report": {"md", "html"}, // the report written into --out
+	"nfstune options":         {"mount", "fstab", "nfsmount.conf", "json", "yaml"}, // mount, fstab(5), nfsmount.conf(5)
+	"nfstune k8s render":      {"yaml", "json"},                                    // manifests for kubectl apply
+	"nfstune k8s volume":      {"yaml", "json"},
+	"nfstune bench report":    {"md", "html"},                      // the report written into --out
+	"kubectl nfstune learned": {"table", "json", "yaml", "policy"}, // and a policy file to pin
 }
 
 // silent are the commands that print no result to format: a server, a pause, the
@@ -52,7 +53,9 @@ var (
 		"nfstune agent", "nfstune udev-readahead", "nfstune bench run", "nfstune bench sweep", "nfstune k8s install-node", "nfstune k8s revert-node"}
 	logVerbs = []string{"nfstune agent", "nfstune audit", "nfstune bench run", "nfstune bench sweep",
 		"nfstune udev-readahead", "nfstune k8s install-node", "nfstune k8s revert-node"}
-	clusterVerbs = []string{"kubectl nfstune status", "kubectl nfstune audit"}
+	clusterVerbs = []string{"kubectl nfstune status", "kubectl nfstune audit", "kubectl nfstune learned"}
+	// failOnVerbs are the plugin's commands that judge compliance.
+	failOnVerbs = []string{"kubectl nfstune status", "kubectl nfstune audit"}
 )
 
 // backendFlags are the flags that name an NFS service.
@@ -112,7 +115,7 @@ func TestCommandLineConsistency(t *testing.T) {
 			})
 		}
 	}
-	for _, list := range [][]string{slices.Collect(maps.Keys(documentFormats)), silent, hostVerbs, logVerbs, clusterVerbs} {
+	for _, list := range [][]string{slices.Collect(maps.Keys(documentFormats)), silent, hostVerbs, logVerbs, clusterVerbs, failOnVerbs} {
 		for _, path := range list {
 			if !seen[path] {
 				t.Errorf("%s is named in this test but is no command", path)
@@ -189,7 +192,8 @@ func checkShared(t *testing.T, c *cobra.Command, path string) {
 	}{
 		{[]string{"root"}, hostVerbs},
 		{[]string{"log-level", "log-format"}, logVerbs},
-		{[]string{"kubeconfig", "context", "namespace", "timeout", "request-timeout", "fail-on"}, clusterVerbs},
+		{[]string{"kubeconfig", "context", "namespace", "timeout", "request-timeout"}, clusterVerbs},
+		{[]string{"fail-on"}, failOnVerbs},
 	} {
 		for _, name := range tt.flags {
 			if strings.HasPrefix(path, "nfstune ") && name == "namespace" || strings.HasPrefix(path, "nfstune ") && name == "fail-on" {

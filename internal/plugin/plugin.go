@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -125,21 +126,26 @@ on nodes, get and list on pods in the agents' namespace, and get on pods/proxy t
 	root.SetErr(streams.ErrOut)
 	root.SetVersionTemplate(`{{.DisplayName}} {{.Version}}` + "\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
-	root.AddCommand(newStatusCommand(g, streams), newAuditCommand(g, streams), newVersionCommand(g, streams))
+	root.AddCommand(newStatusCommand(g, streams), newAuditCommand(g, streams), newLearnedCommand(g, streams), newVersionCommand(g, streams))
 	return root
 }
 
 // clusterFlags declares on c, a command that asks the cluster, how to reach it and what
 // makes a node compliant.
 func (g *globals) clusterFlags(c *cobra.Command) {
+	g.connectionFlags(c)
+	c.Flags().StringVar(&g.failOn, "fail-on", audit.SeverityError, "a finding at or above this severity makes a node not compliant: error, warning, info or none")
+	g.outputFlag(c)
+}
+
+// connectionFlags declares how to reach the API server and the agents.
+func (g *globals) connectionFlags(c *cobra.Command) {
 	f := c.Flags()
 	f.StringVar(&g.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
 	f.StringVar(&g.context, "context", "", "the kubeconfig context to use")
 	f.StringVarP(&g.namespace, "namespace", "n", fleet.DefaultNamespace, "namespace of the nfstune agents")
 	f.DurationVar(&g.timeout, "timeout", fleet.DefaultTimeout, "how long to wait for each agent")
 	f.DurationVar(&g.apiTimeout, "request-timeout", 30*time.Second, "how long to wait for the API server's listings")
-	f.StringVar(&g.failOn, "fail-on", audit.SeverityError, "a finding at or above this severity makes a node not compliant: error, warning, info or none")
-	g.outputFlag(c)
 }
 
 // outputFlag declares -o on c with nfstune's formats (printer.Formats), checked when set.
@@ -206,6 +212,57 @@ does not answer within --timeout, is shown as unreachable.
 		},
 	}
 	g.clusterFlags(c)
+	c.Flags().StringVarP(&selector, "selector", "l", fleet.DefaultNodeSelector, "label selector of the nodes an agent is expected on (the chart's nodeSelector); empty for every node")
+	return c
+}
+
+// formatPolicy is learned's -o that prints the learned values as a policy file.
+const formatPolicy = "policy"
+
+func newLearnedCommand(g *globals, streams Streams) *cobra.Command {
+	var selector string
+	c := &cobra.Command{
+		Use:   "learned [NODE...]",
+		Short: "List the read-ahead the agents' adaptive controllers settled on, per volume, across the fleet",
+		Long: `learned lists, per volume (an export of a server), the read-ahead the agents' adaptive
+read-ahead settled on (docs/agent.md, Learned per volume), with how many nodes learned it and
+the others' values. The value shown is the one most nodes learned; of values as common, the
+smallest. -o policy prints them as a policy file with one exact rule per volume, to pin the
+values on every node, with or without the agent.
+
+Exit codes: 0 listed (also when nothing was learned), 2 bad usage or the API server could not
+be asked. An agent that does not answer adds nothing; its node is named on stderr.`,
+		Example: `  kubectl nfstune learned
+  kubectl nfstune learned -o policy > learned-policy.yaml`,
+		RunE: func(c *cobra.Command, nodes []string) error {
+			client, err := newClient(g)
+			if err != nil {
+				return usageError(err)
+			}
+			f, err := fleet.Gather(c.Context(), client, fleet.Options{
+				Namespace: g.namespace, NodeSelector: selector, Nodes: nodes,
+				Timeout: g.timeout, APITimeout: g.apiTimeout,
+			})
+			if err != nil {
+				return usageError(err)
+			}
+			ew := printer.New(streams.ErrOut)
+			for _, n := range f.Nodes {
+				if !n.Reachable {
+					ew.Printf("kubectl nfstune learned: node %s: %s\n", n.Name, n.Error)
+				}
+			}
+			vols := fleet.Learned(f)
+			if g.output == formatPolicy {
+				return fleet.WriteLearnedPolicy(streams.Out, vols)
+			}
+			return g.write(streams.Out, vols, func(w io.Writer) error { return fleet.WriteLearnedTable(w, vols) })
+		},
+	}
+	g.connectionFlags(c)
+	formats := append(slices.Clone(printer.Formats), formatPolicy)
+	c.Flags().VarP(printer.NewFormat(&g.output, printer.Table, formats...), "output", "o", "output format: "+strings.Join(formats, ", "))
+	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
 	c.Flags().StringVarP(&selector, "selector", "l", fleet.DefaultNodeSelector, "label selector of the nodes an agent is expected on (the chart's nodeSelector); empty for every node")
 	return c
 }

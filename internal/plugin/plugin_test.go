@@ -21,6 +21,7 @@ import (
 	"github.com/nfstune/nfstune/internal/audit"
 	"github.com/nfstune/nfstune/internal/fleet"
 	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/policy"
 	"github.com/nfstune/nfstune/internal/status"
 )
 
@@ -336,5 +337,64 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want 2 and %q", code, errOut, tt.want)
 			}
 		})
+	}
+}
+
+// TestLearned: the values two agents learned, per volume, with the most common one shown
+// (the smaller of a tie); -o policy is a policy file that loads and pins each volume's value
+// exactly; the agent that never answers is named on stderr, and the listing still exits 0.
+func TestLearned(t *testing.T) {
+	t.Parallel()
+	api, kubeconfig := newFleet(t)
+	at := time.Unix(1_800_000_000, 0).UTC()
+	a := agentStatus("node-a", 3, 3, status.Findings{})
+	a.Learned = []status.Learned{{Server: "10.0.0.5", Export: "/data", ReadAheadKB: 4096, At: at}, {Server: "10.0.0.5", Export: "/models[1]", ReadAheadKB: 128, At: at}}
+	b := agentStatus("node-b", 1, 1, status.Findings{})
+	b.Learned = []status.Learned{{Server: "10.0.0.5", Export: "/data", ReadAheadKB: 2048, At: at}}
+	api.agents = map[string]func(http.ResponseWriter, string){"agent-a": serves(a, status.Audit{}), "agent-b": serves(b, status.Audit{})}
+
+	code, out, errOut := run(t, "learned", "--kubeconfig", kubeconfig, "--timeout", "500ms", "--selector", "")
+	if code != 0 {
+		t.Fatalf("exit %d; stderr %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	want := [][]string{
+		{"SERVER", "EXPORT", "READ-AHEAD", "NODES", "OTHER", "VALUES"},
+		{"10.0.0.5", "/data", "2048", "KiB", "1", "of", "2", "node-a:", "4096", "KiB"},
+		{"10.0.0.5", "/models[1]", "128", "KiB", "1", "of", "1", "-"},
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("table:\n%s", out)
+	}
+	for i := range want {
+		if got := strings.Fields(lines[i]); !slices.Equal(got, want[i]) {
+			t.Errorf("line %d = %q, want %q", i, got, want[i])
+		}
+	}
+	if !strings.Contains(errOut, "node node-c") {
+		t.Errorf("the agent that does not answer is not named: %q", errOut)
+	}
+
+	code, out, errOut = run(t, "learned", "-o", "policy", "--kubeconfig", kubeconfig, "--timeout", "500ms")
+	if code != 0 {
+		t.Fatalf("-o policy: exit %d; stderr %s", code, errOut)
+	}
+	pol, err := policy.Parse("learned.yaml", []byte(out))
+	if err != nil {
+		t.Fatalf("-o policy does not load: %v\n%s", err, out)
+	}
+	for _, tt := range []struct {
+		export string
+		kb     int
+	}{{"/data", 2048}, {"/models[1]", 128}, {"/models1", 0}} {
+		m := &inventory.Mount{Server: "10.0.0.5", ServerAddr: "10.0.0.5", Export: tt.export, MountPoints: []string{"/mnt/x"}, RSize: 1 << 20, FSType: "nfs4"}
+		r := pol.Resolve(m)
+		got := r.ReadAheadKB
+		if !r.ReadAheadExact {
+			got = 0
+		}
+		if got != tt.kb {
+			t.Errorf("export %s: the policy pins %d KiB (exact %v, rule %s), want %d", tt.export, r.ReadAheadKB, r.ReadAheadExact, r.Rule, tt.kb)
+		}
 	}
 }

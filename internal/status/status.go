@@ -64,6 +64,18 @@ type Status struct {
 	// Recovery lists the first MaxListed actions the agent took or would take on the
 	// mounts of dead servers; empty where the agent has no recovery.
 	Recovery []RecoveryAction `json:"recovery,omitempty"`
+	// Learned lists the read-ahead the agent's adaptive controllers settled on, per volume
+	// (the agent's learned.json), sorted by server and export.
+	Learned []Learned `json:"learned,omitempty"`
+}
+
+// Learned is the read-ahead an agent's adaptive controller settled on for a volume: an
+// export of a server, as the node's mounts name them.
+type Learned struct {
+	Server      string    `json:"server"`
+	Export      string    `json:"export"`
+	ReadAheadKB int       `json:"readAheadKB"`
+	At          time.Time `json:"at"`
 }
 
 // Policy identifies the policy an agent runs.
