@@ -187,7 +187,7 @@ type Agent struct {
 	// at the first Adapt; only Adapt uses it. learnedList is its list for /status, under mu.
 	learned     *learnedStore
 	learnedList []status.Learned
-	targets map[string]int
+	targets     map[string]int
 }
 
 // New checks cfg and returns an Agent.
