@@ -183,11 +183,11 @@ type Agent struct {
 	// runs on Run's goroutine (or in Reconcile, on the same). targets are the controllers'
 	// targets by device, for scrapes, under mu.
 	adaptive map[string]*adaptiveMount
+	targets  map[string]int
 	// learned is the read-ahead the controllers settled on per volume (LearnedPath), read
 	// at the first Adapt; only Adapt uses it. learnedList is its list for /status, under mu.
 	learned     *learnedStore
 	learnedList []status.Learned
-	targets     map[string]int
 }
 
 // New checks cfg and returns an Agent.
