@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -148,4 +149,85 @@ func scrape(t *testing.T, url string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestAdaptiveLearnedStart: with a value learned for a volume (the agent's learned.json),
+// the agent starts the volume's superblocks there: one that exists when it starts, and one
+// mounted while it runs, whose read-ahead goes from the kernel's 128 KiB to the learned
+// value without passing the rule's bound (one rsize). `nfstune revert` puts both back.
+func TestAdaptiveLearnedStart(t *testing.T) {
+	RequireGuest(t)
+	spec := MountSpec{Server: "127.0.0.2", Version: "4.2", Options: "rsize=1048576,nosharecache"}
+	m := Mount(t, spec)
+	setReadAheadKB(t, m.Device, 128)
+	server, export, _ := strings.Cut(m.Source, ":")
+	const learned = "/var/lib/nfstune/learned.json"
+	if err := os.MkdirAll(filepath.Dir(learned), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	doc := `{"volumes": [{"server": "` + server + `", "export": "` + export + `", "readAheadKB": 4096, "at": "2026-12-01T00:00:00Z"}]}`
+	if err := os.WriteFile(learned, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(learned) })
+
+	cfg := filepath.Join(t.TempDir(), "policy.yaml")
+	policy := "apiVersion: nfstune.io/v1alpha1\nkind: Policy\nrules:\n  - match: {server: \"" + server + "\"}\n    readAheadAdaptive: {interval: 2s}\n"
+	if err := os.WriteFile(cfg, []byte(policy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	agent := exec.Command(Bin(t), "agent", "--pid", "0", "--config", cfg, "--listen", "127.0.0.1:9481", "--log-level", "debug")
+	agent.Stdout, agent.Stderr = os.Stderr, os.Stderr
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			_ = agent.Process.Signal(syscall.SIGTERM)
+			_ = agent.Wait()
+		}
+	}
+	t.Cleanup(func() {
+		stop()
+		RunNfstune(t, "revert")
+	})
+
+	// seen polls dev's read-ahead until it is want, for up to a minute, and returns the
+	// values it went through.
+	seen := func(dev string, want int) []int {
+		var values []int
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			kb := ReadAheadKB(t, dev)
+			if len(values) == 0 || values[len(values)-1] != kb {
+				values = append(values, kb)
+			}
+			if kb == want {
+				return values
+			}
+		}
+		t.Fatalf("read_ahead_kb of %s went through %v in a minute, never %d KiB", dev, values, want)
+		return nil
+	}
+	if v := seen(m.Device, 4096); len(v) != 2 || v[0] != 128 {
+		t.Errorf("the superblock there at the start went through %v KiB, want 128 then the learned 4096", v)
+	}
+	m2 := Mount(t, spec)
+	if m2.Device == m.Device {
+		t.Fatalf("nosharecache gave no superblock of its own: %s", m2.Device)
+	}
+	v2 := seen(m2.Device, 4096)
+	if slices.Contains(v2, 1024) {
+		t.Errorf("the new superblock went through %v KiB: the bound before the learned 4096", v2)
+	}
+	stop()
+	if r := RunNfstune(t, "revert"); r.Code != 0 {
+		t.Fatalf("revert exited %d: %s", r.Code, r.Stderr)
+	}
+	for dev, want := range map[string]int{m.Device: 128, m2.Device: v2[0]} {
+		if kb := ReadAheadKB(t, dev); kb != want {
+			t.Errorf("%s: read_ahead_kb %d after revert, want %d", dev, kb, want)
+		}
+	}
 }
