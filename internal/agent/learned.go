@@ -1,11 +1,13 @@
 package agent
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
+	"net/netip"
 	"path"
 	"slices"
 	"strings"
@@ -69,22 +71,43 @@ func loadLearned(root hostfs.Root) (*learnedStore, error) {
 	return l, nil
 }
 
+// volumeOf names m's volume: its server and export, or for a mount through a local proxy
+// (EFS's efs-utils, AZNFS) the file system or upstream server the proxy forwards to, since
+// every such mount names 127.0.0.1 and often "/". ok is false when that cannot be told: a
+// loopback server on a port other than NFS's that no proxy attribution named (a proxy's
+// port, which another volume takes next), or no server or export.
+func volumeOf(m *inventory.Mount) (server, export string, ok bool) {
+	server, export = m.Server, m.Export
+	if m.Proxy != nil {
+		server = cmp.Or(m.Proxy.FileSystemID, m.Proxy.Upstream)
+	} else if a, err := netip.ParseAddr(cmp.Or(m.ServerAddr, m.Server)); err == nil && a.IsLoopback() &&
+		cmp.Or(m.Options["port"], "2049") != "2049" {
+		server = ""
+	}
+	return server, export, server != "" && export != ""
+}
+
 // get returns the value learned for m's volume.
 func (l *learnedStore) get(m *inventory.Mount) (int, bool) {
-	v, ok := l.byVolume[volumeKey(m.Server, m.Export)]
+	server, export, ok := volumeOf(m)
+	if !ok {
+		return 0, false
+	}
+	v, ok := l.byVolume[volumeKey(server, export)]
 	return v.ReadAheadKB, ok
 }
 
 // set records kb for m's volume at now, and reports whether that changed what is kept.
 func (l *learnedStore) set(m *inventory.Mount, kb int, now time.Time) bool {
-	if m.Server == "" || m.Export == "" {
+	server, export, ok := volumeOf(m)
+	if !ok {
 		return false
 	}
-	k := volumeKey(m.Server, m.Export)
+	k := volumeKey(server, export)
 	if v, ok := l.byVolume[k]; ok && v.ReadAheadKB == kb {
 		return false
 	}
-	l.byVolume[k] = LearnedValue{Server: m.Server, Export: m.Export, ReadAheadKB: kb, At: now.UTC()}
+	l.byVolume[k] = LearnedValue{Server: server, Export: export, ReadAheadKB: kb, At: now.UTC()}
 	for len(l.byVolume) > MaxLearnedVolumes {
 		oldest := slices.MinFunc(slices.Collect(maps.Values(l.byVolume)), func(a, b LearnedValue) int { return a.At.Compare(b.At) })
 		delete(l.byVolume, volumeKey(oldest.Server, oldest.Export))
