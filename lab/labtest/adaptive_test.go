@@ -154,18 +154,23 @@ func scrape(t *testing.T, url string) string {
 // TestAdaptiveLearnedStart: with a value learned for a volume (the agent's learned.json),
 // the agent starts the volume's superblocks there: one that exists when it starts, and one
 // mounted while it runs, whose read-ahead goes from the kernel's 128 KiB to the learned
-// value without passing the rule's bound (one rsize). `nfstune revert` puts both back.
+// value (4 rsizes) without passing the rule's bound (one rsize). `nfstune revert` puts both
+// back.
 func TestAdaptiveLearnedStart(t *testing.T) {
 	RequireGuest(t)
 	spec := MountSpec{Server: "127.0.0.2", Version: "4.2", Options: "rsize=1048576,nosharecache"}
 	m := Mount(t, spec)
 	setReadAheadKB(t, m.Device, 128)
 	server, export, _ := strings.Cut(m.Source, ":")
+	// Inside the rule's bounds (one rsize to 15 x rsize; nfsd may grant less than 1 MiB),
+	// and neither bound.
+	rsize := rsizeKB(t, m.Device)
+	want := 4 * rsize
 	const learned = "/var/lib/nfstune/learned.json"
 	if err := os.MkdirAll(filepath.Dir(learned), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	doc := `{"volumes": [{"server": "` + server + `", "export": "` + export + `", "readAheadKB": 4096, "at": "2026-12-01T00:00:00Z"}]}`
+	doc := `{"volumes": [{"server": "` + server + `", "export": "` + export + `", "readAheadKB": ` + strconv.Itoa(want) + `, "at": "2026-12-01T00:00:00Z"}]}`
 	if err := os.WriteFile(learned, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -210,16 +215,16 @@ func TestAdaptiveLearnedStart(t *testing.T) {
 		t.Fatalf("read_ahead_kb of %s went through %v in a minute, never %d KiB", dev, values, want)
 		return nil
 	}
-	if v := seen(m.Device, 4096); len(v) != 2 || v[0] != 128 {
-		t.Errorf("the superblock there at the start went through %v KiB, want 128 then the learned 4096", v)
+	if v := seen(m.Device, want); len(v) != 2 || v[0] != 128 {
+		t.Errorf("the superblock there at the start went through %v KiB, want 128 then the learned %d", v, want)
 	}
 	m2 := Mount(t, spec)
 	if m2.Device == m.Device {
 		t.Fatalf("nosharecache gave no superblock of its own: %s", m2.Device)
 	}
-	v2 := seen(m2.Device, 4096)
-	if slices.Contains(v2, 1024) {
-		t.Errorf("the new superblock went through %v KiB: the bound before the learned 4096", v2)
+	v2 := seen(m2.Device, want)
+	if slices.Contains(v2, rsize) {
+		t.Errorf("the new superblock went through %v KiB: the bound (%d) before the learned %d", v2, rsize, want)
 	}
 	stop()
 	if r := RunNfstune(t, "revert"); r.Code != 0 {
