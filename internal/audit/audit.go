@@ -111,6 +111,9 @@ type mountCtx struct {
 	// classes is the class of the mount's read traffic and its pods' over such a window
 	// (readahead.Classify); nil without one.
 	classes *readahead.Classification
+	// groupCache holds, for the whole audit, each client group's mount points as shell
+	// words (groupWords).
+	groupCache map[string]groupWords
 }
 
 // finding starts a finding about the context's mount.
@@ -192,7 +195,12 @@ func run(inv *inventory.Inventory, pol *policy.Policy, opts Options, fold func([
 	}
 	kernel := parseKernel(inv.KernelRelease)
 	checks := mountChecks()
+	groupCache := map[string]groupWords{}
 	resolved := make([]policy.Resolved, len(rep.Mounts))
+	// Findings are large values: room for a few per mount up front, and one buffer for a
+	// mount's findings before they are folded.
+	rep.Findings = make([]Finding, 0, 3*len(rep.Mounts))
+	var found []Finding
 	for i := range rep.Mounts {
 		m := &rep.Mounts[i]
 		res := pol.Resolve(m)
@@ -200,14 +208,15 @@ func run(inv *inventory.Inventory, pol *policy.Policy, opts Options, fold func([
 		m.Backend = res.Backend
 		rep.Desired[m.Device] = res
 		b, _ := pol.Backend(res.Backend)
-		c := &mountCtx{inv: inv, m: m, res: res, backend: b, kernel: kernel, group: groups[m.ClientGroup], byDev: byDev, volumes: volumes}
+		c := &mountCtx{inv: inv, m: m, res: res, backend: b, kernel: kernel, group: groups[m.ClientGroup], byDev: byDev, volumes: volumes,
+			groupCache: groupCache}
 		if e, ok := opts.Traffic[m.Device]; ok {
 			c.traffic = &e
 		}
 		if cl, ok := opts.Classes[m.Device]; ok {
 			c.classes = &cl
 		}
-		var found []Finding
+		found = found[:0]
 		for _, check := range checks {
 			found = append(found, check(c)...)
 		}
@@ -446,11 +455,34 @@ func (c *mountCtx) groupMountPoints() []string {
 // remountGroup describes the unmount of the whole client group that changing a
 // client-wide option (nconnect, proto, version) needs.
 func (c *mountCtx) remountGroup(line string) string {
-	mps := c.groupMountPoints()
-	if len(mps) <= 1 {
+	words, n := c.groupWords()
+	if n <= 1 {
 		return fmt.Sprintf("set in /etc/fstab: %s ; then %s", line, remountCmd(c.m.MountPoints))
 	}
-	return fmt.Sprintf("set in /etc/fstab: %s ; then unmount every mount of client %s (%s) and mount them again: nconnect is fixed by the first mount of the client", line, c.m.ClientGroup, strings.Join(quoteAll(mps), ", "))
+	return fmt.Sprintf("set in /etc/fstab: %s ; then unmount every mount of client %s (%s) and mount them again: nconnect is fixed by the first mount of the client", line, c.m.ClientGroup, words)
+}
+
+// groupWords returns the client group's mount points (groupMountPoints) as shell words,
+// joined, and how many there are. They are the same for every mount of a group, which may
+// hold hundreds, so they are built once per audit.
+func (c *mountCtx) groupWords() (string, int) {
+	if c.group != nil {
+		if w, ok := c.groupCache[c.m.ClientGroup]; ok {
+			return w.words, w.n
+		}
+	}
+	mps := c.groupMountPoints()
+	w := groupWords{words: strings.Join(quoteAll(mps), ", "), n: len(mps)}
+	if c.group != nil {
+		c.groupCache[c.m.ClientGroup] = w
+	}
+	return w.words, w.n
+}
+
+// groupWords is a client group's mount points as one list of shell words.
+type groupWords struct {
+	words string
+	n     int
 }
 
 // remountCmd unmounts and mounts each mount point again: remount cannot change rsize,

@@ -16,6 +16,16 @@ import (
 // (\n, \t, \x1b, \u202e; a byte that is not UTF-8 as \xff). Printable text, spaces and
 // backslashes stay as they are, so ordinary names read unchanged.
 func Text(s string) string {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' || c > '~' {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return s // printable ASCII, the common case: nothing to escape
+	}
 	clean := true
 	for _, r := range s {
 		if !printable(r) {
