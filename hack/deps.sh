@@ -36,6 +36,9 @@ table() {
 	verify  sort                 coreutils        make release: SHA256SUMS in a fixed order
 	verify  find                 findutils        make release: the files SHA256SUMS lists
 	verify  xargs                findutils        make release: SHA256SUMS
+	verify  tar                  tar              make release: the kubectl plugin's krew archives (hack/release-extras.sh)
+	verify  gzip                 gzip             make release: the krew archives
+	verify  awk                  mawk             make release: the release notes from CHANGELOG.md
 	verify  setsid               util-linux       go test of internal/fio: a job that leaves fio's session
 	lab     python3              python3          lab-setup (virtme-ng's venv), lab/k8s-e2e.sh
 	lab     probe:venv           python3-venv     lab-setup: python3 -m venv
