@@ -39,17 +39,15 @@ func (a *Agent) Adapt(ctx context.Context, now time.Time) {
 	pol := a.policy
 	a.mu.Unlock()
 	a.stallsAt(inv, now)
-	if a.learned == nil {
-		var err error
-		if a.learned, err = loadLearned(a.cfg.Root); err != nil {
+	if a.learned.Load() == nil {
+		l, err := loadLearned(a.cfg.Root)
+		if err != nil {
 			a.cfg.Metrics.Errors.WithLabelValues("read").Inc()
 			a.cfg.Logger.Warn("adaptive read-ahead starts every new mount at its bounds: the values learned before cannot be read", "err", err)
 		}
-		list := a.learned.values()
-		a.mu.Lock()
-		a.learnedList = list
-		a.mu.Unlock()
+		a.learned.Store(l)
 	}
+	learned := a.learned.Load()
 	learnedChanged := false
 	volumes := a.newVolumeListing()
 	present := make(map[string]bool, len(inv.Mounts))
@@ -91,9 +89,11 @@ func (a *Agent) Adapt(ctx context.Context, now time.Time) {
 		}
 		a.setTarget(m.Device, step.ToKB)
 		writes := want.Mode != policy.ModeObserve && !want.Adaptive.Observe
-		if writes && st.ctl.Settled(step) && a.learned.set(m, step.ToKB, now) {
-			learnedChanged = true
-			log.Info("adaptive read-ahead learned for the volume", "server", m.Server, "export", m.Export, "read_ahead_kb", step.ToKB)
+		if writes && st.ctl.Settled(step) {
+			if v, changed := learned.set(m, step.ToKB, now); changed {
+				learnedChanged = true
+				log.Info("adaptive read-ahead learned for the volume", "server", v.Server, "export", v.Export, "read_ahead_kb", v.ReadAheadKB)
+			}
 		}
 		if !step.Changed() {
 			log.Debug("adaptive read-ahead held")
@@ -133,11 +133,7 @@ func (a *Agent) Adapt(ctx context.Context, now time.Time) {
 		log.Info("adaptive read-ahead changed")
 	}
 	if learnedChanged {
-		list := a.learned.values()
-		a.mu.Lock()
-		a.learnedList = list
-		a.mu.Unlock()
-		if err := a.learned.save(); err != nil {
+		if err := learned.save(); err != nil {
 			a.cfg.Metrics.Errors.WithLabelValues("write").Inc()
 			a.cfg.Logger.Error("the read-ahead learned per volume could not be kept; the next mounts start at their bounds", "err", err)
 		}
@@ -156,7 +152,7 @@ func (a *Agent) Adapt(ctx context.Context, now time.Time) {
 // learned for m's volume, if any (readahead.Controller.StartAt).
 func (a *Agent) newController(r policy.AdaptiveReadAhead, m *inventory.Mount) *readahead.Controller {
 	c := readahead.NewController(r.MinKB, r.MaxKB, r.Interval)
-	if kb, ok := a.learned.get(m); ok {
+	if kb, ok := a.learned.Load().get(m); ok {
 		c.StartAt(kb)
 	}
 	return c

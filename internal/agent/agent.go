@@ -19,6 +19,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nfstune/nfstune/internal/audit"
@@ -185,9 +186,8 @@ type Agent struct {
 	adaptive map[string]*adaptiveMount
 	targets  map[string]int
 	// learned is the read-ahead the controllers settled on per volume (LearnedPath), read
-	// at the first Adapt; only Adapt uses it. learnedList is its list for /status, under mu.
-	learned     *learnedStore
-	learnedList []status.Learned
+	// at the first Adapt; nil before.
+	learned atomic.Pointer[learnedStore]
 }
 
 // New checks cfg and returns an Agent.

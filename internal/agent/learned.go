@@ -2,20 +2,17 @@ package agent
 
 import (
 	"cmp"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io/fs"
 	"maps"
 	"net/netip"
-	"path"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/status"
+	"github.com/nfstune/nfstune/internal/tune"
 )
 
 // LearnedPath is where the agent keeps, per volume, the read-ahead its adaptive controller
@@ -40,27 +37,23 @@ type learnedFile struct {
 	Volumes []LearnedValue `json:"volumes"`
 }
 
-// learnedStore holds the learned values by volume; only Adapt uses it.
+// learnedStore holds the learned values by volume: Adapt reads and changes it, /status lists
+// it (values), under mu.
 type learnedStore struct {
 	root     hostfs.Root
+	mu       sync.Mutex
 	byVolume map[string]LearnedValue
 }
 
 func volumeKey(server, export string) string { return server + "\x00" + export }
 
-// loadLearned reads LearnedPath below root; a missing file is an empty store.
+// loadLearned reads LearnedPath below root; a missing file is an empty store, and so is an
+// unreadable one, with the error.
 func loadLearned(root hostfs.Root) (*learnedStore, error) {
 	l := &learnedStore{root: root, byVolume: map[string]LearnedValue{}}
-	b, err := hostfs.ReadFile(root.Path(LearnedPath), maxLearnedSize)
-	if errors.Is(err, fs.ErrNotExist) {
-		return l, nil
-	}
-	if err != nil {
-		return l, fmt.Errorf("reading %s: %w", LearnedPath, err)
-	}
 	var f learnedFile
-	if err := json.Unmarshal(b, &f); err != nil {
-		return l, fmt.Errorf("reading %s: %w", LearnedPath, err)
+	if _, err := tune.ReadState(root, LearnedPath, maxLearnedSize, &f); err != nil {
+		return l, err
 	}
 	for _, v := range f.Volumes {
 		if v.Server == "" || v.Export == "" || v.ReadAheadKB < hostfs.MinReadAheadKB || strings.ContainsRune(v.Server+v.Export, 0) {
@@ -87,36 +80,47 @@ func volumeOf(m *inventory.Mount) (server, export string, ok bool) {
 	return server, export, server != "" && export != ""
 }
 
-// get returns the value learned for m's volume.
+// get returns the value learned for m's volume. A nil store has none.
 func (l *learnedStore) get(m *inventory.Mount) (int, bool) {
 	server, export, ok := volumeOf(m)
-	if !ok {
+	if l == nil || !ok {
 		return 0, false
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	v, ok := l.byVolume[volumeKey(server, export)]
 	return v.ReadAheadKB, ok
 }
 
-// set records kb for m's volume at now, and reports whether that changed what is kept.
-func (l *learnedStore) set(m *inventory.Mount, kb int, now time.Time) bool {
+// set records kb for m's volume at now, and returns the entry when that changed what is
+// kept.
+func (l *learnedStore) set(m *inventory.Mount, kb int, now time.Time) (LearnedValue, bool) {
 	server, export, ok := volumeOf(m)
 	if !ok {
-		return false
+		return LearnedValue{}, false
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	k := volumeKey(server, export)
 	if v, ok := l.byVolume[k]; ok && v.ReadAheadKB == kb {
-		return false
+		return LearnedValue{}, false
 	}
-	l.byVolume[k] = LearnedValue{Server: server, Export: export, ReadAheadKB: kb, At: now.UTC()}
+	v := LearnedValue{Server: server, Export: export, ReadAheadKB: kb, At: now.UTC()}
+	l.byVolume[k] = v
 	for len(l.byVolume) > MaxLearnedVolumes {
 		oldest := slices.MinFunc(slices.Collect(maps.Values(l.byVolume)), func(a, b LearnedValue) int { return a.At.Compare(b.At) })
 		delete(l.byVolume, volumeKey(oldest.Server, oldest.Export))
 	}
-	return true
+	return v, true
 }
 
-// values returns the learned values, sorted by server and export.
+// values returns the learned values, sorted by server and export; none for a nil store.
 func (l *learnedStore) values() []LearnedValue {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	out := slices.Collect(maps.Values(l.byVolume))
 	slices.SortFunc(out, func(a, b LearnedValue) int {
 		return strings.Compare(volumeKey(a.Server, a.Export), volumeKey(b.Server, b.Export))
@@ -124,17 +128,7 @@ func (l *learnedStore) values() []LearnedValue {
 	return out
 }
 
-// save writes the store to LearnedPath (hostfs.Root.ReplaceFile: a whole new file, never
-// through a link), its directory made 0700 as the journal's.
+// save writes the store to LearnedPath (tune.WriteState).
 func (l *learnedStore) save() error {
-	b, err := json.MarshalIndent(learnedFile{Volumes: l.values()}, "", "  ")
-	if err != nil {
-		return err
-	}
-	d, err := l.root.OpenDir(path.Dir(LearnedPath), 0o700)
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", LearnedPath, err)
-	}
-	d.Close()
-	return l.root.ReplaceFile(LearnedPath, append(b, '\n'), 0o600)
+	return tune.WriteState(l.root, LearnedPath, learnedFile{Volumes: l.values()})
 }

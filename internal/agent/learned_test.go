@@ -27,14 +27,14 @@ func TestLearnedVolumes(t *testing.T) {
 	loopback := &inventory.Mount{Server: "127.0.0.1", ServerAddr: "127.0.0.1", Export: "/", Options: map[string]string{"port": "20049"}}
 	local := &inventory.Mount{Server: "127.0.0.1", ServerAddr: "127.0.0.1", Export: "/srv/tmp", Options: map[string]string{}}
 	for m, kb := range map[*inventory.Mount]int{nfs: 4096, efsA: 2048, efsB: 8192, local: 1024} {
-		if !l.set(m, kb, now) {
+		if _, changed := l.set(m, kb, now); !changed {
 			t.Errorf("%+v: not learned", m)
 		}
 	}
-	if l.set(loopback, 1024, now) {
+	if _, changed := l.set(loopback, 1024, now); changed {
 		t.Error("an unattributed loopback mount was learned")
 	}
-	if l.set(nfs, 4096, now) {
+	if _, changed := l.set(nfs, 4096, now); changed {
 		t.Error("the same value again counts as a change")
 	}
 	if err := l.save(); err != nil {

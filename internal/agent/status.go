@@ -23,8 +23,8 @@ func (a *Agent) status(v *view, readErr error, now time.Time) status.Status {
 	if err := a.Healthy(now); err != nil {
 		s.Unhealthy = err.Error()
 	}
+	s.Learned = a.learned.Load().values()
 	a.mu.Lock()
-	s.Learned = a.learnedList
 	if pol := a.policy; pol != nil {
 		s.Policy = pol.Info
 		if pol.Mode == policy.ModeObserve {

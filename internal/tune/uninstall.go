@@ -3,7 +3,6 @@ package tune
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -40,16 +39,9 @@ type installedFile struct {
 }
 
 func loadInstalled(root hostfs.Root) (*installed, error) {
-	b, err := hostfs.ReadFile(root.Path(InstalledPath), maxInstalledSize)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading %q: %w", InstalledPath, err)
-	}
 	var rec installed
-	if err := json.Unmarshal(b, &rec); err != nil {
-		return nil, fmt.Errorf("reading %q: %w", InstalledPath, err)
+	if found, err := ReadState(root, InstalledPath, maxInstalledSize, &rec); !found || err != nil {
+		return nil, err
 	}
 	for _, f := range rec.Files {
 		if !path.IsAbs(f.Path) || path.Clean(f.Path) != f.Path || f.Path == "/" {
@@ -59,18 +51,7 @@ func loadInstalled(root hostfs.Root) (*installed, error) {
 	return &rec, nil
 }
 
-func (rec *installed) save(root hostfs.Root) error {
-	b, err := json.MarshalIndent(rec, "", "  ")
-	if err != nil {
-		return err
-	}
-	d, err := root.OpenDir(path.Dir(InstalledPath), 0o700) // the journal's directory
-	if err != nil {
-		return fmt.Errorf("writing %q: %w", InstalledPath, err)
-	}
-	d.Close()
-	return root.ReplaceFile(InstalledPath, append(b, '\n'), 0o600)
-}
+func (rec *installed) save(root hostfs.Root) error { return WriteState(root, InstalledPath, rec) }
 
 // recordInstall writes the record of files about to be copied, each with the digest of its
 // new content and, for a path already recorded, the digests it may hold now.
