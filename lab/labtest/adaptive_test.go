@@ -10,12 +10,10 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -55,19 +53,7 @@ func TestAdaptiveRevert(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(policy), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	agent := exec.Command(Bin(t), "agent", "--pid", "0", "--config", cfg, "--listen", "127.0.0.1:9480", "--log-level", "debug")
-	agent.Stdout, agent.Stderr = os.Stderr, os.Stderr
-	if err := agent.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	stop := func() {
-		if !stopped {
-			stopped = true
-			_ = agent.Process.Signal(syscall.SIGTERM)
-			_ = agent.Wait()
-		}
-	}
+	stop := StartAgent(t, "--config", cfg, "--listen", "127.0.0.1:9480", "--log-level", "debug")
 	t.Cleanup(func() {
 		stop()
 		RunNfstune(t, "revert")
@@ -181,19 +167,7 @@ func TestAdaptiveLearnedStart(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(policy), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	agent := exec.Command(Bin(t), "agent", "--pid", "0", "--config", cfg, "--listen", "127.0.0.1:9481", "--log-level", "debug")
-	agent.Stdout, agent.Stderr = os.Stderr, os.Stderr
-	if err := agent.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	stop := func() {
-		if !stopped {
-			stopped = true
-			_ = agent.Process.Signal(syscall.SIGTERM)
-			_ = agent.Wait()
-		}
-	}
+	stop := StartAgent(t, "--config", cfg, "--listen", "127.0.0.1:9481", "--log-level", "debug")
 	t.Cleanup(func() {
 		stop()
 		RunNfstune(t, "revert")

@@ -16,6 +16,27 @@ import (
 	"time"
 )
 
+// StartAgent starts `nfstune agent --pid 0` with args, its output on the test's stderr,
+// and returns the function that stops it (SIGTERM, then waits), which the test's cleanup
+// also calls; calling it again does nothing.
+func StartAgent(t *testing.T, args ...string) (stop func()) {
+	t.Helper()
+	agent := exec.Command(Bin(t), append([]string{"agent", "--pid", "0"}, args...)...)
+	agent.Stdout, agent.Stderr = os.Stderr, os.Stderr
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			_ = agent.Process.Signal(syscall.SIGTERM)
+			_ = agent.Wait()
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
 // Cgroup2 mounts a cgroup v2 hierarchy of its own for the test and returns its path. The
 // paths in /proc/<pid>/cgroup are relative to the hierarchy's root, wherever it is mounted.
 func Cgroup2(t *testing.T) string {

@@ -112,15 +112,7 @@ func TestStuckMountListed(t *testing.T) {
 		t.Logf("nfstune audit, its stuck-server view:\nstalled servers\n%s", view)
 	}
 
-	agent := exec.Command(Bin(t), "agent", "--pid", "0", "--listen", stuckMountListen, "--resync", "30s")
-	agent.Stdout, agent.Stderr = os.Stderr, os.Stderr
-	if err := agent.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = agent.Process.Signal(syscall.SIGTERM)
-		_ = agent.Wait()
-	})
+	StartAgent(t, "--listen", stuckMountListen, "--resync", "30s")
 	var blocked float64
 	deadline := time.Now().Add(30 * time.Second)
 	for blocked != 1 && time.Now().Before(deadline) {
