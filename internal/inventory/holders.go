@@ -514,20 +514,41 @@ func readStat(path string) (comm, state string) {
 	return s[open+1 : end], s[end+2 : end+3]
 }
 
-// cgroupPod returns the pod and container of the first /proc/<pid>/cgroup line
-// ("hierarchy-ID:controllers:path") whose path kubelet named (kubelet.CgroupPod); the
-// cgroup v2 line and any v1 controller's are equally good.
+// cgroupPod returns the pod and container of the first /proc/<pid>/cgroup line whose path
+// kubelet named (kubelet.CgroupPod); the cgroup v2 line and any v1 controller's are equally
+// good.
 func cgroupPod(b []byte) (podUID, containerID string) {
-	for _, line := range strings.Split(string(b), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		if uid, cid := kubelet.CgroupPod(parts[2]); uid != "" {
+	for _, l := range cgroupLines(b) {
+		if uid, cid := kubelet.CgroupPod(l.path); uid != "" {
 			return uid, cid
 		}
 	}
 	return "", ""
+}
+
+// cgroupLine is one line of /proc/<pid>/cgroup: "hierarchy-ID:controllers:path"
+// (cgroups(7)); the cgroup v2 line is "0::<path>".
+type cgroupLine struct{ hierarchy, controllers, path string }
+
+func cgroupLines(b []byte) []cgroupLine {
+	var out []cgroupLine
+	for _, line := range strings.Split(string(b), "\n") {
+		if parts := strings.SplitN(line, ":", 3); len(parts) == 3 {
+			out = append(out, cgroupLine{parts[0], parts[1], parts[2]})
+		}
+	}
+	return out
+}
+
+// cgroupV2Path returns the path of the cgroup v2 line of a /proc/<pid>/cgroup file, "" when
+// it has none (a cgroup v1 host).
+func cgroupV2Path(b []byte) string {
+	for _, l := range cgroupLines(b) {
+		if l.hierarchy == "0" && l.controllers == "" {
+			return l.path
+		}
+	}
+	return ""
 }
 
 // BlockedMount is a superblock whose server is not answering (Inventory.Stalled), with

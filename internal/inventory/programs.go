@@ -379,14 +379,3 @@ func readSelfCgroup(root hostfs.Root) []byte {
 	}
 	return b
 }
-
-// cgroupV2Path returns the path of the cgroup v2 line ("0::<path>") of a /proc/<pid>/cgroup
-// file, "" when it has none (a cgroup v1 host).
-func cgroupV2Path(b []byte) string {
-	for _, line := range strings.Split(string(b), "\n") {
-		if p, ok := strings.CutPrefix(line, "0::"); ok {
-			return p
-		}
-	}
-	return ""
-}
