@@ -60,22 +60,22 @@ func recordInstall(root hostfs.Root, files map[string][]byte) (*installed, error
 	if err != nil {
 		return nil, err
 	}
+	held := map[string][]string{} // the digests each recorded path may hold now
+	if old != nil {
+		for _, f := range old.Files {
+			held[f.Path] = f.SHA256
+		}
+	}
 	rec := &installed{}
 	for _, p := range slices.Sorted(maps.Keys(files)) {
 		sum := sha256.Sum256(files[p])
-		f := installedFile{Path: p, SHA256: []string{hex.EncodeToString(sum[:])}}
-		if old != nil {
-			for _, o := range old.Files {
-				if o.Path == p {
-					for _, s := range o.SHA256 {
-						if !slices.Contains(f.SHA256, s) {
-							f.SHA256 = append(f.SHA256, s)
-						}
-					}
-				}
+		digests := []string{hex.EncodeToString(sum[:])}
+		for _, d := range held[p] {
+			if !slices.Contains(digests, d) {
+				digests = append(digests, d)
 			}
 		}
-		rec.Files = append(rec.Files, f)
+		rec.Files = append(rec.Files, installedFile{Path: p, SHA256: digests})
 	}
 	return rec, rec.save(root)
 }
@@ -134,17 +134,17 @@ func UninstallNode(root hostfs.Root, logger *slog.Logger) (*Uninstalled, error) 
 	}
 	var errs []error
 	for _, f := range rec.Files {
-		status, err := removeInstalled(root, f)
+		removed, err := removeInstalled(root, f)
 		switch {
 		case err != nil:
 			out.Kept[f.Path] = err.Error()
 			errs = append(errs, err)
 			logger.Warn("kept", "path", f.Path, "why", err.Error())
-		case status == "absent":
-			out.Absent = append(out.Absent, f.Path)
-		default:
+		case removed:
 			out.Removed = append(out.Removed, f.Path)
 			logger.Info("removed", "path", f.Path)
+		default:
+			out.Absent = append(out.Absent, f.Path)
 		}
 	}
 	if len(errs) > 0 {
@@ -159,24 +159,24 @@ func UninstallNode(root hostfs.Root, logger *slog.Logger) (*Uninstalled, error) 
 }
 
 // removeInstalled removes one copy if it is a regular file holding one of its recorded
-// digests; "absent" when it is gone already.
-func removeInstalled(root hostfs.Root, f installedFile) (string, error) {
+// digests; removed is false, without an error, when it is gone already.
+func removeInstalled(root hostfs.Root, f installedFile) (removed bool, err error) {
 	if _, err := root.Attr(f.Path); errors.Is(err, fs.ErrNotExist) {
-		return "absent", nil
+		return false, nil
 	} else if err != nil {
-		return "", fmt.Errorf("%s: %w", f.Path, err)
+		return false, fmt.Errorf("%s: %w", f.Path, err)
 	}
 	sum, err := fileSHA256(root.Path(f.Path))
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", f.Path, err)
+		return false, fmt.Errorf("%s: %w", f.Path, err)
 	}
 	if !slices.Contains(f.SHA256, sum) {
-		return "", fmt.Errorf("%s: %w: left as it is", f.Path, ErrChangedSinceInstall)
+		return false, fmt.Errorf("%s: %w: left as it is", f.Path, ErrChangedSinceInstall)
 	}
 	if err := root.RemoveFile(f.Path); err != nil {
-		return "", err
+		return false, err
 	}
-	return "removed", nil
+	return true, nil
 }
 
 // fileSHA256 hashes a regular file, never through a final symbolic link, in chunks: the
