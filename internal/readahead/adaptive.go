@@ -311,11 +311,12 @@ func (c *Controller) judgeTable(f stepFacts) (Step, bool) {
 		s.Reason, s.Why = r, fmt.Sprintf(format, args...)
 		return s, true
 	}
+	p := f.pending
 	undo := func(r Reason, format string, args ...any) (Step, bool) {
-		s.ToKB = f.pending.step.FromKB
+		s.ToKB, s.Verdict, s.VerdictWhy = p.step.FromKB, f.verdict, f.why
 		return hold(r, format, args...)
 	}
-	switch p := f.pending; {
+	switch {
 	case f.stalled:
 		c.pending = nil // the interval says nothing about read-ahead
 		return hold(HoldStalled, "the server is not answering")
@@ -337,15 +338,12 @@ func (c *Controller) judgeTable(f stepFacts) (Step, bool) {
 		// Every file read since was opened before the change, at the old window.
 		return hold(HoldNoOpens, "no file opened since %d -> %d KiB: open files keep the window they were opened with, so the change is judged on files opened after it", p.step.FromKB, p.step.ToKB)
 	}
-	p := f.pending
 	c.pending = nil
-	s.Verdict, s.VerdictWhy = f.verdict, f.why
 	rise, probe := p.step.Reason == ReasonStreaming, p.step.Reason == ReasonProbe
 	switch {
 	case f.verdict == Hurt && rise && p.first == nil && !p.resettled && f.waste < RiseWaste:
 		// Files opened before the rise may still be open: judge it on the next alone.
 		c.pending = &pendingStep{step: p.step, before: p.before, resettled: true}
-		s.Verdict, s.VerdictWhy = "", ""
 		return hold(HoldSettling, "the rise %d -> %d KiB read slower on its first interval without fetching more than was read (%s); judged on the next alone", p.step.FromKB, p.step.ToKB, f.why)
 	case f.verdict == Hurt:
 		return undo(ReasonHurt, "the change %d -> %d KiB hurt: %s", p.step.FromKB, p.step.ToKB, f.why)
@@ -355,7 +353,6 @@ func (c *Controller) judgeTable(f stepFacts) (Step, bool) {
 		// Kept only when it helped on two intervals: under a memory limit its waste grows
 		// as the cache fills.
 		c.pending = &pendingStep{step: p.step, before: p.before, first: &f.e}
-		s.Verdict, s.VerdictWhy = "", ""
 		return hold(HoldJudging, "the rise %d -> %d KiB read faster but raised over-read by %.2f or more on one interval (%s); judged again with the next", p.step.FromKB, p.step.ToKB, RiseWaste, f.why)
 	case rise && f.verdict == NoChange && f.waste >= RiseWaste:
 		return undo(ReasonNoGain, "the rise %d -> %d KiB fetched more than was read without reading %.0f %% faster: %s", p.step.FromKB, p.step.ToKB, 100*RateChange, f.why)
@@ -368,6 +365,7 @@ func (c *Controller) judgeTable(f stepFacts) (Step, bool) {
 	// A rise kept on two intervals was kept for reading fast (it raised over-read): the
 	// interval that kept it is not the next rise's "before".
 	c.baseline = rise && p.first != nil
+	s.Verdict, s.VerdictWhy = f.verdict, f.why // kept: the next step carries its verdict
 	return s, false
 }
 
