@@ -186,9 +186,13 @@ func (j Job) fileBytes(p Params) int64 {
 // Args returns fio's command line for j, without the program name. Every option is a
 // job option (after --name), so results carry them per job.
 func (j Job) Args(p Params) []string {
+	return append([]string{"--output-format=json", "--eta=never"}, j.section(p)...)
+}
+
+// section is j's options from --name on: one job section of a fio command line, which
+// fio runs alongside the other sections of the same command.
+func (j Job) section(p Params) []string {
 	args := []string{
-		"--output-format=json",
-		"--eta=never",
 		"--name=" + j.Name,
 		"--directory=" + p.Dir,
 		"--filename_format=" + j.FilenameFormat,
