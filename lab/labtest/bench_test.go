@@ -145,6 +145,10 @@ func TestBenchSweepRemount(t *testing.T) {
 // earlier, and leave no files; which tuning is better is logged, not asserted, since it
 // depends on the machine.
 func TestBenchCurveNConnect(t *testing.T) {
+	// The guest is emulated (TCG): a stall of the emulator puts tens of milliseconds into
+	// the p99 of the lightest load, so the bound is set far above the default and the knee
+	// is where the mount stops keeping up with the offered load.
+	const labCurveBound = 500 * time.Millisecond
 	RequireGuest(t)
 	results := map[int]*bench.Result{}
 	for _, tc := range []struct {
@@ -153,8 +157,8 @@ func TestBenchCurveNConnect(t *testing.T) {
 	}{{"127.0.0.5", 1}, {"127.0.0.6", 4}} {
 		m := Mount(t, MountSpec{Server: tc.server, Version: "3", Options: "nconnect=" + strconv.Itoa(tc.conns)})
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		res, err := benchRunner().Curve(ctx, bench.CurveOptions{Mount: m.Dir, Rates: []int{100, 200, 400, 800, 1600, 3200, 6400},
-			Runtime: 3 * time.Second, Ramp: time.Second, LatencyBound: bench.DefaultLatencyBound})
+		res, err := benchRunner().Curve(ctx, bench.CurveOptions{Mount: m.Dir, Rates: []int{25, 50, 100, 200, 400, 800, 1600, 3200},
+			Runtime: 5 * time.Second, Ramp: time.Second, LatencyBound: labCurveBound})
 		cancel()
 		if err != nil {
 			t.Fatal(err)
@@ -183,7 +187,7 @@ func TestBenchCurveNConnect(t *testing.T) {
 		t.Logf("nconnect=%d:\n%s", tc.conns, table.String())
 		results[tc.conns] = res
 	}
-	cc, err := bench.CompareCurves(results[1], results[4], 5)
+	cc, err := bench.CompareCurves(results[1], results[4], float64(bench.DefaultLatencyBound/time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
