@@ -23,7 +23,8 @@ import (
 // rate each is allowed to issue changes. Raising the job count instead would make every
 // step a closed loop that issues as fast as it can: the first step would already saturate
 // the mount, the offered load would be unknown, and the working set would grow with the
-// load (the flaw that had SPEC SFS 2.0 withdrawn). With a fixed rate per job the offered
+// load (the flaw that had SPEC SFS 2.0 withdrawn,
+// http://www.spec.org/sfs97/sfs97_defects.html). With a fixed rate per job the offered
 // load of each step is known, and a step whose jobs cannot keep it up is itself the sign
 // that the response time now limits the throughput: a job with iodepth 1 issues its next
 // operation only when the last one has completed.

@@ -1,6 +1,7 @@
 // Package bench measures NFS mounts with fio using built-in job profiles only, records
 // the tuning state and a mountstats delta with every result, compares results with their
-// spread, sweeps read-ahead and mount options, and renders reports with charts.
+// spread, sweeps read-ahead and mount options, measures load curves (ops/s against response
+// time on a rising load, curve.go), and renders reports with charts.
 //
 // Jobs are generated from the profiles in this file and never read from user files, since
 // a fio job file can run programs (ioengine=exec). fio always runs inside a directory that
