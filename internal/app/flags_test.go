@@ -50,8 +50,8 @@ var synonyms = [][]string{
 // that ask the API server.
 var (
 	hostVerbs = []string{"nfstune audit", "nfstune apply", "nfstune revert", "nfstune shutdown", "nfstune stats",
-		"nfstune agent", "nfstune udev-readahead", "nfstune bench run", "nfstune bench sweep", "nfstune k8s install-node", "nfstune k8s revert-node"}
-	logVerbs = []string{"nfstune agent", "nfstune audit", "nfstune bench run", "nfstune bench sweep",
+		"nfstune agent", "nfstune udev-readahead", "nfstune bench run", "nfstune bench sweep", "nfstune bench curve", "nfstune k8s install-node", "nfstune k8s revert-node"}
+	logVerbs = []string{"nfstune agent", "nfstune audit", "nfstune bench run", "nfstune bench sweep", "nfstune bench curve",
 		"nfstune udev-readahead", "nfstune k8s install-node", "nfstune k8s revert-node"}
 	clusterVerbs = []string{"kubectl nfstune status", "kubectl nfstune audit", "kubectl nfstune learned"}
 	// failOnVerbs are the plugin's commands that judge compliance.

@@ -1,6 +1,7 @@
 // Package bench measures NFS mounts with fio using built-in job profiles only, records
 // the tuning state and a mountstats delta with every result, compares results with their
-// spread, sweeps read-ahead and mount options, and renders reports with charts.
+// spread, sweeps read-ahead and mount options, measures load curves (ops/s against response
+// time on a rising load, curve.go), and renders reports with charts.
 //
 // Jobs are generated from the profiles in this file and never read from user files, since
 // a fio job file can run programs (ioengine=exec). fio always runs inside a directory that
@@ -186,9 +187,13 @@ func (j Job) fileBytes(p Params) int64 {
 // Args returns fio's command line for j, without the program name. Every option is a
 // job option (after --name), so results carry them per job.
 func (j Job) Args(p Params) []string {
+	return append([]string{"--output-format=json", "--eta=never"}, j.section(p)...)
+}
+
+// section is j's options from --name on: one job section of a fio command line, which
+// fio runs alongside the other sections of the same command.
+func (j Job) section(p Params) []string {
 	args := []string{
-		"--output-format=json",
-		"--eta=never",
 		"--name=" + j.Name,
 		"--directory=" + p.Dir,
 		"--filename_format=" + j.FilenameFormat,

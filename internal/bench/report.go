@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"html/template"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -44,6 +46,18 @@ type reportData struct {
 	Rows       []reportRow
 	LimitLabel string
 	Commands   []string
+	// CurveRows are the steps of the load curves, CurveKnees a sentence per curve; both
+	// empty when no result is a curve.
+	CurveRows  []curveRow
+	CurveKnees []string
+}
+
+// curveRow is one step of one result's load curve.
+type curveRow struct {
+	Series                      string
+	Step                        int
+	Offered, IOPS, P50ms, P99ms string
+	Knee                        string
 }
 
 // Chart files written next to the report.
@@ -51,6 +65,8 @@ const (
 	ChartThroughput = "throughput.svg"
 	ChartIOPS       = "iops.svg"
 	ChartLatency    = "latency.svg"
+	// ChartCurve is written only when a result is a load curve (bench curve).
+	ChartCurve = "loadcurve.svg"
 )
 
 // WriteReport writes the report and its three charts into dir and returns the paths.
@@ -64,11 +80,18 @@ func WriteReport(dir string, inputs []ReportInput, opts ReportOptions) ([]string
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating report directory: %w", err)
 	}
-	data, charts := buildReport(inputs, opts)
+	data, bars := buildReport(inputs, opts)
+	charts := map[string][]byte{}
+	for name, c := range bars {
+		charts[name] = c.SVG()
+	}
+	if curves, ok := buildCurves(inputs, &data); ok {
+		charts[ChartCurve] = curves.SVG()
+	}
 	var written []string
-	for name, c := range charts {
+	for _, name := range slices.Sorted(maps.Keys(charts)) {
 		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, c.SVG(), 0o644); err != nil {
+		if err := os.WriteFile(p, charts[name], 0o644); err != nil {
 			return written, fmt.Errorf("writing chart: %w", err)
 		}
 		written = append(written, p)
@@ -165,6 +188,37 @@ func buildReport(inputs []ReportInput, opts ReportOptions) (reportData, map[stri
 	return data, map[string]barChart{ChartThroughput: tput, ChartIOPS: iops, ChartLatency: lat}
 }
 
+// buildCurves draws the load curve of every result that has one, one line each, and adds
+// their steps and knees to d; false when no result is a curve.
+func buildCurves(inputs []ReportInput, d *reportData) (curveChart, bool) {
+	c := curveChart{Title: "Load curve: response time against operations per second",
+		XLabel: "achieved ops/s", YLabel: "ms (p99 solid, p50 dashed)"}
+	for _, in := range inputs {
+		cv := in.Result.Curve
+		if cv == nil {
+			continue
+		}
+		if c.Bound == 0 {
+			c.Bound = cv.LatencyBoundms
+		}
+		line := curveLine{Label: in.Label, Steps: cv.Steps, Knee: -1}
+		if cv.Knee != nil {
+			line.Knee = cv.Knee.Step
+		}
+		c.Lines = append(c.Lines, line)
+		for i, st := range cv.Steps {
+			row := curveRow{Series: in.Label, Step: i + 1, Offered: formatNum(st.OfferedIOPS), IOPS: formatNum(st.IOPS),
+				P50ms: formatNum(st.P50ms), P99ms: formatNum(st.P99ms)}
+			if i == line.Knee {
+				row.Knee = string(cv.Knee.Rule)
+			}
+			d.CurveRows = append(d.CurveRows, row)
+		}
+		d.CurveKnees = append(d.CurveKnees, in.Label+": "+kneeSentence(cv))
+	}
+	return c, len(c.Lines) > 0
+}
+
 func latP50(rs []Run) []float64 {
 	out := make([]float64, len(rs))
 	for i, r := range rs {
@@ -209,6 +263,16 @@ func renderMarkdown(d reportData) []byte {
 	b.WriteString("\n## Latency\n\n![p99 latency per job](" + ChartLatency + ")\n\n| Job | Result | p50 ms | p99 ms |\n|---|---|---|---|\n")
 	for _, r := range d.Rows {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", mdCell(r.Job), mdCell(r.Series), r.P50, r.P99)
+	}
+	if len(d.CurveRows) > 0 {
+		b.WriteString("\n## Load curve\n\n![Load curve](" + ChartCurve + ")\n\n")
+		for _, k := range d.CurveKnees {
+			b.WriteString("- " + mdCell(k) + "\n")
+		}
+		b.WriteString("\n| Result | Step | Offered ops/s | Achieved ops/s | p50 ms | p99 ms | Knee |\n|---|---|---|---|---|---|---|\n")
+		for _, r := range d.CurveRows {
+			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s |\n", mdCell(r.Series), r.Step, r.Offered, r.IOPS, r.P50ms, r.P99ms, orDash(r.Knee))
+		}
 	}
 	b.WriteString("\n## fio commands\n\n```\n")
 	for _, c := range d.Commands {
@@ -257,7 +321,13 @@ var htmlReport = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <table><tr><th>Job</th><th>Result</th><th>p50 ms</th><th>p99 ms</th></tr>
 {{range .Rows}}<tr><td>{{.Job}}</td><td>{{.Series}}</td><td>{{.P50}}</td><td>{{.P99}}</td></tr>
 {{end}}</table>
-<h2>fio commands</h2>
+{{if .CurveRows}}<h2>Load curve</h2>
+<img src="loadcurve.svg" alt="Load curve">
+<ul>{{range .CurveKnees}}<li>{{.}}</li>{{end}}</ul>
+<table><tr><th>Result</th><th>Step</th><th>Offered ops/s</th><th>Achieved ops/s</th><th>p50 ms</th><th>p99 ms</th><th>Knee</th></tr>
+{{range .CurveRows}}<tr><td>{{.Series}}</td><td>{{.Step}}</td><td>{{.Offered}}</td><td>{{.IOPS}}</td><td>{{.P50ms}}</td><td>{{.P99ms}}</td><td>{{if .Knee}}{{.Knee}}{{else}}-{{end}}</td></tr>
+{{end}}</table>
+{{end}}<h2>fio commands</h2>
 <pre>{{range .Commands}}{{.}}
 {{end}}</pre>
 </body></html>

@@ -18,6 +18,8 @@ type Result struct {
 	Runs       []Run      `json:"runs"`
 	Tuning     *Tuning    `json:"tuning"`
 	Provenance Provenance `json:"provenance"`
+	// Curve is the load curve of a bench curve result; its runs are the curve's steps.
+	Curve *Curve `json:"curve,omitempty"`
 }
 
 // Run is one fio process: one job of a profile, one repeat, one variant.

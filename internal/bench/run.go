@@ -123,7 +123,11 @@ type session struct {
 // the metadata jobs create before they delete) and returns the result. On cancellation
 // the runs so far are returned with Provenance.Interrupted set, together with the error.
 func (r *Runner) Run(ctx context.Context, opts RunOptions) (*Result, error) {
-	s, err := r.open(ctx, opts, 1)
+	prof, err := LookupProfile(opts.Profile)
+	if err != nil {
+		return nil, err
+	}
+	s, err := r.open(ctx, opts, prof, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -133,13 +137,10 @@ func (r *Runner) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 
 // open checks the target, the free space and fio, and creates the bench directory.
 // variants is how many times the profile will be run, for the ETA.
-func (r *Runner) open(ctx context.Context, opts RunOptions, variants int) (*session, error) {
+func (r *Runner) open(ctx context.Context, opts RunOptions, prof Profile, variants int) (*session, error) {
 	opts.defaults()
-	prof, err := LookupProfile(opts.Profile)
-	if err != nil {
-		return nil, err
-	}
 	var inv *inventory.Inventory
+	var err error
 	if r.Inventory != nil {
 		inv, err = r.Inventory()
 		if err != nil {
@@ -301,13 +302,24 @@ func (s *session) runOne(ctx context.Context, j Job, rep int, variant string) (R
 	if err := s.checkReadAheadHeld(run.Tuning); err != nil {
 		return run, err
 	}
+	if _, err := recordFio(&run, out); err != nil {
+		return run, err
+	}
+	if _, after := s.snapshot(); before != nil {
+		run.Mountstats = DiffStats(before, after)
+	}
+	return run, nil
+}
+
+// recordFio parses fio's output into run's figures and returns the summary.
+func recordFio(run *Run, out []byte) (fio.Summary, error) {
 	parsed, err := fio.Parse(out)
 	if err != nil {
-		return run, fmt.Errorf("parsing fio output: %w", err)
+		return fio.Summary{}, fmt.Errorf("parsing fio output: %w", err)
 	}
 	sum := fio.Summarize(parsed)
 	if sum.Errors > 0 {
-		return run, fmt.Errorf("fio reported an error in %d of %d job entries", sum.Errors, sum.Entries)
+		return sum, fmt.Errorf("fio reported an error in %d of %d job entries", sum.Errors, sum.Entries)
 	}
 	const mib = 1 << 20
 	run.ReadMiBs = round(sum.ReadBytesPerSec/mib, 3)
@@ -318,10 +330,7 @@ func (s *session) runOne(ctx context.Context, j Job, rep int, variant string) (R
 	run.LatP99ms = round(sum.LatP99NS/1e6, 4)
 	run.LatMeanms = round(sum.LatMeanNS/1e6, 4)
 	run.LatSource = sum.LatSource
-	if _, after := s.snapshot(); before != nil {
-		run.Mountstats = DiffStats(before, after)
-	}
-	return run, nil
+	return sum, nil
 }
 
 // snapshot reads the inventory and returns it with the target's mountstats.

@@ -140,3 +140,97 @@ func niceScale(top float64) (step, yMax float64) {
 }
 
 func esc(s string) string { return html.EscapeString(s) }
+
+// curveLine is one tuning's load curve: its steps in order, and which is the knee (-1 for
+// none).
+type curveLine struct {
+	Label string
+	Steps []CurveStep
+	Knee  int
+}
+
+// curveChart draws response time (y) against achieved operations per second (x), one line
+// per result: the p99 as a solid line with a point per step, the p50 dashed in the same
+// colour, and the knee ringed.
+type curveChart struct {
+	Title  string
+	Lines  []curveLine
+	XLabel string
+	YLabel string
+	// Bound draws the latency bound as a dashed line when it lies within the plotted
+	// range; 0 for none.
+	Bound float64
+}
+
+const curvePlotWidth = 560
+
+// SVG renders the chart as a standalone SVG document.
+func (c curveChart) SVG() []byte {
+	var xTop, yTop float64
+	for _, l := range c.Lines {
+		for _, s := range l.Steps {
+			xTop = math.Max(xTop, s.IOPS)
+			yTop = math.Max(yTop, s.P99ms)
+		}
+	}
+	// The bound is drawn only when it is near the data; far above it would flatten
+	// every line against the axis.
+	showBound := c.Bound > 0 && c.Bound <= 2*yTop
+	if showBound {
+		yTop = math.Max(yTop, c.Bound)
+	}
+	xStep, xMax := niceScale(xTop)
+	yStep, yMax := niceScale(yTop)
+	x := func(v float64) float64 { return chartLeft + v/xMax*curvePlotWidth }
+	y := func(v float64) float64 { return chartTop + chartHeight - v/yMax*chartHeight }
+	width := chartLeft + curvePlotWidth + chartRight
+	height := chartTop + chartHeight + 44 + len(c.Lines)*18
+
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`+"\n", width, height, width, height)
+	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", width, height)
+	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="14" font-weight="bold">%s</text>`+"\n", chartLeft, esc(c.Title))
+	for v := 0.0; v <= yMax*1.0001; v += yStep {
+		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#dddddd"/>`+"\n", chartLeft, chartLeft+curvePlotWidth, y(v), y(v))
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", chartLeft-6, y(v)+4, formatNum(v))
+	}
+	for v := 0.0; v <= xMax*1.0001; v += xStep {
+		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#dddddd"/>`+"\n", x(v), x(v), chartTop, chartTop+chartHeight)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`+"\n", x(v), chartTop+chartHeight+14, formatNum(v))
+	}
+	fmt.Fprintf(&b, `<text transform="translate(16 %d) rotate(-90)" text-anchor="middle">%s</text>`+"\n", chartTop+chartHeight/2, esc(c.YLabel))
+	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">%s</text>`+"\n", chartLeft+curvePlotWidth/2, chartTop+chartHeight+30, esc(c.XLabel))
+	fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="#333333"/>`+"\n", chartLeft, chartLeft+curvePlotWidth, chartTop+chartHeight, chartTop+chartHeight)
+	if showBound {
+		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#D55E00" stroke-dasharray="6 4"/>`+"\n", chartLeft, chartLeft+curvePlotWidth, y(c.Bound), y(c.Bound))
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" fill="#D55E00">p99 bound %s ms</text>`+"\n", chartLeft+4, y(c.Bound)-4, formatNum(c.Bound))
+	}
+	for li, l := range c.Lines {
+		col := palette[li%len(palette)]
+		var p50, p99 bytes.Buffer
+		for si, s := range l.Steps {
+			sep := " "
+			if si == 0 {
+				sep = ""
+			}
+			fmt.Fprintf(&p50, "%s%.1f,%.1f", sep, x(s.IOPS), y(s.P50ms))
+			fmt.Fprintf(&p99, "%s%.1f,%.1f", sep, x(s.IOPS), y(s.P99ms))
+		}
+		fmt.Fprintf(&b, `<polyline class="p50" points="%s" fill="none" stroke="%s" stroke-dasharray="4 3"/>`+"\n", p50.String(), col)
+		fmt.Fprintf(&b, `<polyline class="p99" points="%s" fill="none" stroke="%s" stroke-width="2"><title>%s</title></polyline>`+"\n", p99.String(), col, esc(l.Label))
+		for si, s := range l.Steps {
+			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"><title>%s: %s ops/s offered, %s achieved, p50 %s ms, p99 %s ms</title></circle>`+"\n",
+				x(s.IOPS), y(s.P99ms), col, esc(l.Label), formatNum(s.OfferedIOPS), formatNum(s.IOPS), formatNum(s.P50ms), formatNum(s.P99ms))
+			if si == l.Knee {
+				fmt.Fprintf(&b, `<circle class="knee" cx="%.1f" cy="%.1f" r="7" fill="none" stroke="%s" stroke-width="2"/>`+"\n", x(s.IOPS), y(s.P99ms), col)
+			}
+		}
+	}
+	ly := chartTop + chartHeight + 50
+	for li, l := range c.Lines {
+		yy := ly + li*18
+		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="12" height="12" fill="%s"/><text x="%d" y="%d">%s</text>`+"\n", chartLeft, yy-10, palette[li%len(palette)], chartLeft+16, yy, esc(l.Label))
+	}
+	b.WriteString("</svg>\n")
+	return b.Bytes()
+}

@@ -133,8 +133,12 @@ func (r *Runner) Sweep(ctx context.Context, opts SweepOptions) (*SweepResult, er
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
+	prof, err := LookupProfile(opts.Profile)
+	if err != nil {
+		return nil, err
+	}
 	variants := opts.Variants()
-	s, err := r.open(ctx, opts.RunOptions, len(variants))
+	s, err := r.open(ctx, opts.RunOptions, prof, len(variants))
 	if err != nil {
 		return nil, err
 	}

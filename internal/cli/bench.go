@@ -71,6 +71,7 @@ each run, so that two results can be compared honestly.`,
 		newBenchProfilesCommand(streams),
 		newBenchCompareCommand(streams),
 		newBenchSweepCommand(g, streams, deps),
+		newBenchCurveCommand(g, streams, deps),
 		newBenchReportCommand(streams),
 	)
 	return c
@@ -235,13 +236,21 @@ func writeProfiles(w io.Writer, output string) error {
 
 func newBenchCompareCommand(streams IOStreams) *cobra.Command {
 	var output string
+	var bound time.Duration
 	c := &cobra.Command{
 		Use:   "compare A.json B.json",
 		Short: "Compare two results job by job: median change and whether the spreads overlap",
 		Long: `compare prints, per job, the median of A and of B with their [min..max] over the repeats and
 the change in percent. When the two ranges overlap the difference is not distinguishable from
 run-to-run noise and "within noise" is printed instead of a percentage; with a single run on
-either side the spread is unknown and the percentage is marked as such.`,
+either side the spread is unknown and the percentage is marked as such.
+
+Two load curves (bench curve) are compared at their knees (the ops/s and p99 of the first
+step past the knee) and by the ops/s each achieved with a p99 within --latency-bound; B is
+better when it is better on one of them and not worse on the other. A curve measures each
+load once, so differences under 10% are within noise.`,
+		Example: `  nfstune bench compare before.json after.json
+  nfstune bench compare curve-nconnect1.json curve-nconnect4.json --latency-bound 5ms`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(_ *cobra.Command, args []string) error {
 			a, err := bench.ReadResult(args[0])
@@ -252,6 +261,9 @@ either side the spread is unknown and the percentage is marked as such.`,
 			if err != nil {
 				return &ExitError{Code: ExitError2, Err: err}
 			}
+			if a.Curve != nil || b.Curve != nil {
+				return compareCurves(streams, output, a, b, bound)
+			}
 			cs := bench.Compare(a, b)
 			if output != OutputTable {
 				return writeStructured(streams.Out, output, cs)
@@ -260,6 +272,81 @@ either side the spread is unknown and the percentage is marked as such.`,
 		},
 	}
 	addOutputFlag(c, &output, printer.Formats, "")
+	c.Flags().DurationVar(&bound, "latency-bound", bench.DefaultLatencyBound, "for load curves: the p99 at which to compare the ops/s each achieves, e.g. 5ms")
+	return c
+}
+
+func compareCurves(streams IOStreams, output string, a, b *bench.Result, bound time.Duration) error {
+	if bound <= 0 {
+		return &ExitError{Code: ExitError2, Err: fmt.Errorf("--latency-bound %v: want a positive duration", bound)}
+	}
+	cc, err := bench.CompareCurves(a, b, float64(bound)/float64(time.Millisecond))
+	if err != nil {
+		return &ExitError{Code: ExitError2, Err: fmt.Errorf("comparing a load curve with another result: %w", err)}
+	}
+	if output != OutputTable {
+		return writeStructured(streams.Out, output, cc)
+	}
+	return bench.WriteCurveComparisonTable(streams.Out, cc)
+}
+
+type benchCurveFlags struct {
+	Mount        string
+	Rates        []int
+	Runtime      time.Duration
+	Ramp         time.Duration
+	LatencyBound time.Duration
+	Output       string
+	Out          string
+	AllowNonNFS  bool
+	NoDropCaches bool
+	Fio          string
+}
+
+func newBenchCurveCommand(g *globals, streams IOStreams, deps benchDeps) *cobra.Command {
+	f := &benchCurveFlags{}
+	c := &cobra.Command{
+		Use:   "curve",
+		Short: "Measure the load curve: achieved ops/s and p50/p99 latency on a rising load, up to the knee",
+		Long: `curve runs an EDA-like mix (creates, stats, 16 KiB reads and 16 KiB writes of small files,
+two processes each, all at once) at each offered load of --rates in turn, with fio's
+rate_iops dividing the load over the processes, and records per step the ops/s achieved and
+the p50 and p99 latency over every operation. It stops after the first step past the knee:
+the p99 above --latency-bound, the achieved ops/s under 90% of the offered load, or the
+achieved ops/s rising less than 5% over the previous step.
+
+Run it once per tuning and compare the results with bench compare, or draw them with bench
+report (one line per result, ops/s against latency).`,
+		Example: `  nfstune bench curve --mount /mnt/tools --out curve-nconnect1.json
+  nfstune bench curve --mount /mnt/tools --rates 500,1000,2000,4000,8000 --latency-bound 5ms -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			opts := bench.CurveOptions{Mount: f.Mount, Rates: f.Rates, Runtime: f.Runtime, Ramp: f.Ramp,
+				LatencyBound: f.LatencyBound, AllowNonNFS: f.AllowNonNFS}
+			run := benchRunFlags{Fio: f.Fio, NoDropCaches: f.NoDropCaches}
+			res, err := run.runner(g, streams, deps).Curve(c.Context(), opts)
+			if res == nil {
+				if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, bench.ErrNotNFS) {
+					return &ExitError{Code: ExitError2, Err: fmt.Errorf("curve: %w", err)}
+				}
+				return benchError(err)
+			}
+			return finishBench(streams, res, err, f.Output, f.Out, bench.WriteCurveTable)
+		},
+	}
+	c.Flags().StringVar(&f.Mount, "mount", "", "directory on the NFS mount to measure (required)")
+	c.Flags().IntSliceVar(&f.Rates, "rates", bench.DefaultCurveRates, "offered loads in ops/s of all processes together, rising")
+	c.Flags().DurationVar(&f.Runtime, "runtime", bench.DefaultCurveRuntime, "measured time of each step")
+	c.Flags().DurationVar(&f.Ramp, "ramp", bench.DefaultRamp, "warm-up of each step, not counted")
+	c.Flags().DurationVar(&f.LatencyBound, "latency-bound", bench.DefaultLatencyBound, "p99 latency past which a step is past the knee")
+	c.Flags().StringVar(&f.Out, "out", "", "also write the JSON result to this file")
+	c.Flags().BoolVar(&f.AllowNonNFS, "allow-non-nfs", false, "measure a directory that is not on NFS (a local baseline)")
+	c.Flags().BoolVar(&f.NoDropCaches, "no-drop-caches", false, "do not write vm.drop_caches before each step (done only as root)")
+	c.Flags().StringVar(&f.Fio, "fio", "fio", "fio program to run")
+	_ = c.MarkFlagRequired("mount")
+	g.hostFlags(c)
+	g.logFlags(c)
+	addOutputFlag(c, &f.Output, printer.Formats, "")
 	return c
 }
 

@@ -245,3 +245,97 @@ func TestBenchReport(t *testing.T) {
 		t.Errorf("bad --client-nic: err = %v, want exit 2", err)
 	}
 }
+
+// curveDeps answers bench curve's steps with the recorded ones of internal/bench's
+// testdata/curve (400, 1600, 6400 and 400000 ops/s offered; the fourth fell behind).
+func curveDeps(lb *localBench) benchDeps {
+	deps := lb.deps
+	deps.exec = func(_ context.Context, _ string, args ...string) ([]byte, error) {
+		if len(args) == 1 && args[0] == "--version" {
+			return []byte("fio-3.33\n"), nil
+		}
+		for _, a := range args {
+			if a == "--create_only=1" {
+				return nil, nil
+			}
+		}
+		lb.fioCalls++
+		return os.ReadFile(fmt.Sprintf("../bench/testdata/curve/step%d.json", lb.fioCalls))
+	}
+	return deps
+}
+
+// TestBenchCurveLocal runs the load curve on a local directory with --allow-non-nfs: it
+// stops after the step that fell behind, and writes the steps and the knee.
+func TestBenchCurveLocal(t *testing.T) {
+	lb := newLocalBench(t)
+	deps := curveDeps(lb)
+	resultFile := filepath.Join(t.TempDir(), "curve.json")
+	common := []string{"--root", lb.root, "bench", "curve", "--mount", lb.dir, "--rates", "400,1600,6400,400000,800000", "--runtime", "2s", "--no-drop-caches"}
+
+	_, _, err := runBenchCLI(t, deps, common...)
+	var exit *ExitError
+	if !errors.As(err, &exit) || exit.Code != ExitError2 || !strings.Contains(err.Error(), "tmpfs") {
+		t.Fatalf("without --allow-non-nfs: err = %v, want exit 2 naming tmpfs", err)
+	}
+	_, _, err = runBenchCLI(t, deps, append(common, "--allow-non-nfs", "--rates", "800,400")...)
+	if !errors.As(err, &exit) || exit.Code != ExitError2 || !strings.Contains(err.Error(), "rising") {
+		t.Fatalf("falling rates: err = %v, want exit 2", err)
+	}
+	if lb.fioCalls != 0 {
+		t.Fatalf("fio ran on a refused curve")
+	}
+
+	out, stderr, err := runBenchCLI(t, deps, append(common, "--allow-non-nfs", "--out", resultFile)...)
+	if err != nil {
+		t.Fatalf("err = %v, stderr:\n%s", err, stderr)
+	}
+	if lb.fioCalls != 4 {
+		t.Errorf("fio ran %d steps, want 4", lb.fioCalls)
+	}
+	if !strings.Contains(out, "knee at step 4") || !strings.Contains(out, "(tmpfs)") {
+		t.Errorf("table:\n%s", out)
+	}
+	if !strings.Contains(stderr, "job 4/5 eda-mix [offered=400000/s]") {
+		t.Errorf("progress:\n%s", stderr)
+	}
+	res, err := bench.ReadResult(resultFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Curve == nil || len(res.Curve.Steps) != 4 || res.Curve.Knee == nil || res.Curve.Knee.Step != 3 || res.Curve.LatencyBoundms != 50 {
+		t.Errorf("curve in the result file: %+v", res.Curve)
+	}
+	if entries, _ := os.ReadDir(lb.dir); len(entries) != 0 {
+		t.Errorf("left behind %v", entries)
+	}
+}
+
+// TestBenchCompareCurves compares two curves recorded on a local directory with the real
+// fio: A's knee is higher (147789 against 40391 ops/s), but within a p99 of 1 ms B
+// achieved more (15976 against 6398 ops/s).
+func TestBenchCompareCurves(t *testing.T) {
+	a, b := "testdata/bench/curve-local-a.json", "testdata/bench/curve-local-b.json"
+	out, _, err := runBenchCLI(t, defaultBenchDeps(), "bench", "compare", a, b, "--latency-bound", "1ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, filepath.Join("testdata", "bench", "compare-curve.golden"), []byte(out))
+	out, _, err = runBenchCLI(t, defaultBenchDeps(), "bench", "compare", a, b, "--latency-bound", "5ms", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cc bench.CurveComparison
+	if err := json.Unmarshal([]byte(out), &cc); err != nil {
+		t.Fatal(err)
+	}
+	// Within 5 ms every step counts, the knees too: A is better on both.
+	if cc.Knee.Verdict != bench.VerdictWorse || cc.AtBound.Verdict != bench.VerdictWorse || cc.Summary != "A is better" || cc.LatencyBoundms != 5 {
+		t.Errorf("at 5 ms: %+v", cc)
+	}
+	_, _, err = runBenchCLI(t, defaultBenchDeps(), "bench", "compare", a, "testdata/bench/after.json")
+	var exit *ExitError
+	if !errors.As(err, &exit) || exit.Code != ExitError2 || !strings.Contains(err.Error(), "load curve") {
+		t.Errorf("a curve against a run: err = %v, want exit 2", err)
+	}
+}

@@ -176,3 +176,32 @@ func readFixtureF(f *testing.F, name string) []byte {
 	}
 	return b
 }
+
+// TestSummarizeMixAllDirections: four sections run together (bench curve's mix). The
+// write direction has the most samples (3202 creates and 3200 writes against 3200 stats
+// and 3200 reads), so the busiest direction's p99 is the creates' 70144 ns; the reads'
+// 460800 ns tail shows only in the figures over every direction.
+func TestSummarizeMixAllDirections(t *testing.T) {
+	t.Parallel()
+	o, err := Parse(readFixture(t, "mix-sections.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Summarize(o)
+	checks := []struct {
+		name      string
+		got, want float64
+	}{
+		{"entries", float64(s.Entries), 4},
+		{"busiest p99", s.LatP99NS, 70144},
+		{"all p99", s.AllP99NS, 460800},
+		{"all p50", s.AllP50NS, (15424*3202 + 2544*3200 + 90624*3200 + 5600*3200) / 12802.0},
+		{"read IOPS", s.ReadIOPS, 3200/2.002 + 1599.2004},
+		{"write IOPS", s.WriteIOPS, 3202/2.001 + 1599.2004},
+	}
+	for _, c := range checks {
+		if !near(c.got, c.want) {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}

@@ -20,6 +20,11 @@ type Summary struct {
 	// LatSource is "lat_ns" (submission plus completion) or "clat_ns" (completion only,
 	// used when fio recorded no total-latency percentiles).
 	LatSource string
+	// AllP50NS and AllP99NS are the same figures over both directions of every entry: for
+	// a mix of operations run together, where the busiest direction alone would hide the
+	// tail of the other (small writes among stats and reads).
+	AllP50NS float64
+	AllP99NS float64
 	// Entries is the number of entries in "jobs".
 	Entries int
 	// Errors counts entries with a non-zero error.
@@ -44,7 +49,7 @@ type latAcc struct {
 // Summarize aggregates the job entries of o.
 func Summarize(o *Output) Summary {
 	var s Summary
-	var rd, wr latAcc
+	var rd, wr, all latAcc
 	for i := range o.Jobs {
 		j := &o.Jobs[i]
 		s.Entries++
@@ -59,6 +64,8 @@ func Summarize(o *Output) Summary {
 		s.WriteIOPS += iops(j.Write, meta)
 		rd.add(j.Read)
 		wr.add(j.Write)
+		all.add(j.Read)
+		all.add(j.Write)
 	}
 	best := rd
 	if wr.ops > rd.ops {
@@ -69,6 +76,10 @@ func Summarize(o *Output) Summary {
 		s.LatMeanNS = best.meanWeight / float64(best.ops)
 		s.LatP99NS = best.p99
 		s.LatSource = best.source
+	}
+	if all.ops > 0 {
+		s.AllP50NS = all.p50Weighted / float64(all.ops)
+		s.AllP99NS = all.p99
 	}
 	return s
 }

@@ -3,12 +3,15 @@
 package labtest
 
 // nfstune bench against the lab's nfsd with the real fio, run in-process through the bench
-// package: a profile end to end, and a sweep that remounts a client group.
+// package: a profile end to end, a sweep that remounts a client group, and the load curve
+// of two tunings.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -134,4 +137,63 @@ func TestBenchSweepRemount(t *testing.T) {
 	if res.Policy == "" || len(res.Best) != 1 {
 		t.Errorf("best %+v, policy %q", res.Best, res.Policy)
 	}
+}
+
+// TestBenchCurveNConnect measures the load curve on two NFSv3 mounts of the same export,
+// each with a client of its own (server addresses 127.0.0.5 and 127.0.0.6): nconnect=1
+// and nconnect=4. Every step must run under its tuning, stop at the knee and nowhere
+// earlier, and leave no files; which tuning is better is logged, not asserted, since it
+// depends on the machine.
+func TestBenchCurveNConnect(t *testing.T) {
+	// The guest is emulated (TCG): a stall of the emulator puts tens of milliseconds into
+	// the p99 of the lightest load, so the bound is set far above the default and the knee
+	// is where the mount stops keeping up with the offered load.
+	const labCurveBound = 500 * time.Millisecond
+	RequireGuest(t)
+	results := map[int]*bench.Result{}
+	for _, tc := range []struct {
+		server string
+		conns  int
+	}{{"127.0.0.5", 1}, {"127.0.0.6", 4}} {
+		m := Mount(t, MountSpec{Server: tc.server, Version: "3", Options: "nconnect=" + strconv.Itoa(tc.conns)})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		res, err := benchRunner().Curve(ctx, bench.CurveOptions{Mount: m.Dir, Rates: []int{25, 50, 100, 200, 400, 800, 1600, 3200},
+			Runtime: 5 * time.Second, Ramp: time.Second, LatencyBound: labCurveBound})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := res.Curve
+		if c == nil || len(c.Steps) == 0 || len(c.Steps) != len(res.Runs) {
+			t.Fatalf("nconnect=%d: curve %+v with %d runs", tc.conns, c, len(res.Runs))
+		}
+		for i, r := range res.Runs {
+			if r.Tuning == nil || r.Tuning.Connections != tc.conns || c.Steps[i].IOPS <= 0 || c.Steps[i].P99ms <= 0 {
+				t.Errorf("nconnect=%d step %d: tuning %+v, figures %+v", tc.conns, i+1, r.Tuning, c.Steps[i])
+			}
+		}
+		if c.Knee != nil {
+			if c.Knee.Step != len(c.Steps)-1 || bench.FindKnee(c.Steps[:c.Knee.Step], c.LatencyBoundms) != nil {
+				t.Errorf("nconnect=%d: knee %+v is not the first step past the knee of %+v", tc.conns, c.Knee, c.Steps)
+			}
+		}
+		if _, err := os.Stat(res.Provenance.Directory); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("bench directory %s left behind: %v", res.Provenance.Directory, err)
+		}
+		var table bytes.Buffer
+		if err := bench.WriteCurveTable(&table, res); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("nconnect=%d:\n%s", tc.conns, table.String())
+		results[tc.conns] = res
+	}
+	cc, err := bench.CompareCurves(results[1], results[4], float64(bench.DefaultLatencyBound/time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table bytes.Buffer
+	if err := bench.WriteCurveComparisonTable(&table, cc); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("nconnect=1 (A) against nconnect=4 (B):\n%s", table.String())
 }
