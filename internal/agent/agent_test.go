@@ -533,7 +533,9 @@ func TestBoundedSourceBackToBack(t *testing.T) {
 // read_ahead_kb.
 func BenchmarkReactionWork(b *testing.B) { benchReactionWork(b, 50) }
 
-// BenchmarkReactionWork10000 is BenchmarkReactionWork with 10,000 superblocks present.
+// BenchmarkReactionWork1000 and BenchmarkReactionWork10000 are BenchmarkReactionWork with
+// 1,000 and 10,000 superblocks present.
+func BenchmarkReactionWork1000(b *testing.B)  { benchReactionWork(b, 1000) }
 func BenchmarkReactionWork10000(b *testing.B) { benchReactionWork(b, 10000) }
 
 // benchReactionWork reports the whole reconcile per op, and as reaction-ms the agent's own
