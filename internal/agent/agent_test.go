@@ -601,13 +601,17 @@ func BenchmarkAgentHeap(b *testing.B) {
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
+			// The reads and policy of Run.
 			a, err := New(Config{
 				Root: root,
 				Read: func(context.Context) (*inventory.Inventory, error) {
 					return inventory.Read(root, inventory.ReadOptions{})
 				},
 				ReconcileRead: func(context.Context) (*inventory.Inventory, error) { return ReadMountTable(root, 0) },
-				Load:          func() (*Policy, error) { return LoadPolicy("", "", false) },
+				StatisticsRead: func(context.Context) (*inventory.Inventory, error) {
+					return inventory.Read(root, inventory.ReadOptions{StatisticsOnly: true})
+				},
+				Load: func() (*Policy, error) { return LoadPolicy("", "", false) },
 			})
 			if err != nil {
 				b.Fatal(err)
