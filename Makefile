@@ -113,9 +113,10 @@ rules-test: host-packages
 host-packages:
 	bash hack/deps.sh ensure ci verify
 
-# check runs verify first, then every test: unit tests, the scrape comparison's module, the
-# Prometheus rules, the chart against nfstune k8s render, then the real-kernel lab tests: all
-# of them on 6.1, a smoke suite on the other kernel lines. The tests start only once verify
+# check runs verify first, then every test: unit tests, the large-host benchmarks once
+# (bench-smoke), the scrape comparison's module, the Prometheus rules, the chart against
+# nfstune k8s render, then the real-kernel lab tests: all of them on 6.1, a smoke suite on
+# the other kernel lines. The tests start only once verify
 # has passed, with make -j too.
 check: verify
 	$(MAKE) vulncheck test bench-smoke scrape-test rules-test release helm-lint helm-test apiserver-test lab-test lab-matrix k8s-e2e minimal-root-check
