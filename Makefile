@@ -37,7 +37,7 @@ TAGS     := lab,helm,apiserver,release
 
 PROMTOOL ?= promtool
 
-.PHONY: all host-packages build plugin verify test vulncheck vet scrape-test rules-test compare-nfsiostat check lab-setup lab-test lab-matrix lab-record lab-shell demo minimal-root-check clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e readahead-table k8s-e2e-long lab-matrix-long check-long release release-binaries image-index chart release-test lab-arm64 chart-readme lab-sidebyside
+.PHONY: all host-packages build plugin verify test bench-smoke vulncheck vet scrape-test rules-test compare-nfsiostat check lab-setup lab-test lab-matrix lab-record lab-shell demo minimal-root-check clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e readahead-table k8s-e2e-long lab-matrix-long check-long release release-binaries image-index chart release-test lab-arm64 chart-readme lab-sidebyside
 
 all: build
 
@@ -67,6 +67,17 @@ $(GOLANGCI_LINT):
 
 test:
 	$(GO) test -count=1 ./...
+
+# bench-smoke runs once each benchmark of a host with many mounts (docs/benchmarks.md):
+# the audit of 1,000 and 10,000 mounts, the agent's reaction to a new superblock and its
+# heap beside 10,000, and nfstune's default-tier scrape of 10,000 (node_exporter's takes
+# minutes there: the comparison is run by hand). It asserts no time, which the machine's
+# load moves; it keeps the benchmarks building and running, with their own checks of what
+# each read, and their figures in the log.
+bench-smoke:
+	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkAudit(1000|10000)$$' -benchtime 1x -benchmem ./internal/audit
+	$(GO) test -count=1 -run '^$$' -bench '^Benchmark(ReactionWork10000|AgentHeap)$$' -benchtime 1x -benchmem ./internal/agent
+	cd perf/scrape && $(GO) test -count=1 -run '^$$' -bench '^BenchmarkScrape10000$$/^nfstune' -benchtime 1x -benchmem .
 
 # vulncheck fails when code of this module (every build tag) reaches a known vulnerability in
 # the standard library or a dependency.
@@ -102,12 +113,13 @@ rules-test: host-packages
 host-packages:
 	bash hack/deps.sh ensure ci verify
 
-# check runs verify first, then every test: unit tests, the scrape comparison's module, the
-# Prometheus rules, the chart against nfstune k8s render, then the real-kernel lab tests: all
-# of them on 6.1, a smoke suite on the other kernel lines. The tests start only once verify
+# check runs verify first, then every test: unit tests, the large-host benchmarks once
+# (bench-smoke), the scrape comparison's module, the Prometheus rules, the chart against
+# nfstune k8s render, then the real-kernel lab tests: all of them on 6.1, a smoke suite on
+# the other kernel lines. The tests start only once verify
 # has passed, with make -j too.
 check: verify
-	$(MAKE) vulncheck test scrape-test rules-test release helm-lint helm-test apiserver-test lab-test lab-matrix k8s-e2e minimal-root-check
+	$(MAKE) vulncheck test bench-smoke scrape-test rules-test release helm-lint helm-test apiserver-test lab-test lab-matrix k8s-e2e minimal-root-check
 
 # check-long runs what check leaves out to fit CI's budget (about an hour and a half on 2
 # cores): the stuck server's and the recovery cases on every kernel line, the recovery,

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -527,11 +528,22 @@ func TestBoundedSourceBackToBack(t *testing.T) {
 
 // BenchmarkReactionWork is the agent's share of the reaction time, without the CPU
 // contention of an emulated guest: one mountinfo-triggered reconcile on a host with 50 NFS
-// superblocks (inventory.GenerateTree) that finds one superblock below its profile, reads
-// mountinfo, the bdi values and nfsfs volumes, and writes and reads back read_ahead_kb.
-func BenchmarkReactionWork(b *testing.B) {
+// superblocks (inventory.GenerateTree) that finds one new superblock below its profile,
+// reads mountinfo, the bdi values and nfsfs volumes, and writes and reads back
+// read_ahead_kb.
+func BenchmarkReactionWork(b *testing.B) { benchReactionWork(b, 50) }
+
+// BenchmarkReactionWork1000 and BenchmarkReactionWork10000 are BenchmarkReactionWork with
+// 1,000 and 10,000 superblocks present.
+func BenchmarkReactionWork1000(b *testing.B)  { benchReactionWork(b, 1000) }
+func BenchmarkReactionWork10000(b *testing.B) { benchReactionWork(b, 10000) }
+
+// benchReactionWork reports the whole reconcile per op, and as reaction-ms the agent's own
+// reaction metric: from the change to the new superblock's write, which comes before the
+// known superblocks' checks (newFirst).
+func benchReactionWork(b *testing.B, n int) {
 	dir := b.TempDir()
-	if err := inventorytest.GenerateTree(dir, 50); err != nil {
+	if err := inventorytest.GenerateTree(dir, n); err != nil {
 		b.Fatal(err)
 	}
 	root := hostfs.Root(dir)
@@ -546,15 +558,89 @@ func BenchmarkReactionWork(b *testing.B) {
 	}
 	ctx := context.Background()
 	a.Reconcile(ctx, TriggerStart, time.Now())
-	p := root.Sys("class", "bdi", "0:100", "read_ahead_kb")
+	const dev = "0:100"
+	p := root.Sys("class", "bdi", dev, "read_ahead_kb")
 	for b.Loop() {
+		// The superblock is new to the agent, with the kernel's default read-ahead, as
+		// right after its mount.
 		if err := os.WriteFile(p, []byte("128\n"), 0o644); err != nil {
 			b.Fatal(err)
 		}
-		a.Reconcile(ctx, TriggerMountinfo, time.Now())
+		a.mu.Lock()
+		delete(a.known, dev)
+		a.mu.Unlock()
+		if n := a.Reconcile(ctx, TriggerMountinfo, time.Now()); n != 1 {
+			b.Fatalf("tuned %d new superblocks, want 1", n)
+		}
 	}
 	if n, _ := hostfs.ReadInt(p); n != 15360 {
 		b.Fatalf("read_ahead_kb = %d, want 15360", n)
+	}
+	var h dto.Metric
+	if err := a.cfg.Metrics.Reaction.Write(&h); err != nil {
+		b.Fatal(err)
+	}
+	if c := h.GetHistogram().GetSampleCount(); c > 0 {
+		b.ReportMetric(h.GetHistogram().GetSampleSum()/float64(c)*1e3, "reaction-ms")
+	}
+}
+
+// BenchmarkAgentHeap reports the heap the agent keeps (live-MiB, after a garbage
+// collection) on hosts of 1,000 and 10,000 NFS superblocks, once it has reconciled and
+// served a default-tier scrape under the default series cap: the known read-ahead values,
+// the last snapshot its scrapes share, and the registries. Each op is one resync and one
+// scrape.
+func BenchmarkAgentHeap(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			dir := b.TempDir()
+			if err := inventorytest.GenerateTree(dir, n); err != nil {
+				b.Fatal(err)
+			}
+			root := hostfs.Root(dir)
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			// The reads and policy of Run.
+			a, err := New(Config{
+				Root: root,
+				Read: func(context.Context) (*inventory.Inventory, error) {
+					return inventory.Read(root, inventory.ReadOptions{})
+				},
+				ReconcileRead: func(context.Context) (*inventory.Inventory, error) { return ReadMountTable(root, 0) },
+				StatisticsRead: func(context.Context) (*inventory.Inventory, error) {
+					return inventory.Read(root, inventory.ReadOptions{StatisticsOnly: true})
+				},
+				Load: func() (*Policy, error) { return LoadPolicy("", "", false) },
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := a.loadPolicy(); err != nil {
+				b.Fatal(err)
+			}
+			// The agent's defaults (nfstune agent --max-series), but a scrape timeout
+			// long enough that the snapshot is read on a loaded machine too.
+			hd, err := a.Handler(HandlerOptions{MaxSeries: 100000, ScrapeTimeout: time.Minute})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			for b.Loop() {
+				a.Reconcile(ctx, TriggerResync, time.Now())
+				rec := httptest.NewRecorder()
+				hd.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+				if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "nfstune_mount_info{") {
+					b.Fatalf("scrape: %d, no nfstune_mount_info", rec.Code)
+				}
+				rec.Body = nil // the response is the client's, not the agent's
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/(1<<20), "live-MiB")
+			runtime.KeepAlive(hd)
+			runtime.KeepAlive(a)
+		})
 	}
 }
 

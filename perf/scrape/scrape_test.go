@@ -48,7 +48,9 @@ func scrape(tb testing.TB, reg *prometheus.Registry) int {
 	return n
 }
 
-func nfstuneRegistry(root hostfs.Root, tier metrics.Tier) *prometheus.Registry {
+// nfstuneRegistry is the agent's collector on root: maxSeries is its series cap (the
+// agent's --max-series), 0 for none.
+func nfstuneRegistry(root hostfs.Root, tier metrics.Tier, maxSeries int) *prometheus.Registry {
 	pol := policy.Default()
 	src := func(context.Context) (metrics.Snapshot, error) {
 		inv, err := inventory.Read(root, inventory.ReadOptions{})
@@ -63,7 +65,7 @@ func nfstuneRegistry(root hostfs.Root, tier metrics.Tier) *prometheus.Registry {
 		return s, nil
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(metrics.NewCollector(src, slog.New(slog.DiscardHandler), metrics.Options{Tier: tier}))
+	reg.MustRegister(metrics.NewCollector(src, slog.New(slog.DiscardHandler), metrics.Options{Tier: tier, MaxSeries: maxSeries}))
 	return reg
 }
 
@@ -81,25 +83,26 @@ func nodeExporterRegistry(tb testing.TB, root hostfs.Root) *prometheus.Registry 
 	return reg
 }
 
-// BenchmarkScrape1000 scrapes a host with 1,000 NFS mounts (750 NFSv4.1 with nconnect=4,
-// 250 NFSv3; inventory.GenerateTree) with node_exporter's collector and both of nfstune's
-// metrics tiers in one run. nfstune's scrape
-// includes everything the agent does per scrape: mountinfo, mountstats, nfsfs, every bdi
-// read_ahead_kb, the audit, and encoding.
-func BenchmarkScrape1000(b *testing.B) {
+// agentMaxSeries is the agent's default series cap (nfstune agent --max-series).
+const agentMaxSeries = 100000
+
+// scrapeCase is one collector of a scrape comparison.
+type scrapeCase struct {
+	name string
+	reg  *prometheus.Registry
+}
+
+// benchScrape scrapes a synthetic host with n NFS mounts (three quarters NFSv4.1 with
+// nconnect=4, the rest NFSv3; inventorytest.GenerateTree) with each collector cases
+// returns, one after another in one run, so that their ratio is of the same machine
+// state. nfstune's scrape includes everything the agent does per scrape: mountinfo,
+// mountstats, nfsfs, every bdi read_ahead_kb, the audit, and encoding.
+func benchScrape(b *testing.B, n int, cases func(hostfs.Root) []scrapeCase) {
 	dir := b.TempDir()
-	if err := inventorytest.GenerateTree(dir, 1000); err != nil {
+	if err := inventorytest.GenerateTree(dir, n); err != nil {
 		b.Fatal(err)
 	}
-	root := hostfs.Root(dir)
-	for _, bc := range []struct {
-		name string
-		reg  *prometheus.Registry
-	}{
-		{"nfstune_full", nfstuneRegistry(root, metrics.TierFull)},
-		{"nfstune_default", nfstuneRegistry(root, metrics.TierDefault)},
-		{"node_exporter", nodeExporterRegistry(b, root)},
-	} {
+	for _, bc := range cases(hostfs.Root(dir)) {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			var series int
@@ -111,6 +114,31 @@ func BenchmarkScrape1000(b *testing.B) {
 	}
 }
 
+// BenchmarkScrape1000 compares node_exporter's collector and both of nfstune's metrics
+// tiers on a host with 1,000 NFS mounts.
+func BenchmarkScrape1000(b *testing.B) {
+	benchScrape(b, 1000, func(root hostfs.Root) []scrapeCase {
+		return []scrapeCase{
+			{"nfstune_full", nfstuneRegistry(root, metrics.TierFull, 0)},
+			{"nfstune_default", nfstuneRegistry(root, metrics.TierDefault, 0)},
+			{"node_exporter", nodeExporterRegistry(b, root)},
+		}
+	})
+}
+
+// BenchmarkScrape10000 compares node_exporter's collector and nfstune's default tier on a
+// host with 10,000 NFS mounts: uncapped, and under the agent's default series cap, which
+// leaves out the mounts beyond it (nfstune_scrape_mounts_dropped).
+func BenchmarkScrape10000(b *testing.B) {
+	benchScrape(b, 10000, func(root hostfs.Root) []scrapeCase {
+		return []scrapeCase{
+			{"nfstune_default", nfstuneRegistry(root, metrics.TierDefault, 0)},
+			{"nfstune_default_capped", nfstuneRegistry(root, metrics.TierDefault, agentMaxSeries)},
+			{"node_exporter", nodeExporterRegistry(b, root)},
+		}
+	})
+}
+
 // TestBothScrapeSameHost checks that both collectors see every mount of the fixture, so
 // that the benchmark compares like with like.
 func TestBothScrapeSameHost(t *testing.T) {
@@ -120,7 +148,7 @@ func TestBothScrapeSameHost(t *testing.T) {
 	}
 	root := hostfs.Root(dir)
 	for _, tier := range []metrics.Tier{metrics.TierFull, metrics.TierDefault} {
-		mfs, err := nfstuneRegistry(root, tier).Gather()
+		mfs, err := nfstuneRegistry(root, tier, 0).Gather()
 		if err != nil {
 			t.Fatal(err)
 		}
