@@ -37,7 +37,7 @@ TAGS     := lab,helm,apiserver,release
 
 PROMTOOL ?= promtool
 
-.PHONY: all host-packages build plugin verify test vulncheck vet scrape-test rules-test compare-nfsiostat check lab-setup lab-test lab-matrix lab-record lab-shell demo minimal-root-check clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e readahead-table k8s-e2e-long lab-matrix-long check-long release release-binaries image-index chart release-test lab-arm64 chart-readme lab-sidebyside
+.PHONY: all host-packages build plugin verify test bpf vulncheck vet scrape-test rules-test compare-nfsiostat check lab-setup lab-test lab-matrix lab-record lab-shell demo minimal-root-check clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e readahead-table k8s-e2e-long lab-matrix-long check-long release release-binaries image-index chart release-test lab-arm64 chart-readme lab-sidebyside
 
 all: build
 
@@ -55,6 +55,7 @@ vet:
 # staticcheck, revive's exported rule, depguard, forbidigo, gochecknoinits, errcheck,
 # ineffassign, unused), shellcheck, and pyflakes on the Python of hack/.
 verify: host-packages $(GOLANGCI_LINT)
+	bash hack/bpf-gen.sh --check
 	@unformatted=$$(gofmt -l cmd internal lab perf hack deploy); \
 	if [ -n "$$unformatted" ]; then echo "gofmt -l: run gofmt -w on:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet -tags $(TAGS) ./...
@@ -67,6 +68,11 @@ $(GOLANGCI_LINT):
 
 test:
 	$(GO) test -count=1 ./...
+
+# bpf regenerates the per-pod NFS I/O collector's eBPF objects (committed; make verify checks
+# them against their sources).
+bpf:
+	GO=$(GO) bash hack/bpf-gen.sh
 
 # vulncheck fails when code of this module (every build tag) reaches a known vulnerability in
 # the standard library or a dependency.

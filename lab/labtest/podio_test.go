@@ -1,0 +1,146 @@
+//go:build lab
+
+package labtest
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nfstune/nfstune/internal/hostfs"
+	"github.com/nfstune/nfstune/internal/podio"
+)
+
+// TestPodIO loads the per-pod NFS I/O collector on the guest's kernel and has three
+// pod-named cgroups read: pod A 64 MiB with read(2) and pod B 128 MiB through a mapping
+// (fio's mmap engine), both on one superblock, and pod C 32 MiB with read(2) on another
+// export. Each pod's figures must match what it read within 5 %, the pods' READ bytes
+// on the shared superblock must sum to its mountstats READ payload within 5 %, and pod C
+// must show only on its own superblock. It logs the tracepoints' format files (the
+// layouts tracefs_test.go's fixtures come from).
+func TestPodIO(t *testing.T) {
+	RequireGuest(t)
+	tracefs, err := podio.FindTracefs()
+	if err != nil {
+		if out, err := exec.Command("mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing").CombinedOutput(); err != nil {
+			t.Fatalf("mounting tracefs: %v: %s", err, out)
+		}
+		if tracefs, err = podio.FindTracefs(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ev := range []string{"nfs_initiate_read", "nfs_readpage_done"} {
+		b, _ := os.ReadFile(filepath.Join(tracefs, "events", "nfs", ev, "format"))
+		t.Logf("%s format:\n%s", ev, b)
+	}
+	shared := Mount(t, MountSpec{Version: "4.2", Options: "rsize=1048576"})
+	other := Mount(t, MountSpec{Version: "4.2", Export: ExportDisk, Options: "rsize=1048576"})
+	if shared.Device == other.Device {
+		t.Fatalf("the two exports share superblock %s", shared.Device)
+	}
+	a := layout(t, shared.Dir, 1, 64)[0]
+	b := filepath.Join(shared.Dir, "mapped")
+	if out, err := exec.Command("dd", "if=/dev/zero", "of="+b, "bs=1M", "count=128", "status=none").CombinedOutput(); err != nil {
+		t.Fatalf("dd: %v: %s", err, out)
+	}
+	t.Cleanup(func() { os.Remove(b) })
+	c := filepath.Join(other.Dir, "c")
+	if out, err := exec.Command("dd", "if=/dev/zero", "of="+c, "bs=1M", "count=32", "status=none").CombinedOutput(); err != nil {
+		t.Fatalf("dd: %v: %s", err, out)
+	}
+	t.Cleanup(func() { os.Remove(c) })
+	if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	col, err := podio.Load(tracefs)
+	if err != nil {
+		t.Fatalf("loading the collector: %v", err)
+	}
+	defer col.Close()
+	if len(col.Missing) > 0 {
+		t.Fatalf("parts not loaded on this kernel: %v", col.Missing)
+	}
+
+	cg := Cgroup2(t)
+	const (
+		uidA = "7b1c2d3e-0000-4000-8000-00000000000a"
+		uidB = "7b1c2d3e-0000-4000-8000-00000000000b"
+		uidC = "7b1c2d3e-0000-4000-8000-00000000000c"
+	)
+	_, server0 := ReadBytes(t, shared.Dir)
+	run := func(uid, script string) {
+		dir := PodCgroup(t, cg, "kubepods/besteffort/pod"+uid+"/cri-containerd-0123456789abcdef")
+		out, err := exec.Command("sh", "-c", "echo $$ > "+ShellQuote(dir+"/cgroup.procs")+" && "+script).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v: %s", script, err, out)
+		}
+	}
+	start := time.Now()
+	run(uidA, "dd if="+a+" of=/dev/null bs=64k status=none")
+	run(uidB, "fio --name=mapped --rw=read --bs=1M --ioengine=mmap --fadvise_hint=0 --filename="+b+" --output=/dev/null")
+	run(uidC, "dd if="+c+" of=/dev/null bs=1M status=none")
+	t.Logf("readers took %s", time.Since(start).Round(time.Millisecond))
+	_, server1 := ReadBytes(t, shared.Dir)
+
+	counts, dropped, err := col.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d (cgroup, superblock) entries", len(counts))
+	for k, v := range counts {
+		t.Logf("cgroup %d on %s: %+v", k.Cgroup, k.Device, v)
+	}
+	if dropped != 0 {
+		t.Errorf("%d events dropped", dropped)
+	}
+	// A cgroup2 hierarchy mounted at <root>/sys/fs/cgroup stands for the host's.
+	root := t.TempDir()
+	hostCgroup := filepath.Join(root, "sys", "fs", "cgroup")
+	if err := os.MkdirAll(hostCgroup, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "--bind", cg, hostCgroup).CombinedOutput(); err != nil {
+		t.Fatalf("bind-mounting the cgroup hierarchy: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", hostCgroup).Run() })
+	sums, _ := podio.NewAttributor(hostfs.Root(root)).Sum(time.Now(), counts)
+	got := map[[2]string]podio.Counters{}
+	for _, s := range sums {
+		t.Logf("pod %q on %s: %+v", s.PodUID, s.Device, s.Counters)
+		got[[2]string{s.PodUID, s.Device}] = s.Counters
+	}
+	const mib = 1 << 20
+	near := func(what string, got, want uint64) {
+		t.Helper()
+		if d := float64(got) - float64(want); d > 0.05*float64(want) || d < -0.05*float64(want) {
+			t.Errorf("%s: %d bytes, want %d within 5 %%", what, got, want)
+		}
+	}
+	pa, pb, pc := got[[2]string{uidA, shared.Device}], got[[2]string{uidB, shared.Device}], got[[2]string{uidC, other.Device}]
+	near("pod A read(2)", pa.ReadBytes, 64*mib)
+	near("pod A READ payload", pa.ServerReadBytes, 64*mib)
+	near("pod B READ payload in faults", pb.FaultReadBytes, 128*mib)
+	near("pod C read(2)", pc.ReadBytes, 32*mib)
+	if pb.ReadBytes != 0 || pb.MajorFaults == 0 {
+		t.Errorf("pod B, which only mapped its file: read(2) %d bytes, %d major faults", pb.ReadBytes, pb.MajorFaults)
+	}
+	if pa.FaultReadBytes != 0 {
+		t.Errorf("pod A, which only read(2): %d bytes read in faults", pa.FaultReadBytes)
+	}
+	if _, ok := got[[2]string{uidC, shared.Device}]; ok {
+		t.Errorf("pod C counted on %s, which it never read", shared.Device)
+	}
+	var sum uint64
+	for _, s := range sums {
+		if s.Device == shared.Device {
+			sum += s.ServerReadBytes
+		}
+	}
+	near("pods' READ payload against mountstats", sum, server1-server0)
+	if pa.ReadLatency.Count() != pa.ReadRPCs || pa.ReadRPCs == 0 {
+		t.Errorf("pod A: %d READs, %d in the latency buckets", pa.ReadRPCs, pa.ReadLatency.Count())
+	}
+}
