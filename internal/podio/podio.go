@@ -26,6 +26,9 @@ import (
 // service's round trip, to 100 ms, a server in trouble.
 var LatencyBounds = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.1}
 
+// LatencyBuckets is the number of buckets: one per bound and one above them all.
+const LatencyBuckets = 7
+
 // Key names one cgroup's I/O on one superblock.
 type Key struct {
 	// Cgroup is the cgroup v2 ID of the tasks (the inode number of its directory below
@@ -61,7 +64,7 @@ type Counters struct {
 // Histogram counts RPCs by latency: Buckets[i] those at most LatencyBounds[i] seconds,
 // not cumulative; the last those slower than every bound.
 type Histogram struct {
-	Buckets    [7]uint64
+	Buckets    [LatencyBuckets]uint64
 	SumSeconds float64
 }
 

@@ -17,15 +17,23 @@ import (
 // Linux 4.1, then below debugfs (Documentation/trace/ftrace.rst).
 var TracefsDirs = []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}
 
-// FindTracefs returns the first of TracefsDirs that holds the nfs trace events; an error
-// when none does (tracefs not mounted, or the nfs module not loaded).
+// FindTracefs returns the first of TracefsDirs that holds the nfs trace events; ErrNoNFS
+// when tracefs is there without them (the nfs module not loaded yet), another error
+// wrapping ErrUnsupported when tracefs is not mounted.
 func FindTracefs() (string, error) {
+	mounted := false
 	for _, dir := range TracefsDirs {
 		if _, err := os.Stat(filepath.Join(dir, "events", "nfs", "nfs_initiate_read", "format")); err == nil {
 			return dir, nil
 		}
+		if _, err := os.Stat(filepath.Join(dir, "events")); err == nil {
+			mounted = true
+		}
 	}
-	return "", fmt.Errorf("no nfs trace events in %s (tracefs not mounted, or the nfs module not loaded)", strings.Join(TracefsDirs, " or "))
+	if mounted {
+		return "", ErrNoNFS
+	}
+	return "", fmt.Errorf("%w: tracefs is not mounted at %s", ErrUnsupported, strings.Join(TracefsDirs, " or "))
 }
 
 // field is one field of a trace event's record: its offset and size in bytes.

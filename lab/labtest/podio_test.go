@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -143,4 +144,63 @@ func TestPodIO(t *testing.T) {
 	if pa.ReadLatency.Count() != pa.ReadRPCs || pa.ReadRPCs == 0 {
 		t.Errorf("pod A: %d READs, %d in the latency buckets", pa.ReadRPCs, pa.ReadLatency.Count())
 	}
+}
+
+// TestAgentPodIO runs `nfstune agent --pod-io` on the guest's kernel and has a pod-named
+// cgroup below the guest's /sys/fs/cgroup read 64 MiB with read(2): /metrics must show
+// the pod's bytes (within 5 %), and the collector's three parts loaded.
+func TestAgentPodIO(t *testing.T) {
+	RequireGuest(t)
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.procs"); err != nil {
+		if out, err := exec.Command("mount", "-t", "cgroup2", "cgroup2", "/sys/fs/cgroup").CombinedOutput(); err != nil {
+			t.Fatalf("mounting cgroup2 on /sys/fs/cgroup: %v: %s", err, out)
+		}
+		t.Cleanup(func() { _ = exec.Command("umount", "/sys/fs/cgroup").Run() })
+	}
+	if _, err := podio.FindTracefs(); err != nil {
+		if out, err := exec.Command("mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing").CombinedOutput(); err != nil {
+			t.Fatalf("mounting tracefs: %v: %s", err, out)
+		}
+	}
+	m := Mount(t, MountSpec{Version: "4.2", Options: "rsize=1048576"})
+	file := layout(t, m.Dir, 1, 64)[0]
+	if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const listen = "127.0.0.1:9486"
+	StartAgent(t, "--pod-io", "--listen", listen, "--min-scrape-interval", "0", "--observe")
+	url := "http://" + listen + "/metrics"
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(time.Second) {
+		if scrapeSeries(t, url, `nfstune_pod_io_collector_part{part="rpc"}`) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the collector did not load within 60 s:\n%s", grepMetrics(scrape(t, url), "nfstune_pod_io"))
+		}
+	}
+	for _, part := range podio.Parts {
+		if v := scrapeSeries(t, url, `nfstune_pod_io_collector_part{part="`+string(part)+`"}`); v != 1 {
+			t.Errorf("part %s: %v, want 1", part, v)
+		}
+	}
+	const uid = "7b1c2d3e-0000-4000-8000-0000000000aa"
+	dir := PodCgroup(t, "/sys/fs/cgroup", "kubepods/besteffort/pod"+uid+"/cri-containerd-0123456789abcdef")
+	if out, err := exec.Command("sh", "-c", "echo $$ > "+ShellQuote(dir+"/cgroup.procs")+" && dd if="+file+" of=/dev/null bs=64k status=none").CombinedOutput(); err != nil {
+		t.Fatalf("dd: %v: %s", err, out)
+	}
+	series := `nfstune_pod_read_bytes_total{device="` + m.Device + `",pod_uid="` + uid + `",source="application"}`
+	got := scrapeSeries(t, url, series)
+	if want := float64(64 << 20); got < 0.95*want || got > 1.05*want {
+		t.Errorf("%s = %v, want %v within 5 %%\n%s", series, got, want, grepMetrics(scrape(t, url), "nfstune_pod_"))
+	}
+}
+
+func grepMetrics(s, prefix string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
