@@ -25,14 +25,21 @@ type PodIO struct {
 // container's below kubepods.slice/<qos>.slice/<pod>.slice, are at depth 4.
 const MaxCgroupDepth = 6
 
-// MinWalkInterval is the least time between two walks of the cgroup tree.
-const MinWalkInterval = 10 * time.Second
+// MinWalkInterval is the least time between two walks of the cgroup tree, and
+// RewalkInterval the most: a walk finds the cgroups that went (their pods' series go),
+// also when no new one asks for it.
+const (
+	MinWalkInterval = 10 * time.Second
+	RewalkInterval  = time.Minute
+)
 
 // Attributor sums the collector's per-cgroup counters per pod (kubelet.CgroupPod on each
 // cgroup's path). It walks /sys/fs/cgroup to learn cgroup IDs' paths when the counters
-// name one it does not know, at most once per MinWalkInterval; a cgroup that a walk begun
+// name one it does not know, at most once per MinWalkInterval, and at least once per
+// RewalkInterval; a cgroup that a walk begun
 // after its first sighting did not find is gone: its last counters stay in its pod's sums
-// (so the node's sums never fall) and Gone names it for Collector.Forget.
+// (so the node's sums never fall, nor a pod's while it runs) and Sum names it for
+// Collector.Forget; a pod with no cgroup left goes from the sums.
 type Attributor struct {
 	root     hostfs.Root
 	pods     map[uint64]string    // cgroup ID -> pod UID ("": not a pod's)
@@ -72,7 +79,8 @@ func (a *Attributor) Sum(now time.Time, counts map[Key]Counters) (out []PodIO, g
 		}
 	}
 	podOf := a.pods // a gone cgroup's pod, which the walk no longer shows
-	if len(a.unknown) > 0 && now.Sub(a.walkedAt) >= MinWalkInterval {
+	walked := false
+	if since := now.Sub(a.walkedAt); (len(a.unknown) > 0 && since >= MinWalkInterval) || since >= RewalkInterval {
 		live := walkCgroups(a.root)
 		a.walkedAt = now
 		a.pods = make(map[uint64]string, len(live))
@@ -91,6 +99,7 @@ func (a *Attributor) Sum(now time.Time, counts map[Key]Counters) (out []PodIO, g
 				gone = append(gone, id)
 			}
 		}
+		walked = true
 	}
 	for k, c := range counts {
 		if a.last[k.Cgroup] == nil {
@@ -110,11 +119,27 @@ func (a *Attributor) Sum(now time.Time, counts map[Key]Counters) (out []PodIO, g
 		delete(a.unknown, id)
 		a.forgotten[id] = true
 	}
+	if walked {
+		// A pod none of whose cgroups is left is gone, and its series with it; the node's
+		// sums stay.
+		livePods := map[string]bool{}
+		for _, pod := range a.pods {
+			livePods[pod] = true
+		}
+		for pd := range a.retired {
+			if pd.pod != "" && !livePods[pd.pod] {
+				delete(a.retired, pd)
+			}
+		}
+	}
 	sums := make(map[podDevice]Counters, len(a.retired))
 	for pd, c := range a.retired {
 		sums[pd] = c
 	}
 	for id, devs := range a.last {
+		if _, ok := a.unknown[id]; ok {
+			continue // its pod is not known before the next walk: counted then, not as the node's now
+		}
 		for dev, c := range devs {
 			pd := podDevice{a.pods[id], dev}
 			s := sums[pd]
@@ -129,15 +154,6 @@ func (a *Attributor) Sum(now time.Time, counts map[Key]Counters) (out []PodIO, g
 		return cmp.Or(cmp.Compare(x.PodUID, y.PodUID), cmp.Compare(x.Device, y.Device))
 	})
 	return out, gone
-}
-
-// Forget drops a pod's retired sums once the pod is gone for good (its series go too).
-func (a *Attributor) Forget(podUID string) {
-	for pd := range a.retired {
-		if pd.pod == podUID && podUID != "" {
-			delete(a.retired, pd)
-		}
-	}
 }
 
 // walkCgroups returns the ID (the directory's inode number) and path, relative to the

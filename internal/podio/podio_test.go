@@ -102,7 +102,10 @@ func TestAttributorSums(t *testing.T) {
 	pod := filepath.Join(cg, "kubepods.slice", "kubepods-burstable.slice", "kubepods-burstable-pod"+strings.ReplaceAll(uid, "-", "_")+".slice")
 	c1, c2 := filepath.Join(pod, "cri-containerd-aaaa.scope"), filepath.Join(pod, "cri-containerd-bbbb.scope")
 	svc := filepath.Join(cg, "system.slice", "backup.service")
-	for _, d := range []string{c1, c2, svc} {
+	// Every directory is made before any is removed: unlike cgroupfs, whose IDs only grow,
+	// the test's filesystem may give a removed directory's inode number to the next one.
+	c3, svc2 := filepath.Join(pod, "cri-containerd-cccc.scope"), filepath.Join(cg, "system.slice", "other.service")
+	for _, d := range []string{c1, c2, c3, svc, svc2} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -140,19 +143,13 @@ func TestAttributorSums(t *testing.T) {
 	}
 	check(sums)
 
-	// Container 2 ends; a new container 3 starts and reads, which makes Sum walk again.
-	// (c3 is made first: unlike cgroupfs, whose IDs only grow, the test's filesystem may
-	// give c2's inode number to the next directory.)
-	c3 := filepath.Join(pod, "cri-containerd-cccc.scope")
-	if err := os.Mkdir(c3, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	// Container 2 ends and container 3 reads; a minute on, Sum walks again.
 	if err := os.Remove(c2); err != nil {
 		t.Fatal(err)
 	}
 	next := counts()
 	next[Key{inode(t, c3), "0:66"}] = Counters{ReadBytes: 1}
-	sums, gone = a.Sum(now.Add(MinWalkInterval), next)
+	sums, gone = a.Sum(now.Add(RewalkInterval), next)
 	if len(gone) != 1 || gone[0] != id2 {
 		t.Fatalf("gone %v, want [%d]", gone, id2)
 	}
@@ -160,6 +157,25 @@ func TestAttributorSums(t *testing.T) {
 	check(sums)
 	// Before Collector.Forget took it out, the kernel's table still holds container 2:
 	// it is not counted twice.
-	sums, _ = a.Sum(now.Add(2*MinWalkInterval), next)
+	sums, _ = a.Sum(now.Add(RewalkInterval+MinWalkInterval), next)
+	check(sums)
+
+	// The pod ends: its series go, the node's stay.
+	for _, d := range []string{c1, c3, pod} {
+		if err := os.Remove(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sums, gone = a.Sum(now.Add(2*RewalkInterval), map[Key]Counters{
+		{idSvc, "0:66"}:          {ReadBytes: 1000, ServerReadBytes: 1000},
+		{inode(t, svc2), "0:70"}: {ReadBytes: 3},
+	})
+	if len(gone) != 2 {
+		t.Errorf("gone %v, want containers 1 and 3", gone)
+	}
+	want = map[[2]string]Counters{
+		{"", "0:66"}: {ReadBytes: 1000, ServerReadBytes: 1000},
+		{"", "0:70"}: {ReadBytes: 3},
+	}
 	check(sums)
 }
