@@ -621,7 +621,7 @@ func (a *Agent) read(ctx context.Context) (*view, error) {
 		v.snap.PodIO = &io
 	}
 	if pol != nil && pol.Audit != nil {
-		rep := pol.Audit(inv, audit.Options{Classes: v.snap.TrafficClasses})
+		rep := pol.Audit(inv, audit.Options{Classes: v.snap.TrafficClasses, MappedReaders: mappedReaders(v.snap.PodIO)})
 		v.report = &rep
 		v.snap.Findings = make([]metrics.Finding, 0, len(rep.Findings))
 		for _, f := range rep.Findings {

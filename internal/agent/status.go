@@ -65,6 +65,27 @@ func (a *Agent) status(v *view, readErr error, now time.Time) status.Status {
 	return s
 }
 
+// mappedReaders are, by device, the pods the collector saw read through page faults over its
+// last interval, busiest first (audit NFS005 names them); nil without the collector.
+func mappedReaders(snap *podio.Snapshot) map[string][]audit.MappedReader {
+	if snap == nil || len(snap.Rates) == 0 {
+		return nil
+	}
+	out := map[string][]audit.MappedReader{}
+	for k, r := range snap.Rates {
+		if k.PodUID == "" || r.FaultReadBytes <= 0 {
+			continue
+		}
+		out[k.Device] = append(out[k.Device], audit.MappedReader{PodUID: k.PodUID, FaultBytesPerSecond: r.FaultReadBytes, MajorFaultsPerSecond: r.MajorFaults})
+	}
+	for _, readers := range out {
+		slices.SortFunc(readers, func(a, b audit.MappedReader) int {
+			return cmp.Or(cmp.Compare(b.FaultBytesPerSecond, a.FaultBytesPerSecond), cmp.Compare(a.PodUID, b.PodUID))
+		})
+	}
+	return out
+}
+
 // podTraffic is the collector's snapshot as /status lists it: the pairs of a pod and a
 // superblock with traffic in the last interval, busiest first, with the mount's names.
 func podTraffic(snap *podio.Snapshot, inv *inventory.Inventory) *status.PodIO {

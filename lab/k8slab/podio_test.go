@@ -27,7 +27,7 @@ func fileReader() int {
 	how, path, _ := strings.Cut(os.Getenv(readerEnv), ":")
 	f, err := os.Open(path)
 	if err != nil {
-		fmt.Println("k8slab-read error:", err)
+		fmt.Fprintln(os.Stdout, "k8slab-read error:", err)
 		return 1
 	}
 	var n int64
@@ -50,10 +50,10 @@ func fileReader() int {
 		err = fmt.Errorf("unknown reader %q", how)
 	}
 	if err != nil {
-		fmt.Println("k8slab-read error:", err)
+		fmt.Fprintln(os.Stdout, "k8slab-read error:", err)
 		return 1
 	}
-	fmt.Printf("k8slab-read bytes=%d\n", n)
+	fmt.Fprintf(os.Stdout, "k8slab-read bytes=%d\n", n)
 	time.Sleep(time.Hour)
 	return 0
 }
