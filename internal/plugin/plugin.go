@@ -116,8 +116,8 @@ func NewRoot(streams Streams) *cobra.Command {
 		Short:       "Show every node's nfstune agent: tuned mounts, findings, stalled servers",
 		Long: `kubectl nfstune asks every node's nfstune agent for its state through the API server
 (the agent pods' proxy subresource), with your kubeconfig's credentials. It needs get and list
-on nodes, get and list on pods in the agents' namespace, and get on pods/proxy there
-(docs/kubernetes.md, kubectl nfstune).
+on nodes, get and list on pods in the agents' namespace, and get on pods/proxy there; top
+also lists pods in every namespace to name them (docs/kubernetes.md, kubectl nfstune).
 
 ` + exitCodes,
 		SilenceUsage:  true,
