@@ -268,6 +268,19 @@ func TestWriteTopTable(t *testing.T) {
 	if strings.Contains(tail, "node-a:") {
 		t.Errorf("node-a's collector runs in full, yet it is named:\n%s", b.String())
 	}
+	// A collector that saw no traffic: no table, a line that says so, then the notes.
+	quiet := &Fleet{Nodes: []Node{
+		{Name: "node-a", Reachable: true, Agent: &status.Status{PodIO: &status.PodIO{Loaded: true}}},
+		{Name: "node-c", Reachable: true, Agent: &status.Status{}},
+	}}
+	top, _ = NewTop(quiet, SortServer, 0)
+	b.Reset()
+	if err := WriteTopTable(&b, top); err != nil {
+		t.Fatal(err)
+	}
+	if want := "no pod read or wrote on NFS in the agents' last interval\n\nnode-c: no per-pod I/O: the agent runs without --pod-io\n"; b.String() != want {
+		t.Errorf("without traffic: %q, want %q", b.String(), want)
+	}
 	for v, want := range map[float64]string{0: "0", 1024: "<0.01", 1.5 * mib: "1.50"} {
 		if got := mibs(v); got != want {
 			t.Errorf("mibs(%v) = %q, want %q", v, got, want)
