@@ -613,13 +613,14 @@ func (a *Agent) read(ctx context.Context) (*view, error) {
 	now := time.Now()
 	a.sampleStalls(inv, now)
 	a.verdicts.observe(inv, now)
-	a.traffic.observe(inv, now)
-	v := &view{snap: metrics.Snapshot{Inventory: inv, ReadAheadVerdicts: a.verdicts.latest(), ReadAheadTargets: a.adaptiveTargets(),
-		TrafficClasses: a.traffic.latest()}, at: now}
+	var io *podio.Snapshot
 	if a.cfg.PodIO != nil {
-		io := a.cfg.PodIO(now)
-		v.snap.PodIO = &io
+		s := a.cfg.PodIO(now)
+		io = &s
 	}
+	a.traffic.observe(inv, io, now)
+	v := &view{snap: metrics.Snapshot{Inventory: inv, ReadAheadVerdicts: a.verdicts.latest(), ReadAheadTargets: a.adaptiveTargets(),
+		TrafficClasses: a.traffic.latest(), PodIO: io}, at: now}
 	if pol != nil && pol.Audit != nil {
 		rep := pol.Audit(inv, audit.Options{Classes: v.snap.TrafficClasses, MappedReaders: mappedReaders(v.snap.PodIO)})
 		v.report = &rep

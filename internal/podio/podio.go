@@ -45,10 +45,12 @@ type Counters struct {
 	// (nfs_file_write): the application's side.
 	ReadBytes, Reads   uint64
 	WriteBytes, Writes uint64
-	// Faults are page faults on NFS-backed mappings that reached the filesystem
-	// (filemap_fault; pages mapped by fault-around take none); MajorFaults those that had
-	// to read the page in.
-	Faults, MajorFaults uint64
+	// Faults are page faults on NFS-backed mappings that reached the filesystem's .fault
+	// (filemap_fault: the faulting page was not ready in the page cache); MajorFaults
+	// those that had to read the page in. MapFaults are the read faults that tried the
+	// page cache first (filemap_map_pages, fault-around): on a kernel with fault-around
+	// (the default), every read fault of a mapped reader, served from the cache or not.
+	Faults, MajorFaults, MapFaults uint64
 	// ReadRPCs and ServerReadBytes are the READs started in the cgroup's tasks (read(2),
 	// read-ahead and faults alike) and the bytes the server returned for them;
 	// FaultReadBytes is the part started inside a fault: reads through mmap.
@@ -85,6 +87,7 @@ func (c *Counters) Add(o Counters) {
 	c.Writes += o.Writes
 	c.Faults += o.Faults
 	c.MajorFaults += o.MajorFaults
+	c.MapFaults += o.MapFaults
 	c.ReadRPCs += o.ReadRPCs
 	c.ServerReadBytes += o.ServerReadBytes
 	c.FaultReadBytes += o.FaultReadBytes
@@ -101,6 +104,30 @@ func (h *Histogram) add(o Histogram) {
 	h.SumSeconds += o.SumSeconds
 }
 
+// FaultAroundBytes is what one read fault on a mapped file maps at most from the page cache
+// (mm/memory.c, fault_around_bytes, 64 KiB by default): what a reader in order uses of
+// each fault.
+const FaultAroundBytes = 64 << 10
+
+// MappedRandomOverRead is the mapped over-read (MappedOverRead) above which a mapped
+// reader's faults bring in much more than it touches: its accesses are scattered and the
+// read-ahead window around each fault (mm/filemap.c, do_sync_mmap_readahead) is mostly
+// evicted unused. A reader in order stays near 1, since it touches the whole window; a
+// reader of 16 KiB at random offsets reaches the window over 64 KiB. 4 leaves a reader in
+// order a margin for pages its faults brought in past the end of what it read.
+const MappedRandomOverRead = 4
+
+// MappedOverRead is the READ payload a cgroup's page faults started per FaultAroundBytes of
+// its read faults (MapFaults, or Faults on a kernel without fault-around); 0 without
+// faults.
+func MappedOverRead(c Counters) float64 {
+	faults := max(c.MapFaults, c.Faults)
+	if faults == 0 {
+		return 0
+	}
+	return float64(c.FaultReadBytes) / float64(faults*FaultAroundBytes)
+}
+
 // Part is one group of hooks, loaded or not on its own.
 type Part string
 
@@ -109,8 +136,8 @@ const (
 	// PartFileIO is the kprobes on nfs_file_read and nfs_file_write: ReadBytes, Reads,
 	// WriteBytes, Writes.
 	PartFileIO Part = "file_io"
-	// PartFaults is fentry/fexit on filemap_fault: Faults, MajorFaults, and which READs
-	// count in FaultReadBytes. It needs BPF trampolines (x86-64 from 5.5, arm64 from 6.0).
+	// PartFaults is fentry/fexit on filemap_fault and fentry on filemap_map_pages: Faults,
+	// MajorFaults, MapFaults, and which READs count in FaultReadBytes. It needs BPF trampolines (x86-64 from 5.5, arm64 from 6.0).
 	PartFaults Part = "faults"
 	// PartRPC is the nfs tracepoints: the RPC counts, bytes and latency.
 	PartRPC Part = "rpc"
@@ -118,7 +145,7 @@ const (
 
 var partPrograms = map[Part][]string{
 	PartFileIO: {podioProgNfsFileReadEnter, podioProgNfsFileReadExit, podioProgNfsFileWriteEnter, podioProgNfsFileWriteExit},
-	PartFaults: {podioProgFilemapFaultEnter, podioProgFilemapFaultExit},
+	PartFaults: {podioProgFilemapFaultEnter, podioProgFilemapFaultExit, podioProgFilemapMapPagesEnter},
 	PartRPC:    {podioProgNfsInitiateRead, podioProgNfsReadpageDone, podioProgNfsInitiateWrite, podioProgNfsWritebackDone},
 }
 
@@ -250,7 +277,8 @@ func (c *Collector) attach(part Part) ([]link.Link, error) {
 	case PartFaults:
 		err = errors.Join(
 			add(link.AttachTracing(link.TracingOptions{Program: prog(podioProgFilemapFaultEnter)})),
-			add(link.AttachTracing(link.TracingOptions{Program: prog(podioProgFilemapFaultExit)})))
+			add(link.AttachTracing(link.TracingOptions{Program: prog(podioProgFilemapFaultExit)})),
+			add(link.AttachTracing(link.TracingOptions{Program: prog(podioProgFilemapMapPagesEnter)})))
 	case PartRPC:
 		err = errors.Join(
 			add(link.Tracepoint("nfs", "nfs_initiate_read", prog(podioProgNfsInitiateRead), nil)),
@@ -334,7 +362,7 @@ func deviceName(dev uint32) string {
 func counters(v podioCounters) Counters {
 	c := Counters{
 		ReadBytes: v.ReadBytes, Reads: v.Reads, WriteBytes: v.WriteBytes, Writes: v.Writes,
-		Faults: v.Faults, MajorFaults: v.MajorFaults,
+		Faults: v.Faults, MajorFaults: v.MajorFaults, MapFaults: v.MapFaults,
 		ReadRPCs: v.ReadRpcs, ServerReadBytes: v.ServerReadBytes, FaultReadBytes: v.FaultReadBytes,
 		WriteRPCs: v.WriteRpcs, ServerWriteBytes: v.ServerWriteBytes,
 		ReadLatency:  Histogram{Buckets: v.ReadBuckets, SumSeconds: float64(v.ReadLatencyNs) / 1e9},

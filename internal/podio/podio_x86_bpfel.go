@@ -21,6 +21,7 @@ type podioCounters struct {
 	Writes           uint64
 	Faults           uint64
 	MajorFaults      uint64
+	MapFaults        uint64
 	ReadRpcs         uint64
 	ServerReadBytes  uint64
 	FaultReadBytes   uint64
@@ -59,21 +60,22 @@ type podioRpcStart struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	podioMapDropped            = "dropped"
-	podioMapInFault            = "in_fault"
-	podioMapInFileIo           = "in_file_io"
-	podioMapInFlight           = "in_flight"
-	podioMapStats              = "stats"
-	podioProgFilemapFaultEnter = "filemap_fault_enter"
-	podioProgFilemapFaultExit  = "filemap_fault_exit"
-	podioProgNfsFileReadEnter  = "nfs_file_read_enter"
-	podioProgNfsFileReadExit   = "nfs_file_read_exit"
-	podioProgNfsFileWriteEnter = "nfs_file_write_enter"
-	podioProgNfsFileWriteExit  = "nfs_file_write_exit"
-	podioProgNfsInitiateRead   = "nfs_initiate_read"
-	podioProgNfsInitiateWrite  = "nfs_initiate_write"
-	podioProgNfsReadpageDone   = "nfs_readpage_done"
-	podioProgNfsWritebackDone  = "nfs_writeback_done"
+	podioMapDropped               = "dropped"
+	podioMapInFault               = "in_fault"
+	podioMapInFileIo              = "in_file_io"
+	podioMapInFlight              = "in_flight"
+	podioMapStats                 = "stats"
+	podioProgFilemapFaultEnter    = "filemap_fault_enter"
+	podioProgFilemapFaultExit     = "filemap_fault_exit"
+	podioProgFilemapMapPagesEnter = "filemap_map_pages_enter"
+	podioProgNfsFileReadEnter     = "nfs_file_read_enter"
+	podioProgNfsFileReadExit      = "nfs_file_read_exit"
+	podioProgNfsFileWriteEnter    = "nfs_file_write_enter"
+	podioProgNfsFileWriteExit     = "nfs_file_write_exit"
+	podioProgNfsInitiateRead      = "nfs_initiate_read"
+	podioProgNfsInitiateWrite     = "nfs_initiate_write"
+	podioProgNfsReadpageDone      = "nfs_readpage_done"
+	podioProgNfsWritebackDone     = "nfs_writeback_done"
 )
 
 // loadPodio returns the embedded CollectionSpec for podio.
@@ -118,16 +120,17 @@ type podioSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type podioProgramSpecs struct {
-	FilemapFaultEnter *ebpf.ProgramSpec `ebpf:"filemap_fault_enter"`
-	FilemapFaultExit  *ebpf.ProgramSpec `ebpf:"filemap_fault_exit"`
-	NfsFileReadEnter  *ebpf.ProgramSpec `ebpf:"nfs_file_read_enter"`
-	NfsFileReadExit   *ebpf.ProgramSpec `ebpf:"nfs_file_read_exit"`
-	NfsFileWriteEnter *ebpf.ProgramSpec `ebpf:"nfs_file_write_enter"`
-	NfsFileWriteExit  *ebpf.ProgramSpec `ebpf:"nfs_file_write_exit"`
-	NfsInitiateRead   *ebpf.ProgramSpec `ebpf:"nfs_initiate_read"`
-	NfsInitiateWrite  *ebpf.ProgramSpec `ebpf:"nfs_initiate_write"`
-	NfsReadpageDone   *ebpf.ProgramSpec `ebpf:"nfs_readpage_done"`
-	NfsWritebackDone  *ebpf.ProgramSpec `ebpf:"nfs_writeback_done"`
+	FilemapFaultEnter    *ebpf.ProgramSpec `ebpf:"filemap_fault_enter"`
+	FilemapFaultExit     *ebpf.ProgramSpec `ebpf:"filemap_fault_exit"`
+	FilemapMapPagesEnter *ebpf.ProgramSpec `ebpf:"filemap_map_pages_enter"`
+	NfsFileReadEnter     *ebpf.ProgramSpec `ebpf:"nfs_file_read_enter"`
+	NfsFileReadExit      *ebpf.ProgramSpec `ebpf:"nfs_file_read_exit"`
+	NfsFileWriteEnter    *ebpf.ProgramSpec `ebpf:"nfs_file_write_enter"`
+	NfsFileWriteExit     *ebpf.ProgramSpec `ebpf:"nfs_file_write_exit"`
+	NfsInitiateRead      *ebpf.ProgramSpec `ebpf:"nfs_initiate_read"`
+	NfsInitiateWrite     *ebpf.ProgramSpec `ebpf:"nfs_initiate_write"`
+	NfsReadpageDone      *ebpf.ProgramSpec `ebpf:"nfs_readpage_done"`
+	NfsWritebackDone     *ebpf.ProgramSpec `ebpf:"nfs_writeback_done"`
 }
 
 // podioMapSpecs contains maps before they are loaded into the kernel.
@@ -194,22 +197,24 @@ type podioVariables struct {
 //
 // It can be passed to loadPodioObjects or ebpf.CollectionSpec.LoadAndAssign.
 type podioPrograms struct {
-	FilemapFaultEnter *ebpf.Program `ebpf:"filemap_fault_enter"`
-	FilemapFaultExit  *ebpf.Program `ebpf:"filemap_fault_exit"`
-	NfsFileReadEnter  *ebpf.Program `ebpf:"nfs_file_read_enter"`
-	NfsFileReadExit   *ebpf.Program `ebpf:"nfs_file_read_exit"`
-	NfsFileWriteEnter *ebpf.Program `ebpf:"nfs_file_write_enter"`
-	NfsFileWriteExit  *ebpf.Program `ebpf:"nfs_file_write_exit"`
-	NfsInitiateRead   *ebpf.Program `ebpf:"nfs_initiate_read"`
-	NfsInitiateWrite  *ebpf.Program `ebpf:"nfs_initiate_write"`
-	NfsReadpageDone   *ebpf.Program `ebpf:"nfs_readpage_done"`
-	NfsWritebackDone  *ebpf.Program `ebpf:"nfs_writeback_done"`
+	FilemapFaultEnter    *ebpf.Program `ebpf:"filemap_fault_enter"`
+	FilemapFaultExit     *ebpf.Program `ebpf:"filemap_fault_exit"`
+	FilemapMapPagesEnter *ebpf.Program `ebpf:"filemap_map_pages_enter"`
+	NfsFileReadEnter     *ebpf.Program `ebpf:"nfs_file_read_enter"`
+	NfsFileReadExit      *ebpf.Program `ebpf:"nfs_file_read_exit"`
+	NfsFileWriteEnter    *ebpf.Program `ebpf:"nfs_file_write_enter"`
+	NfsFileWriteExit     *ebpf.Program `ebpf:"nfs_file_write_exit"`
+	NfsInitiateRead      *ebpf.Program `ebpf:"nfs_initiate_read"`
+	NfsInitiateWrite     *ebpf.Program `ebpf:"nfs_initiate_write"`
+	NfsReadpageDone      *ebpf.Program `ebpf:"nfs_readpage_done"`
+	NfsWritebackDone     *ebpf.Program `ebpf:"nfs_writeback_done"`
 }
 
 func (p *podioPrograms) Close() error {
 	return _PodioClose(
 		p.FilemapFaultEnter,
 		p.FilemapFaultExit,
+		p.FilemapMapPagesEnter,
 		p.NfsFileReadEnter,
 		p.NfsFileReadExit,
 		p.NfsFileWriteEnter,

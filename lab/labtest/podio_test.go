@@ -3,10 +3,12 @@
 package labtest
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -203,4 +205,90 @@ func grepMetrics(s, prefix string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestPodIOMappedOverRead measures what the per-pod collector tells about readers of a
+// mapped file in a 64 MiB memory cgroup, at read-ahead 15360 and 128 KiB: the READ payload
+// their faults started per 64 KiB of read faults (podio.MappedOverRead). A reader in order
+// touches what its faults bring in; one reading 16 KiB at random offsets touches a few
+// pages of each window. The test asserts only that the random reader's figure at 15360
+// KiB is over podio.MappedRandomOverRead and the in-order reader's under it: byte ratios,
+// not rates, which the host's load does not set.
+func TestPodIOMappedOverRead(t *testing.T) {
+	RequireGuest(t)
+	tracefs, err := podio.FindTracefs()
+	if err != nil {
+		if out, err := exec.Command("mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing").CombinedOutput(); err != nil {
+			t.Fatalf("mounting tracefs: %v: %s", err, out)
+		}
+		if tracefs, err = podio.FindTracefs(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := Mount(t, MountSpec{Version: "4.2", Options: "rsize=1048576,nosharecache"})
+	file := layout(t, m.Dir, 1, 256)[0]
+	col, err := podio.Load(tracefs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer col.Close()
+	cg := Cgroup2(t)
+	if err := os.WriteFile(filepath.Join(cg, "cgroup.subtree_control"), []byte("+memory"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		name   string
+		ra     int
+		random bool
+		c      podio.Counters
+	}
+	var results []result
+	for i, tt := range []struct {
+		rw     string
+		random bool
+		ra     int
+	}{{"randread", true, 15360}, {"read", false, 15360}, {"randread", true, 128}, {"read", false, 128}} {
+		setReadAheadKB(t, m.Device, tt.ra)
+		if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dir := PodCgroup(t, cg, fmt.Sprintf("reader%d", i))
+		if err := os.WriteFile(filepath.Join(dir, "memory.max"), []byte("64M"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		id := cgroupID(t, dir)
+		script := "exec fio --name=mapped --rw=" + tt.rw + " --bs=16k --ioengine=mmap --fadvise_hint=0 --time_based --runtime=15 --filename=" + file + " --output=/dev/null"
+		if out, err := exec.Command("sh", "-c", "echo $$ > "+ShellQuote(dir+"/cgroup.procs")+" && "+script).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v: %s", script, err, out)
+		}
+		counts, _, err := col.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := counts[podio.Key{Cgroup: id, Device: m.Device}]
+		results = append(results, result{tt.rw, tt.ra, tt.random, c})
+		t.Logf("%s at %d KiB: %d major faults, %d faults, %d read faults (map_pages), %.1f MiB in fault READs, %.1f MiB read(2): mapped over-read %.2f",
+			tt.rw, tt.ra, c.MajorFaults, c.Faults, c.MapFaults, float64(c.FaultReadBytes)/(1<<20), float64(c.ReadBytes)/(1<<20), podio.MappedOverRead(c))
+	}
+	for _, r := range results {
+		got := podio.MappedOverRead(r.c)
+		switch {
+		case r.c.FaultReadBytes == 0:
+			t.Errorf("%s at %d KiB: no READs in faults", r.name, r.ra)
+		case r.random && r.ra == 15360 && got <= podio.MappedRandomOverRead:
+			t.Errorf("%s at %d KiB: mapped over-read %.2f, want above %v", r.name, r.ra, got, podio.MappedRandomOverRead)
+		case !r.random && got > podio.MappedRandomOverRead:
+			t.Errorf("%s at %d KiB: mapped over-read %.2f, want at most %v", r.name, r.ra, got, podio.MappedRandomOverRead)
+		}
+	}
+}
+
+// cgroupID is the cgroup v2 ID of the cgroup at dir: its directory's inode number.
+func cgroupID(t *testing.T, dir string) uint64 {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Ino
 }

@@ -9,8 +9,9 @@
 //   - kprobe/kretprobe on nfs_file_read and nfs_file_write (fs/nfs/file.c, the
 //     read_iter/write_iter of every NFS file): kprobes need no module BTF, which 5.10's
 //     nfs module lacks;
-//   - fentry/fexit on filemap_fault (mm/filemap.c), the .fault of nfs_file_vm_ops: only
-//     faults on files whose superblock is NFS are counted;
+//   - fentry/fexit on filemap_fault and fentry on filemap_map_pages (mm/filemap.c), the
+//     .fault and .map_pages of nfs_file_vm_ops: only faults on files whose superblock is
+//     NFS are counted;
 //   - the tracepoints nfs:nfs_initiate_read, nfs:nfs_readpage_done, nfs:nfs_initiate_write
 //     and nfs:nfs_writeback_done (fs/nfs/nfstrace.h). Their records' layout is the same
 //     from 5.10 to 7.2 for the fields read here; the agent checks it against tracefs'
@@ -45,7 +46,8 @@ struct key {
 struct counters {
 	__u64 read_bytes, reads;       // read(2) and friends: bytes returned, calls
 	__u64 write_bytes, writes;     // write(2): bytes accepted, calls
-	__u64 faults, major_faults;    // faults on NFS-backed mappings
+	__u64 faults, major_faults;    // filemap_fault calls on NFS-backed mappings, and the major ones
+	__u64 map_faults;              // filemap_map_pages calls: read faults served from the cache first
 	__u64 read_rpcs, server_read_bytes, fault_read_bytes; // READs started here; of them, started in a fault
 	__u64 write_rpcs, server_write_bytes;
 	__u64 read_latency_ns, write_latency_ns; // sums
@@ -228,6 +230,24 @@ int BPF_PROG(filemap_fault_exit, struct vm_fault *vmf, unsigned int ret)
 	__sync_fetch_and_add(&c->faults, 1);
 	if (ret & VM_FAULT_MAJOR)
 		__sync_fetch_and_add(&c->major_faults, 1);
+	return 0;
+}
+
+// filemap_map_pages is the .map_pages of NFS mappings (fault-around, mm/memory.c
+// do_fault_around): a read fault on a mapped file calls it first to map the pages around
+// the faulting one that are in the page cache, and calls .fault only when that did not map
+// the faulting page. Its calls count a mapped reader's faults, served from the cache or
+// not: what the reader touched, against which the READs its faults started tell whether
+// the read-ahead window fits its accesses.
+SEC("fentry/filemap_map_pages")
+int BPF_PROG(filemap_map_pages_enter, struct vm_fault *vmf)
+{
+	__u32 dev = nfs_dev_of(BPF_CORE_READ(vmf, vma, vm_file));
+	if (!dev)
+		return 0;
+	struct counters *c = counters_of(bpf_get_current_cgroup_id(), dev);
+	if (c)
+		__sync_fetch_and_add(&c->map_faults, 1);
 	return 0;
 }
 
