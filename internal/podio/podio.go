@@ -104,30 +104,6 @@ func (h *Histogram) add(o Histogram) {
 	h.SumSeconds += o.SumSeconds
 }
 
-// FaultAroundBytes is what one read fault on a mapped file maps at most from the page cache
-// (mm/memory.c, fault_around_bytes, 64 KiB by default): what a reader in order uses of
-// each fault.
-const FaultAroundBytes = 64 << 10
-
-// MappedRandomOverRead is the mapped over-read (MappedOverRead) above which a mapped
-// reader's faults bring in much more than it touches: its accesses are scattered and the
-// read-ahead window around each fault (mm/filemap.c, do_sync_mmap_readahead) is mostly
-// evicted unused. A reader in order stays near 1, since it touches the whole window; a
-// reader of 16 KiB at random offsets reaches the window over 64 KiB. 4 leaves a reader in
-// order a margin for pages its faults brought in past the end of what it read.
-const MappedRandomOverRead = 4
-
-// MappedOverRead is the READ payload a cgroup's page faults started per FaultAroundBytes of
-// its read faults (MapFaults, or Faults on a kernel without fault-around); 0 without
-// faults.
-func MappedOverRead(c Counters) float64 {
-	faults := max(c.MapFaults, c.Faults)
-	if faults == 0 {
-		return 0
-	}
-	return float64(c.FaultReadBytes) / float64(faults*FaultAroundBytes)
-}
-
 // Part is one group of hooks, loaded or not on its own.
 type Part string
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/podio"
+	"github.com/nfstune/nfstune/internal/readahead"
 )
 
 // TestPodIO loads the per-pod NFS I/O collector on the guest's kernel and has three
@@ -212,7 +213,7 @@ func grepMetrics(s, prefix string) string {
 // their faults started per 64 KiB of read faults (podio.MappedOverRead). A reader in order
 // touches what its faults bring in; one reading 16 KiB at random offsets touches a few
 // pages of each window. The test asserts only that the random reader's figure at 15360
-// KiB is over podio.MappedRandomOverRead and the in-order reader's under it: byte ratios,
+// KiB is over readahead.MappedRandomOverRead and the in-order reader's under it: byte ratios,
 // not rates, which the host's load does not set.
 func TestPodIOMappedOverRead(t *testing.T) {
 	RequireGuest(t)
@@ -268,19 +269,24 @@ func TestPodIOMappedOverRead(t *testing.T) {
 		c := counts[podio.Key{Cgroup: id, Device: m.Device}]
 		results = append(results, result{tt.rw, tt.ra, tt.random, c})
 		t.Logf("%s at %d KiB: %d major faults, %d faults, %d read faults (map_pages), %.1f MiB in fault READs, %.1f MiB read(2): mapped over-read %.2f",
-			tt.rw, tt.ra, c.MajorFaults, c.Faults, c.MapFaults, float64(c.FaultReadBytes)/(1<<20), float64(c.ReadBytes)/(1<<20), podio.MappedOverRead(c))
+			tt.rw, tt.ra, c.MajorFaults, c.Faults, c.MapFaults, float64(c.FaultReadBytes)/(1<<20), float64(c.ReadBytes)/(1<<20), mappedOverRead(c))
 	}
 	for _, r := range results {
-		got := podio.MappedOverRead(r.c)
+		got := mappedOverRead(r.c)
 		switch {
 		case r.c.FaultReadBytes == 0:
 			t.Errorf("%s at %d KiB: no READs in faults", r.name, r.ra)
-		case r.random && r.ra == 15360 && got <= podio.MappedRandomOverRead:
-			t.Errorf("%s at %d KiB: mapped over-read %.2f, want above %v", r.name, r.ra, got, podio.MappedRandomOverRead)
-		case !r.random && got > podio.MappedRandomOverRead:
-			t.Errorf("%s at %d KiB: mapped over-read %.2f, want at most %v", r.name, r.ra, got, podio.MappedRandomOverRead)
+		case r.random && r.ra == 15360 && got <= readahead.MappedRandomOverRead:
+			t.Errorf("%s at %d KiB: mapped over-read %.2f, want above %v", r.name, r.ra, got, readahead.MappedRandomOverRead)
+		case !r.random && got > readahead.MappedRandomOverRead:
+			t.Errorf("%s at %d KiB: mapped over-read %.2f, want at most %v", r.name, r.ra, got, readahead.MappedRandomOverRead)
 		}
 	}
+}
+
+// mappedOverRead is the collector's counters as the classifier reads them.
+func mappedOverRead(c podio.Counters) float64 {
+	return readahead.FaultEvidence{ReadBytes: c.FaultReadBytes, Faults: max(c.MapFaults, c.Faults)}.OverRead()
 }
 
 // cgroupID is the cgroup v2 ID of the cgroup at dir: its directory's inode number.
