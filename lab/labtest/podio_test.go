@@ -210,7 +210,7 @@ func grepMetrics(s, prefix string) string {
 
 // TestPodIOMappedOverRead measures what the per-pod collector tells about readers of a
 // mapped file in a 64 MiB memory cgroup, at read-ahead 15360 and 128 KiB: the READ payload
-// their faults started per 64 KiB of read faults (podio.MappedOverRead). A reader in order
+// their faults started per 64 KiB of read faults (readahead.FaultEvidence.OverRead). A reader in order
 // touches what its faults bring in; one reading 16 KiB at random offsets touches a few
 // pages of each window. The test asserts only that the random reader's figure at 15360
 // KiB is over readahead.MappedRandomOverRead and the in-order reader's under it: byte ratios,
