@@ -119,10 +119,77 @@ const (
 	PartRPC Part = "rpc"
 )
 
-var partPrograms = map[Part][]string{
-	PartFileIO: {podioProgNfsFileReadEnter, podioProgNfsFileReadExit, podioProgNfsFileWriteEnter, podioProgNfsFileWriteExit},
-	PartFaults: {podioProgFilemapFaultEnter, podioProgFilemapFaultExit, podioProgFilemapMapPagesEnter},
-	PartRPC:    {podioProgNfsInitiateRead, podioProgNfsReadpageDone, podioProgNfsInitiateWrite, podioProgNfsWritebackDone},
+// A variant is one way of loading a part: its programs and how to attach them. Parts try
+// their variants in order; the first that loads and attaches is the part's.
+type variant struct {
+	// name says which in Collector.Variants: "btf" (fexit, tp_btf: the nfs module's own
+	// BTF, Linux 5.11 and later; no perf_event_open) or "perf" (kprobes and tracepoints).
+	name     string
+	programs []string
+	// check, when set, says why the variant cannot run on this host before it is loaded.
+	check  func(tracefs string) error
+	attach func(prog func(string) *ebpf.Program) ([]link.Link, error)
+}
+
+var partVariants = map[Part][]variant{
+	PartFileIO: {
+		{name: "btf", programs: []string{podioProgNfsFileReadFexit, podioProgNfsFileWriteFexit},
+			attach: tracing(podioProgNfsFileReadFexit, podioProgNfsFileWriteFexit)},
+		{name: "perf", programs: []string{podioProgNfsFileReadEnter, podioProgNfsFileReadExit, podioProgNfsFileWriteEnter, podioProgNfsFileWriteExit},
+			attach: func(prog func(string) *ebpf.Program) ([]link.Link, error) {
+				return attachAll(
+					func() (link.Link, error) { return link.Kprobe("nfs_file_read", prog(podioProgNfsFileReadEnter), nil) },
+					func() (link.Link, error) { return link.Kretprobe("nfs_file_read", prog(podioProgNfsFileReadExit), nil) },
+					func() (link.Link, error) { return link.Kprobe("nfs_file_write", prog(podioProgNfsFileWriteEnter), nil) },
+					func() (link.Link, error) {
+						return link.Kretprobe("nfs_file_write", prog(podioProgNfsFileWriteExit), nil)
+					})
+			}},
+	},
+	PartFaults: {
+		{name: "btf", programs: []string{podioProgFilemapFaultEnter, podioProgFilemapFaultExit, podioProgFilemapMapPagesEnter},
+			attach: tracing(podioProgFilemapFaultEnter, podioProgFilemapFaultExit, podioProgFilemapMapPagesEnter)},
+	},
+	PartRPC: {
+		{name: "btf", programs: []string{podioProgNfsInitiateReadBtf, podioProgNfsReadpageDoneBtf, podioProgNfsInitiateWriteBtf, podioProgNfsWritebackDoneBtf},
+			attach: tracing(podioProgNfsInitiateReadBtf, podioProgNfsReadpageDoneBtf, podioProgNfsInitiateWriteBtf, podioProgNfsWritebackDoneBtf)},
+		{name: "perf", programs: []string{podioProgNfsInitiateRead, podioProgNfsReadpageDone, podioProgNfsInitiateWrite, podioProgNfsWritebackDone},
+			check: checkTracepoints,
+			attach: func(prog func(string) *ebpf.Program) ([]link.Link, error) {
+				tp := func(name string) func() (link.Link, error) {
+					return func() (link.Link, error) { return link.Tracepoint("nfs", name, prog(name), nil) }
+				}
+				return attachAll(tp("nfs_initiate_read"), tp("nfs_readpage_done"), tp("nfs_initiate_write"), tp("nfs_writeback_done"))
+			}},
+	},
+}
+
+// tracing attaches BTF-typed programs (fentry, fexit, tp_btf) to the targets their
+// sections name.
+func tracing(names ...string) func(func(string) *ebpf.Program) ([]link.Link, error) {
+	return func(prog func(string) *ebpf.Program) ([]link.Link, error) {
+		var fns []func() (link.Link, error)
+		for _, n := range names {
+			fns = append(fns, func() (link.Link, error) { return link.AttachTracing(link.TracingOptions{Program: prog(n)}) })
+		}
+		return attachAll(fns...)
+	}
+}
+
+// attachAll attaches each in turn; on the first failure it detaches what it attached.
+func attachAll(fns ...func() (link.Link, error)) ([]link.Link, error) {
+	var links []link.Link
+	for _, fn := range fns {
+		l, err := fn()
+		if err != nil {
+			for _, l := range links {
+				l.Close()
+			}
+			return nil, err
+		}
+		links = append(links, l)
+	}
+	return links, nil
 }
 
 // Parts lists every part in the order Load tries them.
@@ -132,17 +199,21 @@ var Parts = []Part{PartFileIO, PartFaults, PartRPC}
 type Collector struct {
 	coll  *ebpf.Collection
 	links []link.Link
-	// Missing says, for each part that is not loaded, why.
-	Missing map[Part]string
+	// Missing says, for each part that is not loaded, why; Variants, for each part that
+	// is, which of its ways ("btf" or "perf").
+	Missing  map[Part]string
+	Variants map[Part]string
 }
 
 // ErrUnsupported wraps every reason the collector cannot run at all on this host.
 var ErrUnsupported = errors.New("per-pod NFS I/O collector unavailable")
 
 // Load loads and attaches the programs, tracefs the directory of the trace events
-// (FindTracefs). A part that cannot load (its hooks missing on this kernel, a tracepoint
-// record laid out otherwise) is left out and named in Missing; Load fails, with an error
-// wrapping ErrUnsupported, only when no part loads.
+// (FindTracefs; only the perf variants need it). Each part tries its variants in order; a
+// part none of whose variants loads (its hooks missing on this kernel, a tracepoint record
+// laid out otherwise, a privilege missing) is left out and named in Missing with each
+// variant's reason. Load fails, with an error wrapping ErrUnsupported, only when no part
+// loads.
 func Load(tracefs string) (*Collector, error) {
 	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
 		return nil, fmt.Errorf("%w: the kernel has no BTF (/sys/kernel/btf/vmlinux: %v)", ErrUnsupported, err)
@@ -150,48 +221,69 @@ func Load(tracefs string) (*Collector, error) {
 	if err := rlimit.RemoveMemlock(); err != nil { // kernels before 5.11 charge maps to RLIMIT_MEMLOCK
 		return nil, fmt.Errorf("%w: raising RLIMIT_MEMLOCK: %v", ErrUnsupported, err)
 	}
-	c := &Collector{Missing: map[Part]string{}}
-	if err := checkTracepoints(tracefs); err != nil {
-		c.Missing[PartRPC] = err.Error()
+	c := &Collector{Missing: map[Part]string{}, Variants: map[Part]string{}}
+	why := map[Part][]string{}
+	dropped := map[string]bool{} // part/variant names left out
+	drop := func(part Part, v variant, err error) {
+		dropped[string(part)+"/"+v.name] = true
+		why[part] = append(why[part], v.name+": "+permissionHint(err))
+	}
+	for _, part := range Parts {
+		for _, v := range partVariants[part] {
+			if v.check != nil {
+				if err := v.check(tracefs); err != nil {
+					drop(part, v, err)
+				}
+			}
+		}
 	}
 	for {
 		spec, err := loadPodio()
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrUnsupported, err)
 		}
-		for part := range c.Missing {
-			for _, name := range partPrograms[part] {
-				delete(spec.Programs, name)
+		for _, part := range Parts {
+			for _, v := range partVariants[part] {
+				if dropped[string(part)+"/"+v.name] {
+					for _, name := range v.programs {
+						delete(spec.Programs, name)
+					}
+				}
 			}
 		}
-		if len(c.Missing) == len(Parts) {
+		if len(spec.Programs) == 0 {
+			c.noteMissing(why)
 			return nil, fmt.Errorf("%w: %s", ErrUnsupported, c.why())
 		}
 		coll, err := ebpf.NewCollection(spec)
 		if err != nil {
-			part, ok := failedPart(err)
-			if !ok || c.Missing[part] != "" {
+			part, v, ok := failedVariant(err)
+			if !ok || dropped[string(part)+"/"+v.name] {
 				return nil, fmt.Errorf("%w: %s", ErrUnsupported, permissionHint(err))
 			}
-			c.Missing[part] = permissionHint(err)
+			drop(part, v, err)
 			continue
 		}
 		c.coll = coll
 		break
 	}
 	for _, part := range Parts {
-		if c.Missing[part] != "" {
-			continue
-		}
-		links, err := c.attach(part)
-		if err != nil {
-			for _, l := range links {
-				l.Close()
+		for _, v := range partVariants[part] {
+			if dropped[string(part)+"/"+v.name] {
+				continue
 			}
-			c.Missing[part] = permissionHint(err)
-			continue
+			links, err := v.attach(func(name string) *ebpf.Program { return c.coll.Programs[name] })
+			if err != nil {
+				drop(part, v, err)
+				continue
+			}
+			c.links = append(c.links, links...)
+			c.Variants[part] = v.name
+			break
 		}
-		c.links = append(c.links, links...)
+		if c.Variants[part] == "" {
+			c.Missing[part] = strings.Join(why[part], "; ")
+		}
 	}
 	if len(c.links) == 0 {
 		c.coll.Close()
@@ -200,24 +292,35 @@ func Load(tracefs string) (*Collector, error) {
 	return c, nil
 }
 
-// failedPart names the part whose program failed to load, from the error NewCollection
-// returned ("program <name>: ...").
-func failedPart(err error) (Part, bool) {
+// noteMissing records every part without a variant as missing, with its variants' reasons.
+func (c *Collector) noteMissing(why map[Part][]string) {
+	for _, part := range Parts {
+		if c.Variants[part] == "" {
+			c.Missing[part] = strings.Join(why[part], "; ")
+		}
+	}
+}
+
+// failedVariant names the part and variant whose program failed to load, from the error
+// NewCollection returned ("program <name>: ...").
+func failedVariant(err error) (Part, variant, bool) {
 	msg := err.Error()
-	for part, names := range partPrograms {
-		for _, name := range names {
-			if strings.Contains(msg, "program "+name+":") {
-				return part, true
+	for part, vs := range partVariants {
+		for _, v := range vs {
+			for _, name := range v.programs {
+				if strings.Contains(msg, "program "+name+":") {
+					return part, v, true
+				}
 			}
 		}
 	}
-	return "", false
+	return "", variant{}, false
 }
 
 // permissionHint adds what the collector needs to an error of missing privilege.
 func permissionHint(err error) string {
 	if errors.Is(err, os.ErrPermission) {
-		return err.Error() + " (it needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN before Linux 5.8)"
+		return err.Error() + " (it needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN before Linux 5.8; perf events also CAP_SYS_ADMIN where kernel.perf_event_paranoid is above 2)"
 	}
 	return err.Error()
 }
@@ -230,39 +333,6 @@ func (c *Collector) why() string {
 		}
 	}
 	return strings.Join(parts, "; ")
-}
-
-func (c *Collector) attach(part Part) ([]link.Link, error) {
-	prog := func(name string) *ebpf.Program { return c.coll.Programs[name] }
-	var links []link.Link
-	add := func(l link.Link, err error) error {
-		if err != nil {
-			return err
-		}
-		links = append(links, l)
-		return nil
-	}
-	var err error
-	switch part {
-	case PartFileIO:
-		err = errors.Join(
-			add(link.Kprobe("nfs_file_read", prog(podioProgNfsFileReadEnter), nil)),
-			add(link.Kretprobe("nfs_file_read", prog(podioProgNfsFileReadExit), nil)),
-			add(link.Kprobe("nfs_file_write", prog(podioProgNfsFileWriteEnter), nil)),
-			add(link.Kretprobe("nfs_file_write", prog(podioProgNfsFileWriteExit), nil)))
-	case PartFaults:
-		err = errors.Join(
-			add(link.AttachTracing(link.TracingOptions{Program: prog(podioProgFilemapFaultEnter)})),
-			add(link.AttachTracing(link.TracingOptions{Program: prog(podioProgFilemapFaultExit)})),
-			add(link.AttachTracing(link.TracingOptions{Program: prog(podioProgFilemapMapPagesEnter)})))
-	case PartRPC:
-		err = errors.Join(
-			add(link.Tracepoint("nfs", "nfs_initiate_read", prog(podioProgNfsInitiateRead), nil)),
-			add(link.Tracepoint("nfs", "nfs_readpage_done", prog(podioProgNfsReadpageDone), nil)),
-			add(link.Tracepoint("nfs", "nfs_initiate_write", prog(podioProgNfsInitiateWrite), nil)),
-			add(link.Tracepoint("nfs", "nfs_writeback_done", prog(podioProgNfsWritebackDone), nil)))
-	}
-	return links, err
 }
 
 // Close detaches the programs and frees the maps.

@@ -64,18 +64,25 @@ const (
 	podioMapInFault               = "in_fault"
 	podioMapInFileIo              = "in_file_io"
 	podioMapInFlight              = "in_flight"
+	podioMapInFlightHdr           = "in_flight_hdr"
 	podioMapStats                 = "stats"
 	podioProgFilemapFaultEnter    = "filemap_fault_enter"
 	podioProgFilemapFaultExit     = "filemap_fault_exit"
 	podioProgFilemapMapPagesEnter = "filemap_map_pages_enter"
 	podioProgNfsFileReadEnter     = "nfs_file_read_enter"
 	podioProgNfsFileReadExit      = "nfs_file_read_exit"
+	podioProgNfsFileReadFexit     = "nfs_file_read_fexit"
 	podioProgNfsFileWriteEnter    = "nfs_file_write_enter"
 	podioProgNfsFileWriteExit     = "nfs_file_write_exit"
+	podioProgNfsFileWriteFexit    = "nfs_file_write_fexit"
 	podioProgNfsInitiateRead      = "nfs_initiate_read"
+	podioProgNfsInitiateReadBtf   = "nfs_initiate_read_btf"
 	podioProgNfsInitiateWrite     = "nfs_initiate_write"
+	podioProgNfsInitiateWriteBtf  = "nfs_initiate_write_btf"
 	podioProgNfsReadpageDone      = "nfs_readpage_done"
+	podioProgNfsReadpageDoneBtf   = "nfs_readpage_done_btf"
 	podioProgNfsWritebackDone     = "nfs_writeback_done"
+	podioProgNfsWritebackDoneBtf  = "nfs_writeback_done_btf"
 )
 
 // loadPodio returns the embedded CollectionSpec for podio.
@@ -125,23 +132,30 @@ type podioProgramSpecs struct {
 	FilemapMapPagesEnter *ebpf.ProgramSpec `ebpf:"filemap_map_pages_enter"`
 	NfsFileReadEnter     *ebpf.ProgramSpec `ebpf:"nfs_file_read_enter"`
 	NfsFileReadExit      *ebpf.ProgramSpec `ebpf:"nfs_file_read_exit"`
+	NfsFileReadFexit     *ebpf.ProgramSpec `ebpf:"nfs_file_read_fexit"`
 	NfsFileWriteEnter    *ebpf.ProgramSpec `ebpf:"nfs_file_write_enter"`
 	NfsFileWriteExit     *ebpf.ProgramSpec `ebpf:"nfs_file_write_exit"`
+	NfsFileWriteFexit    *ebpf.ProgramSpec `ebpf:"nfs_file_write_fexit"`
 	NfsInitiateRead      *ebpf.ProgramSpec `ebpf:"nfs_initiate_read"`
+	NfsInitiateReadBtf   *ebpf.ProgramSpec `ebpf:"nfs_initiate_read_btf"`
 	NfsInitiateWrite     *ebpf.ProgramSpec `ebpf:"nfs_initiate_write"`
+	NfsInitiateWriteBtf  *ebpf.ProgramSpec `ebpf:"nfs_initiate_write_btf"`
 	NfsReadpageDone      *ebpf.ProgramSpec `ebpf:"nfs_readpage_done"`
+	NfsReadpageDoneBtf   *ebpf.ProgramSpec `ebpf:"nfs_readpage_done_btf"`
 	NfsWritebackDone     *ebpf.ProgramSpec `ebpf:"nfs_writeback_done"`
+	NfsWritebackDoneBtf  *ebpf.ProgramSpec `ebpf:"nfs_writeback_done_btf"`
 }
 
 // podioMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type podioMapSpecs struct {
-	Dropped  *ebpf.MapSpec `ebpf:"dropped"`
-	InFault  *ebpf.MapSpec `ebpf:"in_fault"`
-	InFileIo *ebpf.MapSpec `ebpf:"in_file_io"`
-	InFlight *ebpf.MapSpec `ebpf:"in_flight"`
-	Stats    *ebpf.MapSpec `ebpf:"stats"`
+	Dropped     *ebpf.MapSpec `ebpf:"dropped"`
+	InFault     *ebpf.MapSpec `ebpf:"in_fault"`
+	InFileIo    *ebpf.MapSpec `ebpf:"in_file_io"`
+	InFlight    *ebpf.MapSpec `ebpf:"in_flight"`
+	InFlightHdr *ebpf.MapSpec `ebpf:"in_flight_hdr"`
+	Stats       *ebpf.MapSpec `ebpf:"stats"`
 }
 
 // podioVariableSpecs contains global variables before they are loaded into the kernel.
@@ -170,11 +184,12 @@ func (o *podioObjects) Close() error {
 //
 // It can be passed to loadPodioObjects or ebpf.CollectionSpec.LoadAndAssign.
 type podioMaps struct {
-	Dropped  *ebpf.Map `ebpf:"dropped"`
-	InFault  *ebpf.Map `ebpf:"in_fault"`
-	InFileIo *ebpf.Map `ebpf:"in_file_io"`
-	InFlight *ebpf.Map `ebpf:"in_flight"`
-	Stats    *ebpf.Map `ebpf:"stats"`
+	Dropped     *ebpf.Map `ebpf:"dropped"`
+	InFault     *ebpf.Map `ebpf:"in_fault"`
+	InFileIo    *ebpf.Map `ebpf:"in_file_io"`
+	InFlight    *ebpf.Map `ebpf:"in_flight"`
+	InFlightHdr *ebpf.Map `ebpf:"in_flight_hdr"`
+	Stats       *ebpf.Map `ebpf:"stats"`
 }
 
 func (m *podioMaps) Close() error {
@@ -183,6 +198,7 @@ func (m *podioMaps) Close() error {
 		m.InFault,
 		m.InFileIo,
 		m.InFlight,
+		m.InFlightHdr,
 		m.Stats,
 	)
 }
@@ -202,12 +218,18 @@ type podioPrograms struct {
 	FilemapMapPagesEnter *ebpf.Program `ebpf:"filemap_map_pages_enter"`
 	NfsFileReadEnter     *ebpf.Program `ebpf:"nfs_file_read_enter"`
 	NfsFileReadExit      *ebpf.Program `ebpf:"nfs_file_read_exit"`
+	NfsFileReadFexit     *ebpf.Program `ebpf:"nfs_file_read_fexit"`
 	NfsFileWriteEnter    *ebpf.Program `ebpf:"nfs_file_write_enter"`
 	NfsFileWriteExit     *ebpf.Program `ebpf:"nfs_file_write_exit"`
+	NfsFileWriteFexit    *ebpf.Program `ebpf:"nfs_file_write_fexit"`
 	NfsInitiateRead      *ebpf.Program `ebpf:"nfs_initiate_read"`
+	NfsInitiateReadBtf   *ebpf.Program `ebpf:"nfs_initiate_read_btf"`
 	NfsInitiateWrite     *ebpf.Program `ebpf:"nfs_initiate_write"`
+	NfsInitiateWriteBtf  *ebpf.Program `ebpf:"nfs_initiate_write_btf"`
 	NfsReadpageDone      *ebpf.Program `ebpf:"nfs_readpage_done"`
+	NfsReadpageDoneBtf   *ebpf.Program `ebpf:"nfs_readpage_done_btf"`
 	NfsWritebackDone     *ebpf.Program `ebpf:"nfs_writeback_done"`
+	NfsWritebackDoneBtf  *ebpf.Program `ebpf:"nfs_writeback_done_btf"`
 }
 
 func (p *podioPrograms) Close() error {
@@ -217,12 +239,18 @@ func (p *podioPrograms) Close() error {
 		p.FilemapMapPagesEnter,
 		p.NfsFileReadEnter,
 		p.NfsFileReadExit,
+		p.NfsFileReadFexit,
 		p.NfsFileWriteEnter,
 		p.NfsFileWriteExit,
+		p.NfsFileWriteFexit,
 		p.NfsInitiateRead,
+		p.NfsInitiateReadBtf,
 		p.NfsInitiateWrite,
+		p.NfsInitiateWriteBtf,
 		p.NfsReadpageDone,
+		p.NfsReadpageDoneBtf,
 		p.NfsWritebackDone,
+		p.NfsWritebackDoneBtf,
 	)
 }
 

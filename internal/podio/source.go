@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
@@ -62,10 +63,12 @@ type Source struct {
 // NewSource returns a Source reading cgroups below root; nothing is loaded before Read.
 func NewSource(root hostfs.Root, logger *slog.Logger) *Source {
 	return &Source{root: root, logger: logger, attr: NewAttributor(root), load: func() (*Collector, error) {
-		tracefs, err := FindTracefs()
-		if err != nil {
-			return nil, err
+		// The nfs module brings the hooks: before the node's first NFS mount there is none.
+		if _, err := os.Stat("/sys/module/nfs"); err != nil {
+			return nil, ErrNoNFS
 		}
+		// Only the perf variants need tracefs: without it they are left out, and say so.
+		tracefs, _ := FindTracefs()
 		return Load(tracefs)
 	}}
 }

@@ -58,7 +58,7 @@ var (
 // checkTracepoints compares each event's format file below tracefs with recordLayouts.
 func checkTracepoints(tracefs string) error {
 	if tracefs == "" {
-		return errors.New("no tracefs")
+		return errors.New("tracefs is not mounted at /sys/kernel/tracing or /sys/kernel/debug/tracing")
 	}
 	for event, want := range recordLayouts {
 		path := filepath.Join(tracefs, "events", "nfs", event, "format")

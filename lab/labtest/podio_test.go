@@ -67,6 +67,7 @@ func TestPodIO(t *testing.T) {
 	if len(col.Missing) > 0 {
 		t.Fatalf("parts not loaded on this kernel: %v", col.Missing)
 	}
+	t.Logf("variants: %v", col.Variants)
 
 	cg := Cgroup2(t)
 	const (

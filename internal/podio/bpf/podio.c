@@ -5,17 +5,21 @@
 // kernel started in each cgroup's tasks, with their bytes and latency. The agent maps
 // cgroups to pods and exports the sums (internal/podio, docs/agent.md "Per-pod NFS I/O").
 //
-// Hooks, chosen to exist on every kernel line from 5.10 (docs/kernels.md):
-//   - kprobe/kretprobe on nfs_file_read and nfs_file_write (fs/nfs/file.c, the
-//     read_iter/write_iter of every NFS file): kprobes need no module BTF, which 5.10's
-//     nfs module lacks;
+// Hooks, chosen to exist on every kernel line from 5.10 (docs/kernels.md), each in two
+// forms where the first needs the nfs module's own BTF (Linux 5.11 and later):
+//   - nfs_file_read and nfs_file_write (fs/nfs/file.c, the read_iter/write_iter of every
+//     NFS file): fexit, else a kprobe and a kretprobe;
 //   - fentry/fexit on filemap_fault and fentry on filemap_map_pages (mm/filemap.c), the
 //     .fault and .map_pages of nfs_file_vm_ops: only faults on files whose superblock is
 //     NFS are counted;
 //   - the tracepoints nfs:nfs_initiate_read, nfs:nfs_readpage_done, nfs:nfs_initiate_write
-//     and nfs:nfs_writeback_done (fs/nfs/nfstrace.h). Their records' layout is the same
+//     and nfs:nfs_writeback_done (fs/nfs/nfstrace.h): BTF-typed (tp_btf, their arguments:
+//     the nfs_pgio_header), else the perf tracepoints, whose records' layout is the same
 //     from 5.10 to 7.2 for the fields read here; the agent checks it against tracefs'
-//     format files before it loads (podio.go, tracepointLayout).
+//     format files before it loads them (tracefs.go).
+// The BTF forms attach without perf_event_open(2), which Debian's and Ubuntu's kernels
+// refuse to all but CAP_SYS_ADMIN when kernel.perf_event_paranoid is above 2 (their
+// default): a container with CAP_BPF and CAP_PERFMON loads them there.
 
 #include "types.h"
 #include <bpf/bpf_helpers.h>
@@ -158,14 +162,10 @@ static __always_inline int file_io_enter(struct kiocb *iocb)
 	return 0;
 }
 
-static __always_inline int file_io_exit(long ret, int write)
+static __always_inline int file_io_done(__u32 dev, long ret, int write)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 *devp = bpf_map_lookup_elem(&in_file_io, &id);
-	if (!devp)
+	if (!dev)
 		return 0;
-	__u32 dev = *devp;
-	bpf_map_delete_elem(&in_file_io, &id);
 	struct counters *c = counters_of(bpf_get_current_cgroup_id(), dev);
 	if (!c)
 		return 0;
@@ -179,6 +179,29 @@ static __always_inline int file_io_exit(long ret, int write)
 			__sync_fetch_and_add(&c->read_bytes, ret);
 	}
 	return 0;
+}
+
+static __always_inline int file_io_exit(long ret, int write)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 *devp = bpf_map_lookup_elem(&in_file_io, &id);
+	if (!devp)
+		return 0;
+	__u32 dev = *devp;
+	bpf_map_delete_elem(&in_file_io, &id);
+	return file_io_done(dev, ret, write);
+}
+
+SEC("fexit/nfs_file_read")
+int BPF_PROG(nfs_file_read_fexit, struct kiocb *iocb, struct iov_iter *to, long ret)
+{
+	return file_io_done(nfs_dev_of(BPF_CORE_READ(iocb, ki_filp)), ret, 0);
+}
+
+SEC("fexit/nfs_file_write")
+int BPF_PROG(nfs_file_write_fexit, struct kiocb *iocb, struct iov_iter *from, long ret)
+{
+	return file_io_done(nfs_dev_of(BPF_CORE_READ(iocb, ki_filp)), ret, 1);
 }
 
 SEC("kprobe/nfs_file_read")
@@ -273,13 +296,45 @@ struct rpc_done {
 	__u32 res_count;
 };
 
-static __always_inline int rpc_initiate(struct rpc_initiate *rec, __u32 write)
+
+static __always_inline struct rpc_start rpc_started(__u32 write)
 {
-	struct rpc_key k = {.fileid = rec->fileid, .offset = rec->offset, .dev = rec->dev, .write = write};
 	struct rpc_start s = {.cgroup = bpf_get_current_cgroup_id(), .start_ns = bpf_ktime_get_ns()};
 	__u64 id = bpf_get_current_pid_tgid();
 	if (!write && bpf_map_lookup_elem(&in_fault, &id))
 		s.fault = 1;
+	return s;
+}
+
+static __always_inline int rpc_account(__u64 cgroup, __u64 start_ns, __u32 fault, __u32 dev, __u64 bytes, __u32 write)
+{
+	__u64 ns = bpf_ktime_get_ns() - start_ns;
+	struct counters *c = counters_of(cgroup, dev);
+	if (!c)
+		return 0;
+	int b = bucket(ns);
+	if (write) {
+		__sync_fetch_and_add(&c->write_rpcs, 1);
+		__sync_fetch_and_add(&c->server_write_bytes, bytes);
+		__sync_fetch_and_add(&c->write_latency_ns, ns);
+		if (b >= 0 && b < NR_BUCKETS)
+			__sync_fetch_and_add(&c->write_buckets[b], 1);
+	} else {
+		__sync_fetch_and_add(&c->read_rpcs, 1);
+		__sync_fetch_and_add(&c->server_read_bytes, bytes);
+		if (fault)
+			__sync_fetch_and_add(&c->fault_read_bytes, bytes);
+		__sync_fetch_and_add(&c->read_latency_ns, ns);
+		if (b >= 0 && b < NR_BUCKETS)
+			__sync_fetch_and_add(&c->read_buckets[b], 1);
+	}
+	return 0;
+}
+
+static __always_inline int rpc_initiate(struct rpc_initiate *rec, __u32 write)
+{
+	struct rpc_key k = {.fileid = rec->fileid, .offset = rec->offset, .dev = rec->dev, .write = write};
+	struct rpc_start s = rpc_started(write);
 	bpf_map_update_elem(&in_flight, &k, &s, BPF_ANY);
 	return 0;
 }
@@ -290,30 +345,62 @@ static __always_inline int rpc_done(struct rpc_done *rec, __u32 write)
 	struct rpc_start *s = bpf_map_lookup_elem(&in_flight, &k);
 	if (!s)
 		return 0; // started before the collector was loaded
-	__u64 ns = bpf_ktime_get_ns() - s->start_ns;
-	__u64 cgroup = s->cgroup;
-	__u32 fault = s->fault;
+	struct rpc_start v = *s;
 	bpf_map_delete_elem(&in_flight, &k);
-	struct counters *c = counters_of(cgroup, rec->dev);
-	if (!c)
-		return 0;
-	int b = bucket(ns);
-	if (write) {
-		__sync_fetch_and_add(&c->write_rpcs, 1);
-		__sync_fetch_and_add(&c->server_write_bytes, rec->res_count);
-		__sync_fetch_and_add(&c->write_latency_ns, ns);
-		if (b >= 0 && b < NR_BUCKETS)
-			__sync_fetch_and_add(&c->write_buckets[b], 1);
-	} else {
-		__sync_fetch_and_add(&c->read_rpcs, 1);
-		__sync_fetch_and_add(&c->server_read_bytes, rec->res_count);
-		if (fault)
-			__sync_fetch_and_add(&c->fault_read_bytes, rec->res_count);
-		__sync_fetch_and_add(&c->read_latency_ns, ns);
-		if (b >= 0 && b < NR_BUCKETS)
-			__sync_fetch_and_add(&c->read_buckets[b], 1);
-	}
+	return rpc_account(v.cgroup, v.start_ns, v.fault, rec->dev, rec->res_count, write);
+}
+
+// The BTF-typed tracepoints: an RPC is its nfs_pgio_header from start to reply.
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64); // the header's address
+	__type(value, struct rpc_start);
+} in_flight_hdr SEC(".maps");
+
+static __always_inline int hdr_initiate(const struct nfs_pgio_header *hdr, __u32 write)
+{
+	__u64 k = (__u64)hdr;
+	struct rpc_start s = rpc_started(write);
+	bpf_map_update_elem(&in_flight_hdr, &k, &s, BPF_ANY);
 	return 0;
+}
+
+static __always_inline int hdr_done(const struct nfs_pgio_header *hdr, __u32 write)
+{
+	__u64 k = (__u64)hdr;
+	struct rpc_start *s = bpf_map_lookup_elem(&in_flight_hdr, &k);
+	if (!s)
+		return 0;
+	struct rpc_start v = *s;
+	bpf_map_delete_elem(&in_flight_hdr, &k);
+	__u32 dev = BPF_CORE_READ(hdr, inode, i_sb, s_dev);
+	__u64 bytes = BPF_CORE_READ(hdr, res.count);
+	return rpc_account(v.cgroup, v.start_ns, v.fault, dev, bytes, write);
+}
+
+SEC("tp_btf/nfs_initiate_read")
+int BPF_PROG(nfs_initiate_read_btf, const struct nfs_pgio_header *hdr)
+{
+	return hdr_initiate(hdr, 0);
+}
+
+SEC("tp_btf/nfs_readpage_done")
+int BPF_PROG(nfs_readpage_done_btf, const struct rpc_task *task, const struct nfs_pgio_header *hdr)
+{
+	return hdr_done(hdr, 0);
+}
+
+SEC("tp_btf/nfs_initiate_write")
+int BPF_PROG(nfs_initiate_write_btf, const struct nfs_pgio_header *hdr)
+{
+	return hdr_initiate(hdr, 1);
+}
+
+SEC("tp_btf/nfs_writeback_done")
+int BPF_PROG(nfs_writeback_done_btf, const struct rpc_task *task, const struct nfs_pgio_header *hdr)
+{
+	return hdr_done(hdr, 1);
 }
 
 SEC("tracepoint/nfs/nfs_initiate_read")

@@ -76,4 +76,16 @@ struct vm_fault {
 	struct vm_area_struct *vma;
 } __attribute__((preserve_access_index));
 
+struct iov_iter;
+struct rpc_task;
+
+struct nfs_pgio_res {
+	__u64 count;
+} __attribute__((preserve_access_index));
+
+struct nfs_pgio_header {
+	struct inode *inode;
+	struct nfs_pgio_res res;
+} __attribute__((preserve_access_index));
+
 #endif
