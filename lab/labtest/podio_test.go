@@ -304,3 +304,47 @@ func cgroupID(t *testing.T, dir string) uint64 {
 	}
 	return st.Ino
 }
+
+// TestAgentPodIOWithoutPrivilege runs `nfstune agent --pod-io` without CAP_BPF,
+// CAP_PERFMON and CAP_SYS_ADMIN (setpriv takes them out of its bounding set): the agent
+// logs once why the collector is off, exports the collector's parts at 0, and goes on
+// serving the mounts' metrics.
+func TestAgentPodIOWithoutPrivilege(t *testing.T) {
+	RequireGuest(t)
+	m := Mount(t, MountSpec{Version: "4.2"})
+	const listen = "127.0.0.1:9487"
+	var logs strings.Builder
+	agent := exec.Command("setpriv", "--bounding-set=-bpf,-perfmon,-sys_admin", "--inh-caps=-bpf,-perfmon,-sys_admin",
+		Bin(t), "agent", "--pid", "0", "--pod-io", "--listen", listen, "--min-scrape-interval", "0", "--observe")
+	agent.Stdout, agent.Stderr = &logs, &logs
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = agent.Process.Signal(syscall.SIGTERM)
+		_ = agent.Wait()
+	})
+	url := "http://" + listen + "/metrics"
+	var body string
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
+		body = scrape(t, url)
+		if strings.Contains(body, `nfstune_pod_io_collector_part{part="rpc"}`) {
+			break
+		}
+	}
+	for _, part := range podio.Parts {
+		if v := scrapeSeries(t, url, `nfstune_pod_io_collector_part{part="`+string(part)+`"}`); v != 0 {
+			t.Errorf("part %s: %v without the capabilities, want 0", part, v)
+		}
+	}
+	if !strings.Contains(body, `nfstune_mount_info{device="`+m.Device+`"`) {
+		t.Errorf("the mount's series are missing without the collector:\n%s", grepMetrics(body, "nfstune_mount_info"))
+	}
+	scrape(t, url) // a second scrape: the reason is still logged once
+	_ = agent.Process.Signal(syscall.SIGTERM)
+	_ = agent.Wait()
+	if n := strings.Count(logs.String(), "per-pod NFS I/O is off"); n != 1 {
+		t.Errorf("logged %d times that the collector is off, want once:\n%s", n, logs.String())
+	}
+	t.Logf("the agent's reason: %s", grepMetrics(logs.String(), "level=WARN"))
+}
