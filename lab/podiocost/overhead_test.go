@@ -140,7 +140,10 @@ func TestPodIOOverhead(t *testing.T) {
 	var runs []run
 	for round := 1; round <= rounds; round++ {
 		for _, w := range workloads {
-			for _, a := range arms {
+			// Each round starts with the next arm, so that no arm always runs first or
+			// last in its workload's three.
+			for i := range arms {
+				a := arms[(i+round-1)%len(arms)]
 				r := measure(t, bin, m, pod, w, a)
 				r.round = round
 				t.Logf("round %d, %s, %s: %.1f MiB/s, %.0f IOPS, %d READs in fio's %s (%.0f/s), agent CPU %s in %s (%.2f %% of one CPU, %.3f %% per 10,000 READs/s)",
@@ -505,7 +508,7 @@ func medianOf(runs []run, w, a string, f func(run) float64) float64 {
 // agent's CPU per 10,000 READs a second without and with the collector.
 func render(workloads []workload, runs []run, kernel string, rounds int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Per-pod NFS I/O collector overhead, Linux %s, one boot, %d runs of %s per cell (medians), alternately\n\n", kernel, rounds, runtime)
+	fmt.Fprintf(&b, "Per-pod NFS I/O collector overhead, Linux %s, one boot, %d runs of %s per cell (medians), alternately, each round starting with the next arm\n\n", kernel, rounds, runtime)
 	fmt.Fprintf(&b, "| workload | MiB/s: no agent / agent / agent --pod-io | --pod-io / no agent | --pod-io / agent | READs/s: no agent / agent / --pod-io | agent CPU, %% of one CPU: agent / --pod-io | per 10,000 READs/s: agent / --pod-io |\n")
 	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|\n")
 	mibps := func(r run) float64 { return r.mibps }
