@@ -133,6 +133,14 @@ func TestPodIOOverhead(t *testing.T) {
 		{name: "sequential", description: "one sequential reader, 1 MiB read(2)s", fio: "--name=seq --rw=read --bs=1M --numjobs=1 " + common},
 		{name: "random", description: "random 16 KiB read(2)s, 4 jobs", fio: "--name=rand --rw=randread --bs=16k --numjobs=4 " + common},
 	}
+	if only := os.Getenv("NFSTUNE_LAB_SCENARIOS"); only != "" {
+		// One workload, e.g. "sequential": the whole run is about a quarter of an hour.
+		workloads = slices.DeleteFunc(workloads, func(w workload) bool { return !slices.Contains(strings.Split(only, ","), w.name) })
+		if len(workloads) == 0 {
+			t.Fatalf("NFSTUNE_LAB_SCENARIOS=%q names none of the workloads (sequential, random)", only)
+		}
+		t.Logf("workloads %s only (NFSTUNE_LAB_SCENARIOS)", only)
+	}
 	rounds := labtest.EnvCount(t, "NFSTUNE_LAB_ROUNDS", 4)
 	t.Logf("%d rounds; each: every workload without an agent, under the agent, under the agent with --pod-io, %s a run, the agent scraped for %s before it, /metrics read every %s; file %d MiB, readers in a %s memory cgroup",
 		rounds, runtime, settle, scrapeEvery, fileMiB, memoryMax)
