@@ -37,7 +37,7 @@ TAGS     := lab,helm,apiserver,release
 
 PROMTOOL ?= promtool
 
-.PHONY: all host-packages build plugin verify test bench-smoke vulncheck vet scrape-test rules-test compare-nfsiostat check lab-setup lab-test lab-matrix lab-record lab-shell demo minimal-root-check clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e readahead-table k8s-e2e-long lab-matrix-long check-long release release-binaries image-index chart release-test lab-arm64 chart-readme lab-sidebyside
+.PHONY: all host-packages build plugin verify test bench-smoke bpf vulncheck vet scrape-test rules-test compare-nfsiostat check lab-setup lab-test lab-matrix lab-record lab-shell demo minimal-root-check clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e readahead-table k8s-e2e-long lab-matrix-long check-long release release-binaries image-index chart release-test lab-arm64 chart-readme lab-sidebyside podio-overhead
 
 all: build
 
@@ -55,6 +55,7 @@ vet:
 # staticcheck, revive's exported rule, depguard, forbidigo, gochecknoinits, errcheck,
 # ineffassign, unused), shellcheck, and pyflakes on the Python of hack/.
 verify: host-packages $(GOLANGCI_LINT)
+	bash hack/bpf-gen.sh --check
 	@unformatted=$$(gofmt -l cmd internal lab perf hack deploy); \
 	if [ -n "$$unformatted" ]; then echo "gofmt -l: run gofmt -w on:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet -tags $(TAGS) ./...
@@ -78,6 +79,11 @@ bench-smoke:
 	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkAudit(1000|10000)$$' -benchtime 1x -benchmem ./internal/audit
 	$(GO) test -count=1 -run '^$$' -bench '^Benchmark(ReactionWork10000|AgentHeap)$$' -benchtime 1x -benchmem ./internal/agent
 	cd perf/scrape && $(GO) test -count=1 -run '^$$' -bench '^BenchmarkScrape10000$$/^nfstune' -benchtime 1x -benchmem .
+
+# bpf regenerates the per-pod NFS I/O collector's eBPF objects (committed; make verify checks
+# them against their sources).
+bpf:
+	GO=$(GO) bash hack/bpf-gen.sh
 
 # vulncheck fails when code of this module (every build tag) reaches a known vulnerability in
 # the standard library or a dependency.
@@ -289,6 +295,14 @@ readahead-table: lab-setup
 	NFSTUNE_LAB_MEMORY=$${NFSTUNE_LAB_MEMORY:-5G} NFSTUNE_LAB_TIMEOUT=$${NFSTUNE_LAB_TIMEOUT:-10800} \
 		LAB_PACKAGES="./lab/labtest ./lab/ratable" GO=$(GO) bash lab/test.sh -test.timeout=3h \
 		-run '^(TestReadAheadTable|TestReadAheadWaste|TestPodTrafficClass)$$'
+
+# podio-overhead measures the per-pod NFS I/O collector's cost in one boot (lab/podiocost,
+# docs/benchmarks.md): a sequential reader and 16 KiB random reads without an agent, under
+# `nfstune agent --observe` and under `nfstune agent --observe --pod-io`, alternately,
+# NFSTUNE_LAB_ROUNDS rounds (4). About a quarter of an hour under emulation, not part of
+# check; the table goes to lab/.cache/podio-overhead-<kernel>.md.
+podio-overhead: lab-setup
+	LAB_PACKAGES=./lab/podiocost GO=$(GO) bash lab/test.sh -run '^TestPodIOOverhead$$'
 
 # demo shows what read-ahead does on a cloud-like link, with nfstune's audit.
 demo: lab-setup

@@ -6,7 +6,8 @@
 #   hack/deps.sh check GROUP...    only check; exit 1 naming each missing command and its package
 #   hack/deps.sh list [GROUP...]   print the table
 #
-# Groups: ci (what .ci/run needs to start), verify (make verify, the unit tests and make release), lab (lab-setup,
+# Groups: ci (what .ci/run needs to start), verify (make verify, the unit tests and make release), bpf
+# (make bpf, which regenerates the committed eBPF objects), lab (lab-setup,
 # the lab's boots through virtme-ng, make demo, make k8s-e2e), arm64 (the arm64 guest of make
 # lab-arm64, which lab-setup adds when NFSTUNE_LAB_GUEST=arm64). A command missing after the install
 # is named on one line with its package, so a bare machine fails with the fix, not with a traceback
@@ -40,6 +41,9 @@ table() {
 	verify  gzip                 gzip             make release: the krew archives
 	verify  awk                  mawk             make release: the release notes from CHANGELOG.md
 	verify  setsid               util-linux       go test of internal/fio: a job that leaves fio's session
+	bpf     clang-14             clang-14         make bpf: the per-pod NFS I/O collector's eBPF objects (hack/bpf-gen.sh)
+	bpf     llvm-strip           llvm             make bpf: bpf2go strips the objects' DWARF
+	bpf     probe:libbpf         libbpf-dev       make bpf: bpf_helpers.h, bpf_tracing.h, bpf_core_read.h
 	lab     python3              python3          lab-setup (virtme-ng's venv), lab/k8s-e2e.sh
 	lab     probe:venv           python3-venv     lab-setup: python3 -m venv
 	lab     debootstrap          debootstrap      lab-setup: the guest root
@@ -67,6 +71,7 @@ table() {
 
 # binfmt_misc's rule for aarch64 comes with the static qemu-user, registered by lab-setup.
 probe_qemu-aarch64() { [[ -x /usr/bin/qemu-aarch64-static && -f /usr/lib/binfmt.d/qemu-aarch64.conf ]]; }
+probe_libbpf() { [[ -f /usr/include/bpf/bpf_helpers.h && -f /usr/include/bpf/bpf_tracing.h ]]; }
 probe_go() { command -v go >/dev/null 2>&1 && command -v gofmt >/dev/null 2>&1; }
 probe_venv() { command -v python3 >/dev/null 2>&1 && python3 -c 'import ensurepip, venv' >/dev/null 2>&1; }
 # virtme-ng copies the host's busybox into the guest's initramfs and the lab's test image
@@ -99,7 +104,7 @@ rows() {
 	local g
 	for g in "$@"; do
 		table | awk -v g="$g" '$1 == g {found = 1} END {exit !found}' ||
-			{ printf 'deps: unknown group %s (want ci, verify, lab or arm64)\n' "$g" >&2; exit 2; }
+			{ printf 'deps: unknown group %s (want ci, verify, bpf, lab or arm64)\n' "$g" >&2; exit 2; }
 	done
 	if (($# == 0)); then
 		table
@@ -134,7 +139,7 @@ main() {
 	check | ensure) ;;
 	*) printf 'usage: hack/deps.sh ensure|check|list GROUP...\n' >&2; exit 2 ;;
 	esac
-	(($#)) || { printf 'deps: name a group: ci, verify, lab or arm64\n' >&2; exit 2; }
+	(($#)) || { printf 'deps: name a group: ci, verify, bpf, lab or arm64\n' >&2; exit 2; }
 	rows "$@" >/dev/null
 
 	local absent

@@ -1,5 +1,5 @@
 // Command kubectl-nfstune is the kubectl plugin that shows every node's nfstune agent
-// (kubectl nfstune status, kubectl nfstune audit NODE) through the API server.
+// (kubectl nfstune status, audit NODE, learned, top) through the API server.
 package main
 
 import (

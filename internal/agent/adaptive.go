@@ -9,6 +9,7 @@ import (
 
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/podio"
 	"github.com/nfstune/nfstune/internal/policy"
 	"github.com/nfstune/nfstune/internal/readahead"
 	"github.com/nfstune/nfstune/internal/tune"
@@ -20,6 +21,9 @@ type adaptiveMount struct {
 	ctl    *readahead.Controller
 	last   *inventory.Stats // the statistics at the last step, nil before the first
 	lastAt time.Time
+	// lastFaults are the per-pod collector's fault figures of the superblock, summed over
+	// its cgroups, at the last step; nil without the collector.
+	lastFaults map[podio.PodKey]readahead.FaultEvidence
 }
 
 // Adapt takes one step of adaptive read-ahead (readahead.Controller) on every superblock
@@ -49,6 +53,11 @@ func (a *Agent) Adapt(ctx context.Context, now time.Time) {
 	}
 	learned := a.learned.Load()
 	learnedChanged := false
+	var faults map[podio.PodKey]readahead.FaultEvidence // the mapped readers' faults, by superblock
+	if a.cfg.PodIO != nil {
+		io := a.cfg.PodIO(now)
+		faults = cumulativeFaults(&io)
+	}
 	volumes := a.newVolumeListing()
 	present := make(map[string]bool, len(inv.Mounts))
 	for i := range inv.Mounts {
@@ -79,7 +88,10 @@ func (a *Agent) Adapt(ctx context.Context, now time.Time) {
 				e = readahead.Evidence{ReadAheadKB: *m.ReadAheadKB, RSize: m.RSize}
 			}
 		}
-		st.last, st.lastAt = m.Stats, now
+		if st.last != nil && !e.SinceMount {
+			e.Faults = faultsBetween(st.lastFaults, faults, podio.PodKey{PodUID: allPods, Device: m.Device})
+		}
+		st.last, st.lastAt, st.lastFaults = m.Stats, now, faults
 		stalled := slices.ContainsFunc(inv.Stalled, func(s inventory.StalledServer) bool { return s.Reaches(m) })
 		step := st.ctl.Decide(e, now, stalled)
 		log := a.cfg.Logger.With("device", m.Device, "mountpoint", first(m.MountPoints), "from_kb", step.FromKB, "to_kb", step.ToKB,

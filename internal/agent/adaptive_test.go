@@ -16,6 +16,7 @@ import (
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/hostfs/hostfstest"
 	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/podio"
 	"github.com/nfstune/nfstune/internal/tune"
 )
 
@@ -400,5 +401,53 @@ func TestAdaptLearnsPerVolume(t *testing.T) {
 	}
 	if _, err := os.Stat(obsRoot.Path(LearnedPath)); !os.IsNotExist(err) {
 		t.Errorf("observe mode kept a learned value: %v", err)
+	}
+}
+
+// TestAdaptMappedRandom: readers of a mapped file at random offsets, which mountstats shows
+// only as READs nobody read(2), are seen through the per-pod collector: each 64 KiB read
+// fault came with 15 MiB of READs. The agent takes the window from the cap to the kernel's
+// 128 KiB, below the rule's floor of one rsize, journaled, and revert restores it.
+func TestAdaptMappedRandom(t *testing.T) {
+	t.Parallel()
+	tr := &traffic{age: time.Minute}
+	a, root := adaptiveAgent(t, tr, "")
+	var mu sync.Mutex
+	var faultBytes, faults uint64
+	a.cfg.PodIO = func(time.Time) podio.Snapshot {
+		mu.Lock()
+		defer mu.Unlock()
+		return podio.Snapshot{Loaded: true, Pods: []podio.PodIO{{PodUID: "0f3c2a4e-1b2d-4c5e-8f90-a1b2c3d4e5f6", Device: "0:53",
+			Counters: podio.Counters{ServerReadBytes: faultBytes, FaultReadBytes: faultBytes, MapFaults: faults}}}}
+	}
+	mapped := func(seconds float64, serverMiB float64) {
+		tr.run(seconds, 15360, serverMiB, 1.0, 0.5)
+		tr.mu.Lock()
+		tr.app -= uint64(serverMiB * seconds * (1 << 20)) // no read(2): mapped
+		tr.mu.Unlock()
+		mu.Lock()
+		faultBytes += uint64(serverMiB * seconds * (1 << 20))
+		faults += uint64(serverMiB * seconds / 15) // one per 15 MiB window
+		mu.Unlock()
+	}
+	now := time.Now()
+	a.Reconcile(context.Background(), TriggerStart, now)
+	mapped(5, 100)
+	now = now.Add(5 * time.Second)
+	a.Adapt(context.Background(), now)
+	mapped(5, 100)
+	now = now.Add(5 * time.Second)
+	a.Adapt(context.Background(), now)
+	if got := readAheadKB(t, root, "0:53"); got != 128 {
+		t.Fatalf("after mapped random reads: %d KiB, want 128", got)
+	}
+	if got := testutil.ToFloat64(a.cfg.Metrics.AdaptiveChanges.WithLabelValues("down", "mapped_random")); got != 1 {
+		t.Errorf("changes{down,mapped_random} = %v, want 1", got)
+	}
+	if _, err := tune.Revert(root); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAheadKB(t, root, "0:53"); got != 16384 {
+		t.Errorf("after revert: %d KiB, want the original 16384", got)
 	}
 }

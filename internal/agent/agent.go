@@ -27,6 +27,7 @@ import (
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/kubelet"
 	"github.com/nfstune/nfstune/internal/metrics"
+	"github.com/nfstune/nfstune/internal/podio"
 	"github.com/nfstune/nfstune/internal/policy"
 	"github.com/nfstune/nfstune/internal/status"
 )
@@ -140,6 +141,9 @@ type Config struct {
 	// Node is the name of the node the agent runs on, reported in /status; empty outside
 	// a pod.
 	Node string
+	// PodIO reads the per-pod NFS I/O collector (podio.Source.Read); nil when it is off
+	// (--pod-io not given).
+	PodIO func(time.Time) podio.Snapshot
 	// Logger receives structured logs; Metrics receives the agent's own metrics.
 	Logger  *slog.Logger
 	Metrics *Metrics
@@ -609,11 +613,16 @@ func (a *Agent) read(ctx context.Context) (*view, error) {
 	now := time.Now()
 	a.sampleStalls(inv, now)
 	a.verdicts.observe(inv, now)
-	a.traffic.observe(inv, now)
+	var io *podio.Snapshot
+	if a.cfg.PodIO != nil {
+		s := a.cfg.PodIO(now)
+		io = &s
+	}
+	a.traffic.observe(inv, io, now)
 	v := &view{snap: metrics.Snapshot{Inventory: inv, ReadAheadVerdicts: a.verdicts.latest(), ReadAheadTargets: a.adaptiveTargets(),
-		TrafficClasses: a.traffic.latest()}, at: now}
+		TrafficClasses: a.traffic.latest(), PodIO: io}, at: now}
 	if pol != nil && pol.Audit != nil {
-		rep := pol.Audit(inv, audit.Options{Classes: v.snap.TrafficClasses})
+		rep := pol.Audit(inv, audit.Options{Classes: v.snap.TrafficClasses, MappedReaders: mappedReaders(v.snap.PodIO)})
 		v.report = &rep
 		v.snap.Findings = make([]metrics.Finding, 0, len(rep.Findings))
 		for _, f := range rep.Findings {

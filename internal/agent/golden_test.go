@@ -19,6 +19,7 @@ import (
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/metrics"
+	"github.com/nfstune/nfstune/internal/podio"
 	"github.com/nfstune/nfstune/internal/policy"
 )
 
@@ -117,6 +118,16 @@ func testMetricsGolden(t *testing.T, tier metrics.Tier, goldenPath string) {
 		// The scrape closes the window after the start's writes: their verdicts (no traffic
 		// in the fixture) are in the output.
 		VerdictWindow: time.Nanosecond,
+		// The per-pod collector's series (--pod-io), as one of the fixture's pods and the
+		// node read 0:54, which the pod mounts.
+		PodIO: func(time.Time) podio.Snapshot {
+			return podio.Snapshot{Loaded: true, Pods: []podio.PodIO{
+				{PodUID: "", Device: "0:54", Counters: podio.Counters{WriteBytes: 4096, ServerWriteBytes: 4096}},
+				{PodUID: "6f1b3a52-8c4d-4e0a-9b7e-2d5c1f0a3e71", Device: "0:54", Counters: podio.Counters{
+					ReadBytes: 64 << 20, ServerReadBytes: 320 << 20, FaultReadBytes: 256 << 20, MajorFaults: 1920,
+					ReadLatency: podio.Histogram{Buckets: [podio.LatencyBuckets]uint64{100, 300, 80, 20}, SumSeconds: 1.1}}},
+			}}
+		},
 	})
 	if err != nil {
 		t.Fatal(err)

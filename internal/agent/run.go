@@ -20,6 +20,7 @@ import (
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/kubelet"
 	"github.com/nfstune/nfstune/internal/metrics"
+	"github.com/nfstune/nfstune/internal/podio"
 	"github.com/nfstune/nfstune/internal/policy"
 	"github.com/nfstune/nfstune/internal/status"
 )
@@ -58,7 +59,10 @@ type Options struct {
 	// unless GOMEMLIMIT is set); above 0 it also returns the memory of each scrape and
 	// reconcile to the system (Config.ReleaseMemory).
 	MemoryLimit int64
-	Logger      *slog.Logger
+	// PodIO loads the per-pod NFS I/O collector (podio.NewSource): eBPF programs that need
+	// BTF, CAP_BPF and CAP_PERFMON; without them the agent logs why once and runs on.
+	PodIO  bool
+	Logger *slog.Logger
 }
 
 // Run runs the agent as the DaemonSet does until ctx ends: it listens on opts.Listen,
@@ -81,6 +85,12 @@ func Run(ctx context.Context, opts Options) error {
 	release := opts.MemoryLimit > 0
 	root, pid := opts.Root, opts.PID
 	cfgWatch := &fileWatch{path: opts.PolicyFile}
+	var podIO func(time.Time) podio.Snapshot
+	if opts.PodIO {
+		src := podio.NewSource(root, logger)
+		defer src.Close()
+		podIO = src.Read
+	}
 	a, err := New(Config{
 		Root:   root,
 		PID:    pid,
@@ -104,6 +114,7 @@ func Run(ctx context.Context, opts Options) error {
 		Node:          opts.Node,
 		PodUID:        opts.PodUID,
 		KubeletRoot:   kubelet.Root(opts.KubeletRoot),
+		PodIO:         podIO,
 		Logger:        logger,
 	})
 	if err != nil {

@@ -1,9 +1,14 @@
 package agent
 
 import (
+	"cmp"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/nfstune/nfstune/internal/audit"
+	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/podio"
 	"github.com/nfstune/nfstune/internal/policy"
 	"github.com/nfstune/nfstune/internal/status"
 	"github.com/nfstune/nfstune/internal/version"
@@ -56,7 +61,68 @@ func (a *Agent) status(v *view, readErr error, now time.Time) status.Status {
 		s.Stalled = append(s.Stalled, status.Server{Addr: st.Addr, Port: st.Port, Waiting: st.Waiting,
 			Mounts: mounts[st.Addr], BlockedProcesses: blocked[st.Addr]})
 	}
+	s.PodIO = podTraffic(v.snap.PodIO, inv)
 	return s
+}
+
+// mappedReaders are, by device, the pods the collector saw read through page faults over its
+// last interval, busiest first (audit NFS005 names them); nil without the collector.
+func mappedReaders(snap *podio.Snapshot) map[string][]audit.MappedReader {
+	if snap == nil || len(snap.Rates) == 0 {
+		return nil
+	}
+	out := map[string][]audit.MappedReader{}
+	for k, r := range snap.Rates {
+		if k.PodUID == "" || r.FaultReadBytes <= 0 {
+			continue
+		}
+		out[k.Device] = append(out[k.Device], audit.MappedReader{PodUID: k.PodUID, FaultBytesPerSecond: r.FaultReadBytes, MajorFaultsPerSecond: r.MajorFaults})
+	}
+	for _, readers := range out {
+		slices.SortFunc(readers, func(a, b audit.MappedReader) int {
+			return cmp.Or(cmp.Compare(b.FaultBytesPerSecond, a.FaultBytesPerSecond), cmp.Compare(a.PodUID, b.PodUID))
+		})
+	}
+	return out
+}
+
+// podTraffic is the collector's snapshot as /status lists it: the pairs of a pod and a
+// superblock with traffic in the last interval, busiest first, with the mount's names.
+func podTraffic(snap *podio.Snapshot, inv *inventory.Inventory) *status.PodIO {
+	if snap == nil {
+		return nil
+	}
+	out := &status.PodIO{Loaded: snap.Loaded, Why: snap.Why}
+	if snap.Loaded && len(snap.Missing) > 0 {
+		var why []string
+		for _, part := range podio.Parts {
+			if w := snap.Missing[part]; w != "" {
+				why = append(why, string(part)+" not loaded: "+w)
+			}
+		}
+		out.Why = strings.Join(why, "; ")
+	}
+	byDevice := make(map[string]*inventory.Mount, len(inv.Mounts))
+	for i := range inv.Mounts {
+		byDevice[inv.Mounts[i].Device] = &inv.Mounts[i]
+	}
+	for k, r := range snap.Rates {
+		if r.ReadBytes == 0 && r.ServerReadBytes == 0 && r.WriteBytes == 0 && r.MajorFaults == 0 {
+			continue
+		}
+		t := status.PodTraffic{PodUID: k.PodUID, Device: k.Device, ReadBytes: r.ReadBytes, ServerReadBytes: r.ServerReadBytes,
+			FaultReadBytes: r.FaultReadBytes, WriteBytes: r.WriteBytes, MajorFaults: r.MajorFaults, ReadLatency: r.ReadLatencyMean}
+		if m := byDevice[k.Device]; m != nil {
+			t.MountPoint, t.Server, t.Export = first(m.MountPoints), m.Server, m.Export
+		}
+		out.Pods = append(out.Pods, t)
+	}
+	slices.SortFunc(out.Pods, func(a, b status.PodTraffic) int {
+		return cmp.Or(cmp.Compare(b.ServerReadBytes, a.ServerReadBytes), cmp.Compare(b.ReadBytes, a.ReadBytes),
+			cmp.Compare(b.WriteBytes, a.WriteBytes), cmp.Compare(a.PodUID, b.PodUID), cmp.Compare(a.Device, b.Device))
+	})
+	out.Pods = firstN(out.Pods, status.MaxListed)
+	return out
 }
 
 // audit is the agent's /audit document for the read v.

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/podio"
 	"github.com/nfstune/nfstune/internal/policy"
 	"github.com/nfstune/nfstune/internal/status"
 )
@@ -233,5 +235,40 @@ func TestLoadPolicyInfo(t *testing.T) {
 	}
 	if p, err = LoadPolicy("", "", false); err != nil || p.Info.SHA256 != "" || p.Mode != policy.ModeEnforce {
 		t.Errorf("built-in: %+v, %s, %v; want no hash, enforce", p.Info, p.Mode, err)
+	}
+}
+
+// TestPodTrafficAndMappedReaders: /status lists the pairs with traffic in the last
+// interval, busiest first, with the mount's names, and says which parts are missing; the
+// audit's mapped readers are the pods with fault reads, busiest first, without the node.
+func TestPodTrafficAndMappedReaders(t *testing.T) {
+	inv := &inventory.Inventory{Mounts: []inventory.Mount{{Device: "0:66", MountPoints: []string{"/mnt/a"}, Server: "nas", Export: "/a"}}}
+	snap := &podio.Snapshot{Loaded: true, Missing: map[podio.Part]string{podio.PartFaults: "no trampolines"}, Rates: map[podio.PodKey]podio.Rates{
+		{PodUID: "quiet", Device: "0:66"}:  {},
+		{PodUID: "reader", Device: "0:66"}: {ReadBytes: 5 << 20, ServerReadBytes: 5 << 20},
+		{PodUID: "mapper", Device: "0:66"}: {ServerReadBytes: 40 << 20, FaultReadBytes: 40 << 20, MajorFaults: 600},
+		{PodUID: "small", Device: "0:66"}:  {ServerReadBytes: 1 << 20, FaultReadBytes: 1 << 20},
+		{PodUID: "", Device: "0:66"}:       {ServerReadBytes: 9 << 20, FaultReadBytes: 9 << 20},
+	}}
+	st := podTraffic(snap, inv)
+	if st.Why != "faults not loaded: no trampolines" {
+		t.Errorf("why %q", st.Why)
+	}
+	var order []string
+	for _, p := range st.Pods {
+		order = append(order, p.PodUID)
+		if p.MountPoint != "/mnt/a" || p.Server != "nas" {
+			t.Errorf("pod %q: mount %q on %q, want /mnt/a on nas", p.PodUID, p.MountPoint, p.Server)
+		}
+	}
+	if want := []string{"mapper", "", "reader", "small"}; !slices.Equal(order, want) {
+		t.Errorf("pods %q, want %q (busiest first, the quiet one left out)", order, want)
+	}
+	readers := mappedReaders(snap)["0:66"]
+	if len(readers) != 2 || readers[0].PodUID != "mapper" || readers[1].PodUID != "small" || readers[0].MajorFaultsPerSecond != 600 {
+		t.Errorf("mapped readers %+v, want mapper then small, not the node", readers)
+	}
+	if podTraffic(nil, inv) != nil || mappedReaders(nil) != nil {
+		t.Error("without the collector: a status or readers")
 	}
 }

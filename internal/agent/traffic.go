@@ -9,6 +9,7 @@ import (
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/kubelet"
 	"github.com/nfstune/nfstune/internal/podcgroup"
+	"github.com/nfstune/nfstune/internal/podio"
 	"github.com/nfstune/nfstune/internal/readahead"
 )
 
@@ -33,8 +34,9 @@ type trafficClasses struct {
 	pageBytes int
 
 	mu      sync.Mutex
-	last    map[string]*inventory.Stats    // device -> statistics at lastAt
-	pods    map[string]*podcgroup.Counters // pod UID -> counters at lastAt (nil: unreadable)
+	last    map[string]*inventory.Stats              // device -> statistics at lastAt
+	pods    map[string]*podcgroup.Counters           // pod UID -> counters at lastAt (nil: unreadable)
+	faults  map[podio.PodKey]readahead.FaultEvidence // the per-pod collector's, cumulative, at lastAt
 	lastAt  time.Time
 	classes map[string]readahead.Classification
 }
@@ -44,16 +46,18 @@ func newTrafficClasses(root hostfs.Root) *trafficClasses {
 		pods: map[string]*podcgroup.Counters{}, classes: map[string]readahead.Classification{}}
 }
 
-// observe takes a fresh inventory read at now: unless the last sample is younger than
-// MinTrafficInterval, it classifies every superblock that has statistics in both samples
-// and keeps this sample as the next one's start. Superblocks that went lose their class.
-func (t *trafficClasses) observe(inv *inventory.Inventory, now time.Time) {
+// observe takes a fresh inventory read at now, and the per-pod collector's reading io (nil
+// without it): unless the last sample is younger than MinTrafficInterval, it classifies
+// every superblock that has statistics in both samples and keeps this sample as the next
+// one's start. Superblocks that went lose their class.
+func (t *trafficClasses) observe(inv *inventory.Inventory, io *podio.Snapshot, now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.lastAt.IsZero() && now.Sub(t.lastAt) < MinTrafficInterval {
 		return
 	}
 	elapsed := now.Sub(t.lastAt)
+	faults := cumulativeFaults(io)
 	pods := make(map[string]*podcgroup.Counters)
 	classes := make(map[string]readahead.Classification, len(inv.Mounts))
 	last := make(map[string]*inventory.Stats, len(inv.Mounts))
@@ -73,7 +77,9 @@ func (t *trafficClasses) observe(inv *inventory.Inventory, now time.Time) {
 				cur, _ = podcgroup.Read(t.root, pv.PodUID) // an unreadable cgroup is a pod not Seen
 				pods[pv.PodUID] = cur
 			}
-			acts = append(acts, readahead.PodBetween(pv.PodUID, t.pods[pv.PodUID], cur, elapsed, t.pageBytes))
+			act := readahead.PodBetween(pv.PodUID, t.pods[pv.PodUID], cur, elapsed, t.pageBytes)
+			act.Faults = faultsBetween(t.faults, faults, podio.PodKey{PodUID: pv.PodUID, Device: m.Device})
+			acts = append(acts, act)
 		}
 		prev := t.last[m.Device]
 		if prev == nil || t.lastAt.IsZero() {
@@ -83,9 +89,50 @@ func (t *trafficClasses) observe(inv *inventory.Inventory, now time.Time) {
 		if e.SinceMount {
 			continue // the device number names another superblock now
 		}
+		e.Faults = faultsBetween(t.faults, faults, podio.PodKey{Device: m.Device, PodUID: allPods})
 		classes[m.Device] = readahead.Classify(e, acts)
 	}
-	t.last, t.pods, t.lastAt, t.classes = last, pods, now, classes
+	t.last, t.pods, t.faults, t.lastAt, t.classes = last, pods, faults, now, classes
+}
+
+// allPods is the pod UID under which cumulativeFaults keeps a superblock's sum over every
+// cgroup; no pod has it ("" is the node's own tasks).
+const allPods = "*"
+
+// cumulativeFaults are the collector's fault figures by pod and superblock, and by
+// superblock summed (PodUID allPods); nil without the collector or before it loaded.
+func cumulativeFaults(io *podio.Snapshot) map[podio.PodKey]readahead.FaultEvidence {
+	if io == nil || !io.Loaded || io.Missing[podio.PartFaults] != "" {
+		return nil
+	}
+	out := make(map[podio.PodKey]readahead.FaultEvidence, 2*len(io.Pods))
+	for _, p := range io.Pods {
+		f := readahead.FaultEvidence{ReadBytes: p.FaultReadBytes, Faults: max(p.MapFaults, p.Faults)}
+		out[podio.PodKey{PodUID: p.PodUID, Device: p.Device}] = f
+		sum := out[podio.PodKey{PodUID: allPods, Device: p.Device}]
+		sum.ReadBytes += f.ReadBytes
+		sum.Faults += f.Faults
+		out[podio.PodKey{PodUID: allPods, Device: p.Device}] = sum
+	}
+	return out
+}
+
+// faultsBetween is k's fault evidence between two cumulative readings; nil when either
+// reading is missing (no collector then or now), and zero for a key new in cur (no faults
+// before). A count lower in cur (a pod's series restarted) counts as no rise.
+func faultsBetween(prev, cur map[podio.PodKey]readahead.FaultEvidence, k podio.PodKey) *readahead.FaultEvidence {
+	if prev == nil || cur == nil {
+		return nil
+	}
+	c, p := cur[k], prev[k]
+	return &readahead.FaultEvidence{ReadBytes: rise(c.ReadBytes, p.ReadBytes), Faults: rise(c.Faults, p.Faults)}
+}
+
+func rise(cur, prev uint64) uint64 {
+	if cur < prev {
+		return 0
+	}
+	return cur - prev
 }
 
 // latest returns the last class of each superblock, by device.

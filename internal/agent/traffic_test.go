@@ -14,6 +14,7 @@ import (
 	"github.com/nfstune/nfstune/internal/audit"
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/podio"
 	"github.com/nfstune/nfstune/internal/readahead"
 )
 
@@ -71,13 +72,13 @@ func TestTrafficClasses(t *testing.T) {
 	t0 := time.Unix(1_800_000_000, 0)
 
 	writeCgroup(t, root, 1000, 5, 1)
-	tc.observe(streamingInventory(time.Hour, 1000), t0)
+	tc.observe(streamingInventory(time.Hour, 1000), nil, t0)
 	if got := tc.latest(); len(got) != 0 {
 		t.Fatalf("classes after one sample = %v, want none", got)
 	}
 
 	writeCgroup(t, root, 1000+200<<20/4096, 60, 4)
-	tc.observe(streamingInventory(time.Hour+30*time.Second, 1400), t0.Add(30*time.Second))
+	tc.observe(streamingInventory(time.Hour+30*time.Second, 1400), nil, t0.Add(30*time.Second))
 	got := tc.latest()["0:60"]
 	if got.Class != readahead.Mixed || len(got.Pods) != 2 ||
 		got.Pods[0] != (readahead.PodClass{UID: trafficPod, Class: readahead.Thrashing, Why: got.Pods[0].Why}) ||
@@ -85,14 +86,63 @@ func TestTrafficClasses(t *testing.T) {
 		t.Fatalf("classes = %+v, want mixed: %s thrashing, %s unknown", got, trafficPod, trafficOther)
 	}
 
-	tc.observe(streamingInventory(time.Hour+31*time.Second, 1401), t0.Add(31*time.Second))
+	tc.observe(streamingInventory(time.Hour+31*time.Second, 1401), nil, t0.Add(31*time.Second))
 	if again := tc.latest()["0:60"]; again.Class != readahead.Mixed {
 		t.Errorf("a sample 1 s later changed the class to %+v", again)
 	}
 
-	tc.observe(&inventory.Inventory{}, t0.Add(time.Minute))
+	tc.observe(&inventory.Inventory{}, nil, t0.Add(time.Minute))
 	if gone := tc.latest(); len(gone) != 0 {
 		t.Errorf("classes after the superblock went = %v, want none", gone)
+	}
+}
+
+// mappedInventory is one superblock mounted into both pods after serverMiB fetched through
+// mmap (no read(2) bytes) in READs of 1 MiB, at 15360 KiB read-ahead.
+func mappedInventory(age time.Duration, serverMiB uint64) *inventory.Inventory {
+	inv := streamingInventory(age, serverMiB)
+	inv.Mounts[0].Stats.Bytes.Read = 0
+	return inv
+}
+
+// TestTrafficClassesWithFaults: with the per-pod collector's readings, the pod whose faults
+// bring in 240 times what they touch reads at random through mmap and the other, whose
+// faults use what they bring in, reads in order: each gets its own class, which mountstats
+// alone cannot give (both read in whole windows).
+func TestTrafficClassesWithFaults(t *testing.T) {
+	t.Parallel()
+	root := hostfs.Root(t.TempDir())
+	writeCgroup(t, root, 0, 0, 0)
+	tc := newTrafficClasses(root)
+	t0 := time.Unix(1_800_000_000, 0)
+	reading := func(randomMiB, randomFaults, seqMiB, seqFaults uint64) *podio.Snapshot {
+		return &podio.Snapshot{Loaded: true, Pods: []podio.PodIO{
+			{PodUID: trafficPod, Device: "0:60", Counters: podio.Counters{ServerReadBytes: randomMiB << 20, FaultReadBytes: randomMiB << 20, MapFaults: randomFaults}},
+			{PodUID: trafficOther, Device: "0:60", Counters: podio.Counters{ServerReadBytes: seqMiB << 20, FaultReadBytes: seqMiB << 20, MapFaults: seqFaults}},
+		}}
+	}
+	tc.observe(mappedInventory(time.Hour, 1000), reading(600, 40, 400, 6400), t0)
+	// 30 s on: 150 MiB in 10 faults (15 MiB each) for the first, 250 MiB in 4000 faults
+	// (64 KiB each) for the second.
+	tc.observe(mappedInventory(time.Hour+30*time.Second, 1400), reading(750, 50, 650, 10400), t0.Add(30*time.Second))
+	got := tc.latest()["0:60"]
+	if got.Class != readahead.Mixed || len(got.Pods) != 2 {
+		t.Fatalf("classes = %+v, want mixed over two pods", got)
+	}
+	want := map[string]readahead.Class{trafficPod: readahead.MappedRandom, trafficOther: readahead.MappedSequential}
+	for _, p := range got.Pods {
+		if p.Class != want[p.UID] {
+			t.Errorf("pod %s: %s (%s), want %s", p.UID, p.Class, p.Why, want[p.UID])
+		}
+	}
+	// Without the collector the same samples cannot tell: whole windows either way.
+	plain := newTrafficClasses(root)
+	plain.observe(mappedInventory(time.Hour, 1000), nil, t0)
+	plain.observe(mappedInventory(time.Hour+30*time.Second, 1400), nil, t0.Add(30*time.Second))
+	for _, p := range plain.latest()["0:60"].Pods {
+		if p.Class != readahead.Unknown {
+			t.Errorf("without the collector pod %s: %s, want unknown", p.UID, p.Class)
+		}
 	}
 }
 
@@ -132,7 +182,7 @@ func TestAuditNamesSharedNeeds(t *testing.T) {
 	}
 	a.traffic.pageBytes = 4096
 	writeCgroup(t, root, 1000, 5, 1)
-	a.traffic.observe(streamingInventory(time.Hour, 1000), time.Now().Add(-time.Minute))
+	a.traffic.observe(streamingInventory(time.Hour, 1000), nil, time.Now().Add(-time.Minute))
 	writeCgroup(t, root, 1000+200<<20/4096, 60, 20)
 	v, err := a.read(context.Background())
 	if err != nil {

@@ -53,7 +53,7 @@ var (
 		"nfstune agent", "nfstune udev-readahead", "nfstune bench run", "nfstune bench sweep", "nfstune bench curve", "nfstune k8s install-node", "nfstune k8s revert-node"}
 	logVerbs = []string{"nfstune agent", "nfstune audit", "nfstune bench run", "nfstune bench sweep", "nfstune bench curve",
 		"nfstune udev-readahead", "nfstune k8s install-node", "nfstune k8s revert-node"}
-	clusterVerbs = []string{"kubectl nfstune status", "kubectl nfstune audit", "kubectl nfstune learned"}
+	clusterVerbs = []string{"kubectl nfstune status", "kubectl nfstune audit", "kubectl nfstune learned", "kubectl nfstune top"}
 	// failOnVerbs are the plugin's commands that judge compliance.
 	failOnVerbs = []string{"kubectl nfstune status", "kubectl nfstune audit"}
 )

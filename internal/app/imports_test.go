@@ -32,6 +32,7 @@ var outsideNames = []struct{ prefix, name string }{
 	{"gopkg.in/yaml.v3", "gopkg.in/yaml.v3"},
 	{"github.com/google/go-containerregistry/", "go-containerregistry"},
 	{"github.com/google/go-cmp/", "go-cmp"},
+	{"github.com/cilium/ebpf", "cilium/ebpf"},
 }
 
 // importRow is one row of ARCHITECTURE.md's import table.

@@ -111,6 +111,9 @@ type mountCtx struct {
 	// classes is the class of the mount's read traffic and its pods' over such a window
 	// (readahead.Classify); nil without one.
 	classes *readahead.Classification
+	// mapped are the pods the per-pod collector saw read the mount through mmap, busiest
+	// first; nil without it.
+	mapped []MappedReader
 	// groupCache holds, for the whole audit, each client group's mount points as shell
 	// words (groupWords).
 	groupCache map[string]groupWords
@@ -156,6 +159,18 @@ type Options struct {
 	// device (readahead.Classify, as the agent keeps them): NFS006 needs them. Nil leaves
 	// NFS006 out.
 	Classes map[string]readahead.Classification
+	// MappedReaders are, by device, the pods the agent's per-pod collector (agent
+	// --pod-io) saw read the mount through mmap over its last interval, busiest first:
+	// NFS005 names them. Nil without the collector.
+	MappedReaders map[string][]MappedReader
+}
+
+// MappedReader is a pod reading a mount through mmap: the READ payload its page faults
+// started, and its major faults, per second.
+type MappedReader struct {
+	PodUID               string
+	FaultBytesPerSecond  float64
+	MajorFaultsPerSecond float64
 }
 
 // Run audits every mount of inv against pol. It never reads the host: everything comes
@@ -216,6 +231,7 @@ func run(inv *inventory.Inventory, pol *policy.Policy, opts Options, fold func([
 		if cl, ok := opts.Classes[m.Device]; ok {
 			c.classes = &cl
 		}
+		c.mapped = opts.MappedReaders[m.Device]
 		found = found[:0]
 		for _, check := range checks {
 			found = append(found, check(c)...)

@@ -100,6 +100,8 @@ type ruleCase struct {
 	traffic *readahead.Evidence
 	// classes is the first mount's pods' traffic classes (Options.Classes).
 	classes []readahead.PodClass
+	// mapped are the first mount's pods reading it through mmap (Options.MappedReaders).
+	mapped []MappedReader
 }
 
 // podClasses is a mount's pods with these classes, by UID a, b, c...
@@ -307,6 +309,10 @@ var ruleTests = map[string][]ruleCase{
 		{name: "no read(2) over 3 GiB fires", mutate: readSinceMount(0, 3<<30), want: 1, severity: SeverityInfo,
 			contains: []string{"sent 3.00 GiB of READs and applications read 0.00 GiB with read(2)", "echo 128 > /sys/class/bdi/0:53/read_ahead_kb", "MADV_RANDOM"}},
 		{name: "12x over 1 GiB fires", mutate: readSinceMount(1<<30/12, 1<<30), want: 1, severity: SeverityInfo},
+		{name: "the per-pod collector names the mapping pods, busiest first", mutate: readSinceMount(0, 3<<30), mapped: []MappedReader{
+			{PodUID: "p1", FaultBytesPerSecond: 30 << 20, MajorFaultsPerSecond: 480}, {PodUID: "p2", FaultBytesPerSecond: 1 << 20},
+			{PodUID: "p3", FaultBytesPerSecond: 1 << 19}, {PodUID: "p4", FaultBytesPerSecond: 1 << 18}},
+			want: 1, severity: SeverityInfo, contains: []string{"the pods reading it through mmap: pod p1 (30.0 MiB/s through page faults, 480 major faults/s), pod p2 (1.0 MiB/s", "pod p3", "and 1 more"}},
 		{name: "9x over 1 GiB is read(2)'s waste (NFS003)", mutate: readSinceMount(1<<30/9, 1<<30)},
 		{name: "no read(2) over 100 MiB is too little to tell", mutate: readSinceMount(0, 100<<20)},
 		{name: "no statistics", mutate: func(inv *inventory.Inventory) { m0(inv).Stats = nil }},
@@ -649,6 +655,9 @@ func TestRules(t *testing.T) {
 						tc.mutate(inv)
 					}
 					var opts Options
+					if tc.mapped != nil {
+						opts.MappedReaders = map[string][]MappedReader{m0(inv).Device: tc.mapped}
+					}
 					if tc.classes != nil {
 						opts.Classes = map[string]readahead.Classification{m0(inv).Device: {Class: readahead.Mixed, Pods: tc.classes}}
 					}

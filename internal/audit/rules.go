@@ -165,12 +165,30 @@ func mappedFinding(c *mountCtx, e readahead.Evidence) []Finding {
 	f.Expected = fmt.Sprintf("application read bytes >= 1/%d of server READ bytes (over at least %s of READs), so that over-read measures read-ahead (NFS003)", readahead.MappedOverRead, gib(readahead.MinWasteBytes))
 	f.Actual = fmt.Sprintf("%d server READ bytes, %d application read bytes (normal + direct) over %.0f s; read_ahead_kb = %d; %d single-page reads, %d read-ahead batches",
 		e.ServerReadBytes, e.AppReadBytes, e.Seconds, cur, e.ReadPageEvents, e.ReadaheadEvents)
+	if len(c.mapped) > 0 {
+		f.Message += "; the pods reading it through mmap: " + mappedPods(c.mapped)
+	}
 	f.Fix = fmt.Sprintf("if the mapped files are read at random (a database, a search index), lower the window: echo 128 > %s, and to keep it readAheadKB: 128 and readAheadExact: true in a config rule for this mount, then nfstune apply --exact; or have the readers advise MADV_RANDOM. Readers that map files and read them in order gain from the window as read(2) readers do: leave it",
 		readAheadFile(c.m.Device))
 	f.Reason = "a page fault on a mapped file reads the read-ahead window around the faulting page, and mountstats counts those pages as server READ bytes but not as application bytes. Four random 16 KiB readers of a mapped file in the lab (a 64 MiB memory cgroup) read 6.7 MiB/s at 128 KiB and 0.2 at 15360 KiB on Linux 6.1 (2.0 and 0.1 on 7.2), the server sending up to 726 times what they read. Programs and libraries run from the mount are mapped too"
 	f.Source = srcReadAheadEvidence + "; Linux mm/filemap.c (do_sync_mmap_readahead); docs/benchmarks.md (scenario e)"
 	return []Finding{f}
 }
+
+// mappedPods names at most MaxMappedPods of readers, busiest first, with their rates.
+func mappedPods(readers []MappedReader) string {
+	var parts []string
+	for _, r := range readers[:min(len(readers), MaxMappedPods)] {
+		parts = append(parts, fmt.Sprintf("pod %s (%.1f MiB/s through page faults, %.0f major faults/s)", r.PodUID, r.FaultBytesPerSecond/(1<<20), r.MajorFaultsPerSecond))
+	}
+	if n := len(readers) - MaxMappedPods; n > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more", n))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// MaxMappedPods is how many pods NFS005 names.
+const MaxMappedPods = 3
 
 // checkWindowBound is NFS004: over a window of two samples, the READs in flight filled
 // what the read-ahead window allows (readahead.Evidence.Limiting): the window, not the

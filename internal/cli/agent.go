@@ -30,6 +30,8 @@ type agentFlags struct {
 	// PodUID is --pod-uid; KubeletRoot --kubelet-root-dir.
 	PodUID      string
 	KubeletRoot string
+	// PodIO is --pod-io.
+	PodIO bool
 }
 
 func newAgentCommand(g *globals, streams IOStreams) *cobra.Command {
@@ -64,6 +66,7 @@ so does a change of the file. SIGTERM stops it cleanly.`,
 	f.DurationVar(&flags.MinScrape, "min-scrape-interval", agent.DefaultMinScrapeInterval, "serve the metrics of one read of the host to every scrape within this time of it, so that clients scraping in a loop cost one read, audit and gather per interval; 0 reads for every scrape")
 	f.StringVar(&flags.PodUID, "pod-uid", os.Getenv("POD_UID"), "UID of the pod the agent runs in (default $POD_UID, which the chart sets): the recovery policy acts only once it has found this pod's processes through their cgroups")
 	f.StringVar(&flags.KubeletRoot, "kubelet-root-dir", "", "kubelet's --root-dir, the only directory whose pods/ and plugins/ the recovery policy takes for pod volumes; empty reads it from kubelet's command line (/var/lib/kubelet when kubelet has no --root-dir)")
+	f.BoolVar(&flags.PodIO, "pod-io", false, "count each pod's NFS I/O with eBPF (read(2) and write(2) bytes, reads through mmap, READ and WRITE latency) and export it per pod; needs BTF, CAP_BPF and CAP_PERFMON, and logs once why when it cannot run")
 	f.Int64Var(&flags.MemLimit, "memory-limit", 16<<20, "soft limit for the Go heap in bytes (runtime/debug.SetMemoryLimit); memory a scrape or reconcile used is also returned to the system after it; 0 for neither; GOMEMLIMIT wins when set")
 	return c
 }
@@ -92,6 +95,7 @@ func runAgent(ctx context.Context, g *globals, streams IOStreams, flags *agentFl
 		MaxSeries:         flags.MaxSeries,
 		MemoryLimit:       flags.MemLimit,
 		MinScrapeInterval: flags.MinScrape,
+		PodIO:             flags.PodIO,
 		Logger:            g.Logger(streams.ErrOut),
 	})
 	if err != nil {

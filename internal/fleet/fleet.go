@@ -5,7 +5,8 @@
 // agents need no API token and no port reachable from the user. Each node is asked in
 // parallel with a timeout of its own: a node whose agent is down, unreachable or missing
 // is reported as such and never holds up the others. It then judges each node's
-// compliance; kubectl-nfstune (package plugin) prints the result.
+// compliance, gathers the volumes' learned read-ahead (Learned) or ranks the pods by their
+// NFS traffic (NewTop); kubectl-nfstune (package plugin) prints the result.
 package fleet
 
 import (

@@ -34,6 +34,7 @@ import (
 
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/kubelet"
+	"github.com/nfstune/nfstune/internal/podio"
 	"github.com/nfstune/nfstune/internal/readahead"
 )
 
@@ -76,6 +77,8 @@ type Snapshot struct {
 	// TrafficClasses are the classes of each mount's read traffic, and its pods', over the
 	// agent's last interval, by device (readahead.Classify).
 	TrafficClasses map[string]readahead.Classification
+	// PodIO is the per-pod NFS I/O collector's reading (agent --pod-io); nil when it is off.
+	PodIO *podio.Snapshot
 }
 
 // Source returns the state to export. It must read only /proc and /sys (never a mount
@@ -166,6 +169,9 @@ type Collector struct {
 	clientIdentity *prometheus.Desc
 	// tlshdRunning is whether the TLS handshake daemon runs, while a mount uses TLS.
 	tlshdRunning *prometheus.Desc
+
+	// podIO are the per-pod NFS I/O series (podio.go).
+	podIO podIODescs
 
 	// capHits counts scrapes in which the series cap left mounts out.
 	capHits prometheus.Counter
@@ -307,6 +313,7 @@ func NewCollector(src Source, logger *slog.Logger, opts Options) *Collector {
 		serviceLimit: prometheus.NewDesc(prometheus.BuildFQName(Namespace, "service", "limit_bytes_per_second"),
 			"Throughput limit of the provisioned service behind server:export (the policy's service, tier and capacity in nfstune plan's model), per access direction.",
 			[]string{"server", "export", "service", "tier", "access"}, nil),
+		podIO: newPodIODescs(),
 		capHits: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: Namespace, Subsystem: "scrape", Name: "series_cap_hits_total",
 			Help: "Scrapes in which the series cap left mounts out.",
@@ -329,6 +336,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		c.info, c.podInfo, c.age, c.readAhead, c.connections, c.nconnect, c.readBytes, c.writeBytes, c.events,
 		c.ops, c.retrans, c.majorTimeouts, c.opErrors, c.sentBytes, c.recvBytes,
 		c.rttSeconds, c.exeSeconds, c.queueSec, c.findings, c.compliant, c.readAheadVerdict, c.readAheadTarget, c.trafficClass, c.podTrafficClass,
+		c.podIO.readBytes, c.podIO.writeBytes, c.podIO.majorFaults, c.podIO.latency, c.podIO.part, c.podIO.dropped,
 		c.groupSends, c.groupRecvs, c.groupBadXIDs, c.groupBacklog, c.groupConnects,
 		c.groupConnections, c.groupMounts, c.blocked, c.serverTransports, c.serverStuck, c.uninspected, c.serverBlockedMounts,
 	} {
@@ -355,8 +363,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- constMetric(c.scrapeSuccess, prometheus.GaugeValue, success)
 	ch <- constMetric(c.scrapeDuration, prometheus.GaugeValue, time.Since(start).Seconds())
 	var droppedSeries, droppedMounts int
+	budget := c.maxSeries
+	if budget <= 0 {
+		budget = int(^uint(0) >> 1)
+	}
 	if snap.Inventory != nil {
-		droppedSeries, droppedMounts = c.collectInventory(ch, snap)
+		droppedSeries, droppedMounts, budget = c.collectInventory(ch, snap)
 		if id := snap.Inventory.ClientIdentity; id != nil {
 			ch <- prometheus.MustNewConstMetric(c.clientIdentity, prometheus.GaugeValue, 1, id.Source, id.Fingerprint)
 		}
@@ -369,6 +381,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	c.collectLimits(ch, snap.Limits)
+	droppedSeries += c.collectPodIO(ch, snap.PodIO, budget)
 	if droppedMounts > 0 {
 		c.capHits.Inc()
 	}
@@ -417,8 +430,8 @@ func labelValue(s string) string {
 }
 
 // collectInventory sends group series first, then mounts in exportOrder until the series
-// cap is reached. It returns the series and mounts it left out.
-func (c *Collector) collectInventory(ch chan<- prometheus.Metric, snap Snapshot) (droppedSeries, droppedMounts int) {
+// cap is reached. It returns the series and mounts it left out, and the budget left.
+func (c *Collector) collectInventory(ch chan<- prometheus.Metric, snap Snapshot) (droppedSeries, droppedMounts, left int) {
 	inv := snap.Inventory
 	budget := c.maxSeries
 	if budget <= 0 {
@@ -461,7 +474,7 @@ func (c *Collector) collectInventory(ch chan<- prometheus.Metric, snap Snapshot)
 			ch <- m
 		}
 	}
-	return droppedSeries, droppedMounts
+	return droppedSeries, droppedMounts, budget
 }
 
 // collectLimits sends one series per distinct service limit. Their number is bounded by the

@@ -179,7 +179,7 @@ func TestPromtoolCheck(t *testing.T) {
 	for _, p := range problems {
 		t.Errorf("lint: %s: %s", p.Metric, p.Text)
 	}
-	out, err := testutil.CollectAndFormat(newTestCollector(twoMounts(t), nil, Options{Tier: TierFull}), expfmt.TypeTextPlain)
+	out, err := exposition(t, newTestCollector(podIOSnapshot(t), nil, Options{Tier: TierFull}))
 	if err != nil {
 		t.Fatal(err)
 	}

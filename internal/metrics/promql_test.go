@@ -26,10 +26,10 @@ func TestPodJoinPromQL(t *testing.T) {
 		t.Fatal(err)
 	}
 	blocks := regexp.MustCompile("(?s)```promql\n(.*?)```").FindAllSubmatch(doc, -1)
-	if len(blocks) != 2 {
-		t.Fatalf("docs/agent.md has %d promql blocks, want 2 (the join and the rate per pod)", len(blocks))
+	if len(blocks) != 3 {
+		t.Fatalf("docs/agent.md has %d promql blocks, want 3 (the join, the rate per pod, the pods reading through mmap)", len(blocks))
 	}
-	join, perPod := strings.TrimSpace(string(blocks[0][1])), strings.TrimSpace(string(blocks[1][1]))
+	join, perPod, mapped := strings.TrimSpace(string(blocks[0][1])), strings.TrimSpace(string(blocks[1][1])), strings.TrimSpace(string(blocks[2][1]))
 
 	const (
 		uidA = "6f1b3a52-8c4d-4e0a-9b7e-2d5c1f0a3e71"
@@ -54,6 +54,12 @@ func TestPodJoinPromQL(t *testing.T) {
         values: '0+900x10'
       - series: 'nfstune_mount_read_bytes_total{` + m + `,device="0:53",source="server"}'
         values: '0+120x10'
+      - series: 'nfstune_pod_read_bytes_total{instance="node1:9477",job="nfstune",device="0:52",pod_uid="` + uidA + `",source="fault"}'
+        values: '0+3000x10'
+      - series: 'nfstune_pod_read_bytes_total{instance="node1:9477",job="nfstune",device="0:52",pod_uid="` + uidB + `",source="fault"}'
+        values: '0+60x10'
+      - series: 'nfstune_pod_read_bytes_total{instance="node1:9477",job="nfstune",device="0:52",pod_uid="` + uidB + `",source="application"}'
+        values: '0+6000x10'
       - series: 'kube_pod_info{instance="ksm:8080",job="kube-state-metrics",namespace="shop",pod="a",uid="` + uidA + `",node="node1"}'
         values: '1x10'
       - series: 'kube_pod_info{instance="ksm:8080",job="kube-state-metrics",namespace="shop",pod="b",uid="` + uidB + `",node="node1"}'
@@ -77,6 +83,14 @@ func TestPodJoinPromQL(t *testing.T) {
             value: 12
           - labels: '{namespace="shop",pod="b"}'
             value: 10
+      - expr: |
+          ` + indent(mapped) + `
+        eval_time: 5m
+        exp_samples:
+          - labels: '{device="0:52",pod_uid="` + uidA + `"}'
+            value: 50
+          - labels: '{device="0:52",pod_uid="` + uidB + `"}'
+            value: 1
 `
 	file := filepath.Join(t.TempDir(), "join_test.yml")
 	if err := os.WriteFile(file, []byte(test), 0o644); err != nil {

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -83,8 +84,10 @@ func realAgent(t *testing.T, node string) http.Handler {
 // TestAPIServerFleetViewer runs the plugin against a real kube-apiserver, as a user bound
 // to the chart's fleet-viewer ClusterRole and Role only, with agents behind the pods'
 // proxy subresource: one answers, one never does (reported after --timeout), one node has
-// no agent pod, and one runs the real agent's handler on the agent's fixture host. A user
-// without the bindings cannot list the fleet (exit 2).
+// no agent pod, and one runs the real agent's handler on the agent's fixture host. top names
+// the answering agent's pod for the admin, and leaves its UID to the viewer, whose roles do
+// not list pods outside the agents' namespace. A user without the bindings cannot list the
+// fleet (exit 2).
 func TestAPIServerFleetViewer(t *testing.T) {
 	const viewerToken, nobodyToken = "viewer-token", "nobody-token"
 	s := apiservertest.Start(t, map[string]string{viewerToken: "viewer", nobodyToken: "nobody"})
@@ -129,6 +132,19 @@ func TestAPIServerFleetViewer(t *testing.T) {
 		"roleRef": map[string]string{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "nfstune-fleet-viewer"},
 	})
 
+	// A workload on node-a, whose NFS traffic node-a's agent reports by the pod's UID.
+	train := corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: "train-0", Namespace: "nfstune"},
+		Spec: corev1.PodSpec{NodeName: "node-a", ServiceAccountName: "nfstune", AutomountServiceAccountToken: new(false),
+			Containers: []corev1.Container{{Name: "train", Image: "train"}}},
+	}
+	body, _ := json.Marshal(train)
+	if code, resp, _ := s.Do(t, http.MethodPost, "/api/v1/namespaces/nfstune/pods", body); code != http.StatusCreated || json.Unmarshal(resp, &train) != nil || train.UID == "" {
+		t.Fatalf("creating pod train-0: %d %s", code, resp)
+	}
+	trainUID := string(train.UID)
+
 	// The agents: node-a's answers, node-b's never does; node-c has none.
 	addr := hostAddress(t)
 	listen := func(h http.Handler) int {
@@ -149,7 +165,11 @@ func TestAPIServerFleetViewer(t *testing.T) {
 			return
 		}
 		_ = json.NewEncoder(w).Encode(status.Status{APIVersion: status.APIVersion, Kind: status.KindStatus, Node: "node-a",
-			Version: "v0.0.0", Ready: true, Mode: "enforce", Policy: status.Policy{Name: "default"}, Mounts: 2, Tuned: 2})
+			Version: "v0.0.0", Ready: true, Mode: "enforce", Policy: status.Policy{Name: "default"}, Mounts: 2, Tuned: 2,
+			PodIO: &status.PodIO{Loaded: true, Pods: []status.PodTraffic{
+				{PodUID: trainUID, Device: "0:52", Server: "10.0.0.5", Export: "/data", ReadBytes: 4 << 20, ServerReadBytes: 8 << 20, FaultReadBytes: 6 << 20},
+				{Device: "0:52", Server: "10.0.0.5", Export: "/data", WriteBytes: 1 << 20},
+			}}})
 	}))
 	silent := listen(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
 	real := listen(realAgent(t, "node-d"))
@@ -228,6 +248,33 @@ current-context: test
 	t.Logf("as viewer: exit %d after %s; node-a %s, node-b %q after %s, node-c %q, node-d %d mounts, %d tuned, %q",
 		code, took.Round(time.Millisecond), map[bool]string{true: "compliant", false: "not compliant"}[a.Compliant],
 		b.Error, b.Took.Round(time.Millisecond), c.Error, d.Agent.Mounts, d.Agent.Tuned, d.Problems)
+
+	// top: node-a's pods by NFS traffic. The viewer may not list pods outside the agents'
+	// namespace (the chart's roles do not grant it): the rows keep their UIDs, with a
+	// warning; the admin's listing, of node-a alone, names the pod.
+	for _, tt := range []struct{ user, token, name, stderr string }{
+		{"viewer", viewerToken, "", "pods shown by UID: listing pods to name them: forbidden"},
+		{"admin", apiservertest.AdminToken, "train-0", ""},
+	} {
+		code, out, errOut := run(t, "top", "-o", "json", "--timeout", timeout.String(), "--kubeconfig", kubeconfig(tt.token))
+		var top fleet.Top
+		if err := json.Unmarshal([]byte(out), &top); err != nil || code != ExitCompliant {
+			t.Fatalf("top as %s: exit %d, %v; stderr %s\n%s", tt.user, code, err, errOut, out)
+		}
+		if len(top.Pods) != 2 || top.Pods[0].PodUID != trainUID || top.Pods[0].Name != tt.name || top.Pods[1].PodName() != "(node)" {
+			t.Errorf("top as %s: rows %+v; want %s's row named %q, then the node's", tt.user, top.Pods, trainUID, tt.name)
+		}
+		if tt.stderr == "" && errOut != "" || !strings.Contains(errOut, tt.stderr) {
+			t.Errorf("top as %s: stderr %q, want %q", tt.user, errOut, tt.stderr)
+		}
+		var nodes []string
+		for _, n := range top.Nodes {
+			nodes = append(nodes, n.Name+" "+n.Collector)
+		}
+		if want := []string{"node-a loaded", "node-b unreachable", "node-c unreachable", "node-d off"}; !slices.Equal(nodes, want) {
+			t.Errorf("top as %s: nodes %q, want %q", tt.user, nodes, want)
+		}
+	}
 
 	// Without the bindings the user may not list the nodes: the fleet cannot be asked.
 	code, _, errOut = run(t, "status", "--kubeconfig", kubeconfig(nobodyToken))

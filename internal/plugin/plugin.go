@@ -34,7 +34,8 @@ const (
 	// ExitCompliant: every node listed is compliant (status), or the node's audit has no
 	// finding at --fail-on (audit).
 	ExitCompliant = 0
-	// ExitNotCompliant: some node is not compliant or its agent did not answer.
+	// ExitNotCompliant: some node is not compliant or its agent did not answer (status,
+	// audit), or no agent that answered runs the per-pod I/O collector (top).
 	ExitNotCompliant = 1
 	// ExitError: bad input, or the API server could not be asked.
 	ExitError = 2
@@ -115,8 +116,8 @@ func NewRoot(streams Streams) *cobra.Command {
 		Short:       "Show every node's nfstune agent: tuned mounts, findings, stalled servers",
 		Long: `kubectl nfstune asks every node's nfstune agent for its state through the API server
 (the agent pods' proxy subresource), with your kubeconfig's credentials. It needs get and list
-on nodes, get and list on pods in the agents' namespace, and get on pods/proxy there
-(docs/kubernetes.md, kubectl nfstune).
+on nodes, get and list on pods in the agents' namespace, and get on pods/proxy there; top
+also lists pods in every namespace to name them (docs/kubernetes.md, kubectl nfstune).
 
 ` + exitCodes,
 		SilenceUsage:  true,
@@ -126,7 +127,7 @@ on nodes, get and list on pods in the agents' namespace, and get on pods/proxy t
 	root.SetErr(streams.ErrOut)
 	root.SetVersionTemplate(`{{.DisplayName}} {{.Version}}` + "\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
-	root.AddCommand(newStatusCommand(g, streams), newAuditCommand(g, streams), newLearnedCommand(g, streams), newVersionCommand(g, streams))
+	root.AddCommand(newStatusCommand(g, streams), newAuditCommand(g, streams), newLearnedCommand(g, streams), newTopCommand(g, streams), newVersionCommand(g, streams))
 	return root
 }
 
@@ -264,6 +265,75 @@ be asked. An agent that does not answer adds nothing; its node is named on stder
 	c.Flags().VarP(printer.NewFormat(&g.output, printer.Table, formats...), "output", "o", "output format: "+strings.Join(formats, ", "))
 	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
 	c.Flags().StringVarP(&selector, "selector", "l", fleet.DefaultNodeSelector, "label selector of the nodes an agent is expected on (the chart's nodeSelector); empty for every node")
+	return c
+}
+
+func newTopCommand(g *globals, streams Streams) *cobra.Command {
+	var (
+		selector string
+		sort     string
+		limit    int
+	)
+	c := &cobra.Command{
+		Use:   "top [NODE...]",
+		Short: "List the pods by NFS traffic across the fleet, busiest first, from the agents' per-pod I/O collector",
+		Long: `top lists the pods of every node (those of --selector, or the nodes named) by their NFS
+traffic over their agent's last interval, busiest first: per pod and volume, what read(2)
+returned, the READ payload the pod made the server send and the part of it started by page
+faults (reads through mmap), what write(2) wrote, and the mean READ latency. It needs agents
+started with --pod-io (nfstune agent); each lists its busiest pods by READ payload, which
+--sort ranks across the fleet. "(node)" is the node's own tasks; a pod the API server no
+longer lists shows as its UID. Pods are named from one listing of pods (of every namespace, or
+of the one node involved): a user who may not list them gets the UIDs and a warning. Nodes
+whose collector does not run, or whose agent does not answer, are named below the table.
+
+Exit codes: 0 listed (also when no pod had NFS traffic), 1 no agent that answered runs the
+per-pod I/O collector, 2 bad usage or the API server could not be asked.`,
+		Example: `  kubectl nfstune top
+  kubectl nfstune top node-a --sort mapped --limit 5
+  kubectl nfstune top -o json`,
+		RunE: func(c *cobra.Command, nodes []string) error {
+			if !slices.Contains(fleet.SortKeys, sort) {
+				return usageError(fmt.Errorf("unknown --sort %q (want %s)", sort, strings.Join(fleet.SortKeys, ", ")))
+			}
+			if limit < 0 {
+				return usageError(fmt.Errorf("--limit %d: want 0 (every row) or more", limit))
+			}
+			if g.timeout <= 0 || g.apiTimeout <= 0 {
+				return usageError(errors.New("--timeout and --request-timeout must be positive"))
+			}
+			client, err := newClient(g)
+			if err != nil {
+				return usageError(err)
+			}
+			opts := fleet.Options{Namespace: g.namespace, NodeSelector: selector, Nodes: nodes, Timeout: g.timeout, APITimeout: g.apiTimeout}
+			f, err := fleet.Gather(c.Context(), client, opts)
+			if err != nil {
+				return usageError(err)
+			}
+			top, err := fleet.NewTop(f, sort, limit)
+			if err != nil {
+				return usageError(err)
+			}
+			if err := top.NamePods(c.Context(), client, opts); err != nil {
+				ew := printer.New(streams.ErrOut)
+				ew.Printf("kubectl nfstune top: pods shown by UID: %s\n", err.Error())
+			}
+			if err := g.write(streams.Out, top, func(w io.Writer) error { return fleet.WriteTopTable(w, top) }); err != nil {
+				return err
+			}
+			if !top.Collecting() {
+				return &exitError{code: ExitNotCompliant, err: errors.New("no agent that answered runs the per-pod NFS I/O collector (nfstune agent --pod-io)")}
+			}
+			return nil
+		},
+	}
+	g.connectionFlags(c)
+	g.outputFlag(c)
+	c.Flags().StringVarP(&selector, "selector", "l", fleet.DefaultNodeSelector, "label selector of the nodes an agent is expected on (the chart's nodeSelector); empty for every node")
+	c.Flags().StringVar(&sort, "sort", fleet.SortServer, "the rate to rank by: "+strings.Join(fleet.SortKeys, ", "))
+	_ = c.RegisterFlagCompletionFunc("sort", cobra.FixedCompletions(fleet.SortKeys, cobra.ShellCompDirectiveNoFileComp))
+	c.Flags().IntVar(&limit, "limit", fleet.DefaultTopLimit, "how many rows to list; 0 for every row")
 	return c
 }
 

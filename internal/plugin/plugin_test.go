@@ -17,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/nfstune/nfstune/internal/audit"
 	"github.com/nfstune/nfstune/internal/fleet"
@@ -34,6 +35,10 @@ type fakeAPI struct {
 	// agents answers /status and /audit by pod name; a missing pod hangs until the
 	// request is cancelled (an agent that never answers).
 	agents map[string]func(w http.ResponseWriter, path string)
+	// workloads are the pods of every namespace (/api/v1/pods); forbidPods refuses their
+	// listing, as to a user bound to the fleet-viewer roles alone.
+	workloads  []corev1.Pod
+	forbidPods bool
 	// requests are the proxy requests, pod/path.
 	mu       sync.Mutex
 	requests []string
@@ -52,6 +57,22 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		list := corev1.NodeList{TypeMeta: metav1.TypeMeta{Kind: "NodeList", APIVersion: "v1"}}
 		for _, n := range f.nodes {
 			list.Items = append(list.Items, corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
+		}
+		writeJSON(list)
+	case p == "/api/v1/pods":
+		if f.forbidPods {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			writeJSON(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
+				Reason: metav1.StatusReasonForbidden, Code: http.StatusForbidden, Message: `pods is forbidden: User "viewer" cannot list resource "pods" in API group "" at the cluster scope`})
+			return
+		}
+		list := corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}}
+		node, _ := strings.CutPrefix(r.URL.Query().Get("fieldSelector"), "spec.nodeName=")
+		for _, p := range f.workloads {
+			if node == "" || p.Spec.NodeName == node {
+				list.Items = append(list.Items, p)
+			}
 		}
 		writeJSON(list)
 	case p == podsPath:
@@ -330,6 +351,9 @@ func TestBadInput(t *testing.T) {
 		{"api unreachable", []string{"status", "--kubeconfig", writeKubeconfig(t, closed.URL)}, "listing nodes"},
 		{"audit api unreachable", []string{"audit", "node-a", "--kubeconfig", writeKubeconfig(t, closed.URL)}, "listing agent pods"},
 		{"audit args", []string{"audit", "--kubeconfig", kubeconfig}, "accepts 1 arg"},
+		{"top sort", []string{"top", "--kubeconfig", kubeconfig, "--sort", "cpu"}, `unknown --sort "cpu" (want server, read, mapped, write, latency)`},
+		{"top limit", []string{"top", "--kubeconfig", kubeconfig, "--limit", "-1"}, "--limit -1"},
+		{"top api unreachable", []string{"top", "--kubeconfig", writeKubeconfig(t, closed.URL)}, "listing nodes"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, _, errOut := run(t, tt.args...)
@@ -396,5 +420,146 @@ func TestLearned(t *testing.T) {
 		if got != tt.kb {
 			t.Errorf("export %s: the policy pins %d KiB (exact %v, rule %s), want %d", tt.export, r.ReadAheadKB, r.ReadAheadExact, r.Rule, tt.kb)
 		}
+	}
+}
+
+const mib = 1 << 20
+
+// topFleet is newFleet with node-a's agent running the per-pod I/O collector: a pod
+// reading through mmap, the node's own tasks, a pod since deleted; node-b's agent runs
+// without it.
+func topFleet(t *testing.T) (*fakeAPI, string) {
+	api, kubeconfig := newFleet(t)
+	a := agentStatus("node-a", 1, 1, status.Findings{})
+	a.PodIO = &status.PodIO{Loaded: true, Pods: []status.PodTraffic{
+		{PodUID: "uid-train", Device: "0:52", MountPoint: "/mnt/data", Server: "10.0.0.5", Export: "/data",
+			ReadBytes: 40 * mib, ServerReadBytes: 80 * mib, FaultReadBytes: 60 * mib, MajorFaults: 300, ReadLatency: 0.004},
+		{PodUID: "uid-gone", Device: "0:52", MountPoint: "/mnt/data", Server: "10.0.0.5", Export: "/data",
+			ReadBytes: 8 * mib, ServerReadBytes: 8 * mib, WriteBytes: 30 * mib, ReadLatency: 0.012},
+		{Device: "0:53", MountPoint: "/mnt/logs", WriteBytes: 1 * mib},
+	}}
+	api.agents["agent-a"] = serves(a, status.Audit{})
+	api.workloads = []corev1.Pod{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "train-0", UID: "uid-train"}, Spec: corev1.PodSpec{NodeName: "node-a"}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "elsewhere", UID: "uid-other"}, Spec: corev1.PodSpec{NodeName: "node-b"}},
+	}
+	return api, kubeconfig
+}
+
+// TestTop: the pods of every node by READ payload, named from the API server, the node's
+// own row and the deleted pod's UID; the nodes without the collector, the unreachable
+// ones, are named below; exit 0.
+func TestTop(t *testing.T) {
+	t.Parallel()
+	_, kubeconfig := topFleet(t)
+	code, out, errOut := run(t, "top", "--kubeconfig", kubeconfig, "--timeout", "300ms", "-l", "")
+	if code != ExitCompliant || errOut != "" {
+		t.Fatalf("exit %d, stderr %q; want 0 and none\n%s", code, errOut, out)
+	}
+	lines := strings.Split(out, "\n")
+	want := [][]string{
+		{"POD", "NODE", "VOLUME", "READ(MiB/s)", "SERVER(MiB/s)", "MMAP(MiB/s)", "WRITE(MiB/s)", "LATENCY(ms)"},
+		{"ml/train-0", "node-a", "10.0.0.5:/data", "40.00", "80.00", "60.00", "0", "4.0"},
+		{"uid-gone", "node-a", "10.0.0.5:/data", "8.00", "8.00", "0", "30.00", "12.0"},
+		{"(node)", "node-a", "/mnt/logs", "0", "0", "0", "1.00", "-"},
+		{},
+		{"node-b:", "no", "per-pod", "I/O:", "the", "agent", "runs", "without", "--pod-io"},
+		{"node-c:", "unreachable:", "no", "answer", "within", "300ms"},
+		{"node-d:", "unreachable:", "no", "agent", "pod", "on", "the", "node"},
+		{},
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), out)
+	}
+	for i := range want {
+		if got := strings.Fields(lines[i]); !slices.Equal(got, want[i]) {
+			t.Errorf("line %d = %q, want %q", i, got, want[i])
+		}
+	}
+
+	code, out, _ = run(t, "top", "node-a", "--kubeconfig", kubeconfig, "--sort", "write", "--limit", "1")
+	if lines := strings.Split(out, "\n"); code != 0 || len(lines) < 3 || !strings.HasPrefix(lines[1], "uid-gone ") || lines[2] != "... and 2 more (--limit)" {
+		t.Errorf("--sort write --limit 1: exit %d, want uid-gone alone and the two left out:\n%s", code, out)
+	}
+}
+
+// TestTopDocuments: -o json and -o yaml are the same document: the rows with their pods'
+// names and rates, and every node's collector.
+func TestTopDocuments(t *testing.T) {
+	t.Parallel()
+	_, kubeconfig := topFleet(t)
+	for _, format := range []string{"json", "yaml"} {
+		code, out, errOut := run(t, "top", "-o", format, "--kubeconfig", kubeconfig, "--timeout", "300ms", "--sort", "latency")
+		if code != ExitCompliant {
+			t.Fatalf("-o %s: exit %d; stderr %s", format, code, errOut)
+		}
+		b := []byte(out)
+		if format == "yaml" {
+			var err error
+			if b, err = yaml.YAMLToJSON(b); err != nil {
+				t.Fatalf("-o yaml: %v\n%s", err, out)
+			}
+		}
+		var top fleet.Top
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&top); err != nil {
+			t.Fatalf("-o %s: decoding %s: %v", format, out, err)
+		}
+		var got []string
+		for _, p := range top.Pods {
+			got = append(got, p.Node+" "+p.Namespace+"/"+p.Name+" "+p.PodUID)
+		}
+		if want := []string{"node-a / uid-gone", "node-a ml/train-0 uid-train", "node-a / "}; !slices.Equal(got, want) {
+			t.Errorf("-o %s: pods %q, want %q", format, got, want)
+		}
+		if p := top.Pods[1]; p.FaultReadBytes != 60*mib || p.MajorFaults != 300 || p.ReadLatency != 0.004 || p.Server != "10.0.0.5" {
+			t.Errorf("-o %s: train-0's row %+v, want the agent's rates", format, p)
+		}
+		var nodes []string
+		for _, n := range top.Nodes {
+			nodes = append(nodes, n.Name+" "+n.Collector)
+		}
+		if want := []string{"node-a loaded", "node-b off", "node-c unreachable", "node-d unreachable"}; top.Kind != fleet.KindTop || top.Sort != "latency" || !slices.Equal(nodes, want) {
+			t.Errorf("-o %s: kind %s, sort %s, nodes %q; want %q", format, top.Kind, top.Sort, nodes, want)
+		}
+	}
+}
+
+// TestTopPodsForbidden: a user who may not list pods outside the agents' namespace gets
+// the rows by UID and a warning, and the listing still exits 0.
+func TestTopPodsForbidden(t *testing.T) {
+	t.Parallel()
+	api, kubeconfig := topFleet(t)
+	api.forbidPods = true
+	code, out, errOut := run(t, "top", "node-a", "--kubeconfig", kubeconfig)
+	if code != ExitCompliant {
+		t.Fatalf("exit %d; stderr %s", code, errOut)
+	}
+	if want := "kubectl nfstune top: pods shown by UID: listing pods to name them: forbidden: the user may not list pods in every namespace\n"; errOut != want {
+		t.Errorf("stderr %q, want %q", errOut, want)
+	}
+	if lines := strings.Split(out, "\n"); len(lines) < 2 || !strings.HasPrefix(lines[1], "uid-train ") {
+		t.Errorf("want the first row by its UID:\n%s", out)
+	}
+}
+
+// TestTopNoCollector: no agent that answers runs the collector: the nodes are named with
+// why, and the exit status is 1 with a message saying so.
+func TestTopNoCollector(t *testing.T) {
+	t.Parallel()
+	api, kubeconfig := newFleet(t)
+	a := agentStatus("node-a", 1, 1, status.Findings{})
+	a.PodIO = &status.PodIO{Why: "no BTF: /sys/kernel/btf/vmlinux missing"}
+	api.agents["agent-a"] = serves(a, status.Audit{})
+	code, out, errOut := run(t, "top", "node-a", "node-b", "--kubeconfig", kubeconfig)
+	if code != ExitNotCompliant || errOut != "kubectl-nfstune: no agent that answered runs the per-pod NFS I/O collector (nfstune agent --pod-io)\n" {
+		t.Errorf("exit %d, stderr %q; want 1 and why", code, errOut)
+	}
+	if want := "node-a: no per-pod I/O: no BTF: /sys/kernel/btf/vmlinux missing\nnode-b: no per-pod I/O: the agent runs without --pod-io\n"; out != want {
+		t.Errorf("stdout %q, want %q", out, want)
+	}
+	if code, out, _ := run(t, "top", "node-a", "--kubeconfig", kubeconfig, "-o", "json"); code != ExitNotCompliant || !strings.Contains(out, `"collector": "not-loaded"`) {
+		t.Errorf("-o json: exit %d, want 1 and the document:\n%s", code, out)
 	}
 }

@@ -80,10 +80,15 @@ const (
 	// that fetched more than was read without reading faster: a larger window's pages
 	// are held until read, and over-read says they are going unread.
 	ReasonNoGain Reason = "no_gain"
+	// ReasonMappedRandom lowers the window of a mount whose mapped readers fault at
+	// scattered offsets (FaultEvidence.Random, from the per-pod collector) to what their
+	// faults use, down to MappedFloorKB: below one rsize, since each fault reads the window
+	// around itself, whatever the reader asked for.
+	ReasonMappedRandom Reason = "mapped_random"
 )
 
 // ChangeReasons lists the reasons of a change.
-var ChangeReasons = []Reason{ReasonBounds, ReasonLearned, ReasonOverRead, ReasonStreaming, ReasonProbe, ReasonHurt, ReasonNoGain}
+var ChangeReasons = []Reason{ReasonBounds, ReasonLearned, ReasonOverRead, ReasonStreaming, ReasonProbe, ReasonHurt, ReasonNoGain, ReasonMappedRandom}
 
 // The reasons of a hold.
 const (
@@ -165,6 +170,9 @@ type Controller struct {
 	// start is the value the first decision moves a new superblock to (StartAt); 0 for the
 	// nearest bound.
 	start int
+	// mappedLow is set while the value is below MinKB for mapped random readers
+	// (ReasonMappedRandom): the bounds let it stay there until read(2) traffic shows.
+	mappedLow bool
 }
 
 // StartAt makes the controller's first decision move the superblock to kb, a value learned
@@ -172,10 +180,15 @@ type Controller struct {
 // before the controller's first interval reads with the window they were opened with. A kb
 // outside [MinKB, MaxKB] is ignored.
 func (c *Controller) StartAt(kb int) {
-	if kb >= c.MinKB && kb <= c.MaxKB {
+	if kb >= c.lowest() && kb <= c.MaxKB {
 		c.start = kb
+		c.mappedLow = kb < c.MinKB
 	}
 }
+
+// lowest is the least value the controller ever sets: MappedFloorKB for mapped random
+// readers, unless the rule's floor is lower still.
+func (c *Controller) lowest() int { return min(c.MinKB, MappedFloorKB) }
 
 // Settled reports whether step s holds a value the controller stays at: it cannot grow or
 // has no reason to (steady, learned_limit), with nothing waiting for a verdict. Such a
@@ -263,6 +276,13 @@ type stepFacts struct {
 
 	figures string // the interval's figures, for the reasons
 	step    Step   // the step so far: from and to the current value, and the verdict
+
+	// mappedRandom is set when the mapped readers' faults read at scattered offsets
+	// through too large a window (FaultEvidence.Random over MinStepBytes); floor is the
+	// least value the interval allows: MinKB, or below it while mapped random readers are
+	// what the mount serves and no read(2) traffic says otherwise.
+	mappedRandom bool
+	floor        int
 }
 
 func (c *Controller) facts(e Evidence, now time.Time, stalled bool) stepFacts {
@@ -282,6 +302,14 @@ func (c *Controller) facts(e Evidence, now time.Time, stalled bool) stepFacts {
 	}
 	f.figures = fmt.Sprintf("over-read %.2f, average READ %.0f KiB (rsize %d KiB), %.1f READs in flight, application reads %.1f MiB/s",
 		e.OverRead, e.AvgReadBytes/1024, e.RSize/1024, e.InFlight, e.AppBytesPerSecond/(1<<20))
+	f.mappedRandom = e.Faults != nil && e.Faults.Random(MinStepBytes)
+	f.floor = c.MinKB
+	if f.mappedRandom || (c.mappedLow && e.AppReadBytes < MinStepBytes) {
+		f.floor = c.lowest()
+	}
+	if c.floor.active(now) {
+		f.floor = max(f.floor, c.floor.kb) // a lowering undone as hurt: not below it for a while
+	}
 	return f
 }
 
@@ -325,8 +353,8 @@ func (c *Controller) judgeTable(f stepFacts) (Step, bool) {
 	case !f.changed && c.start > 0 && f.cur != c.start:
 		s.ToKB = c.start
 		return hold(ReasonLearned, "%d KiB is where the controller settled on this volume before", c.start)
-	case f.cur < c.MinKB || f.cur > c.MaxKB:
-		c.pending = nil
+	case f.cur < f.floor || f.cur > c.MaxKB:
+		c.pending, c.mappedLow = nil, false
 		s.ToKB = min(max(f.cur, c.MinKB), c.MaxKB)
 		return hold(ReasonBounds, "%d KiB is outside the bounds %d..%d KiB", f.cur, c.MinKB, c.MaxKB)
 	case f.changed && f.since < c.Interval*7/4:
@@ -340,6 +368,17 @@ func (c *Controller) judgeTable(f stepFacts) (Step, bool) {
 	}
 	c.pending = nil
 	rise, probe := p.step.Reason == ReasonStreaming, p.step.Reason == ReasonProbe
+	if p.step.Reason == ReasonMappedRandom {
+		// Judged by what the mapped readers get done: their faults served per second.
+		v, why := judgeFaults(p.before, f.after)
+		if v == Hurt {
+			c.mappedLow = p.step.FromKB < c.MinKB
+			s.ToKB, s.Verdict, s.VerdictWhy = p.step.FromKB, v, why
+			return hold(ReasonHurt, "the change %d -> %d KiB hurt the mapped readers: %s", p.step.FromKB, p.step.ToKB, why)
+		}
+		s.Verdict, s.VerdictWhy = v, why
+		return s, false
+	}
 	switch {
 	case f.verdict == Hurt && rise && p.first == nil && !p.resettled && f.waste < RiseWaste:
 		// Files opened before the rise may still be open: judge it on the next alone.
@@ -400,6 +439,13 @@ func (c *Controller) stepTable(f stepFacts) Step {
 	}
 	grow := e.OverRead <= GrowOverRead && cur < hi
 	switch {
+	case f.mappedRandom && cur > f.floor:
+		s.ToKB = mappedWindow(cur, e.Faults.OverRead(), f.floor)
+		c.mappedLow = s.ToKB < c.MinKB
+		return decide(ReasonMappedRandom, "the mapped readers' faults started %s of READs, %.1f times the %d KiB their %d read faults map: a window of %d KiB fetches what they touch",
+			mib(e.Faults.ReadBytes), e.Faults.OverRead(), FaultAroundBytes>>10, e.Faults.Faults, s.ToKB)
+	case f.mappedRandom:
+		return decide(HoldLimit, "mapped readers at random, at the floor of %d KiB", f.floor)
 	case e.AppReadBytes < MinStepBytes && e.mappedOver(MinStepBytes):
 		// Reads through mmap: what they used is not counted, so no step can be judged.
 		return decide(HoldMapped, "the server sent %s of READs in %.0f s, applications read %s with read(2): the rest was read through mmap, which mountstats does not count", mib(e.ServerReadBytes), e.Seconds, mib(e.AppReadBytes))
@@ -427,6 +473,32 @@ func (c *Controller) stepTable(f stepFacts) Step {
 		return decide(HoldSteady, "%s: over-read above %.1f, at most %.1f", f.figures, GrowOverRead, ShrinkOverRead)
 	}
 	return decide(HoldLimit, "%s; ceiling %d KiB, floor %d KiB", f.figures, hi, lo)
+}
+
+// mappedWindow is the window that would have fetched what mapped random readers touched:
+// cur divided by their mapped over-read, in pages, not below floor nor above cur.
+func mappedWindow(cur int, overRead float64, floor int) int {
+	kb := int(float64(cur)/overRead) &^ 3
+	return min(max(kb, floor), cur)
+}
+
+// judgeFaults is the verdict on a change of mapped readers' window: helped when their read
+// faults served per second rose by RateChange or more, hurt when they fell by as much,
+// no_change between, and too_little_traffic without fault figures on both sides.
+func judgeFaults(before, after Evidence) (Verdict, string) {
+	if before.Faults == nil || after.Faults == nil || before.Seconds <= 0 || after.Seconds <= 0 || before.Faults.Faults == 0 {
+		return TooLittleTraffic, "no fault figures on both sides of the change"
+	}
+	b := float64(before.Faults.Faults) / before.Seconds
+	a := float64(after.Faults.Faults) / after.Seconds
+	why := fmt.Sprintf("read faults %.0f/s before, %.0f/s after", b, a)
+	switch {
+	case a >= b*(1+RateChange):
+		return Helped, why
+	case a <= b*(1-RateChange):
+		return Hurt, why
+	}
+	return NoChange, why
 }
 
 // readsFaster reports whether after's application read rate is at least by (a fraction)
@@ -468,7 +540,7 @@ func (c *Controller) Applied(s Step, e Evidence, now time.Time) {
 	case ReasonOverRead:
 		c.ceiling = c.learn(&c.ceilings, s.ToKB, now)
 		c.pending = &pendingStep{step: s, before: e}
-	case ReasonStreaming, ReasonProbe:
+	case ReasonStreaming, ReasonProbe, ReasonMappedRandom:
 		c.pending = &pendingStep{step: s, before: e}
 	}
 }

@@ -39,6 +39,15 @@ func mappedAt(ra int, serverMiB float64) Evidence {
 	return e
 }
 
+// faulting gives an interval the per-pod collector's fault figures: its READ payload,
+// started in faults, perFaultKiB of it for each read fault. A reader in order takes a fault
+// per 64 KiB it maps; one at random a fault per access, each reading the window around it
+// unless the cache held some of it.
+func faulting(e Evidence, perFaultKiB int) Evidence {
+	e.Faults = &FaultEvidence{ReadBytes: e.ServerReadBytes, Faults: e.ServerReadBytes / uint64(perFaultKiB<<10)}
+	return e
+}
+
 func newTestController() *Controller { return NewController(1024, 15360, interval) }
 
 // run feeds the controller one interval and applies what it decides, as the agent does.
@@ -99,6 +108,16 @@ func TestControllerStep(t *testing.T) {
 		{"above the cap: down to it", seqAt(65536, 100, 1.0), false, 15360, ReasonBounds},
 		{"idle: hold", seqAt(4096, 1, 1.0), false, 4096, HoldTraffic},
 		{"read through mmap: hold", mappedAt(4096, 100), false, 4096, HoldMapped},
+		// 500 MiB of fault READs for faults of 64 KiB each: in order, the window is used.
+		{"read through mmap in order, faults seen: hold", faulting(mappedAt(4096, 100), 64), false, 4096, HoldMapped},
+		// 15 MiB read around each fault: 240 times the 64 KiB a fault maps; the window that
+		// fetches what is touched is 64 KiB, under the kernel's 128.
+		{"read through mmap at random at 15360, faults seen: to 128", faulting(mappedAt(15360, 100), 15360), false, 128, ReasonMappedRandom},
+		// Half of each window in the cache already: 512 KiB per fault, 8 times.
+		{"read through mmap at random at 4096, some cached: to what is touched", faulting(mappedAt(4096, 100), 512), false, 512, ReasonMappedRandom},
+		{"read through mmap at random at the mapped floor: hold", faulting(mappedAt(128, 100), 1024), false, 128, HoldLimit},
+		// Too few fault bytes to say.
+		{"a little mmap at random: idle", faulting(mappedAt(4096, 1), 4096), false, 4096, HoldTraffic},
 		{"a little read through mmap: idle", mappedAt(4096, 1), false, 4096, HoldTraffic},
 		// 15 MiB read of 16.5 MiB sent: a slow read(2) reader, not a mapped one.
 		{"slow reader just under a step: idle", seqAt(4096, 3, 1.1), false, 4096, HoldTraffic},
@@ -687,4 +706,38 @@ func TestControllerSettled(t *testing.T) {
 	if s := run(c, seqAt(2048, 100, 1.0), now.Add(interval), false); c.Settled(s) {
 		t.Errorf("settling after a rise: %+v counts as settled", s)
 	}
+}
+
+// TestControllerMappedRandom: readers of a mapped file at random offsets, seen through the
+// per-pod collector, take the window below one rsize, to the kernel's 128 KiB, in one step;
+// it holds while no file is opened after it, is judged on the read faults served per second
+// once one is, and stays there while the mount is idle; read(2) traffic then takes it back
+// to the rule's floor.
+func TestControllerMappedRandom(t *testing.T) {
+	random := func(ra int, faultsPerSecond float64) Evidence {
+		e := mappedAt(ra, 100)
+		perFault := min(ra, 15360)
+		e = faulting(e, perFault)
+		e.Faults.Faults = uint64(faultsPerSecond * e.Seconds)
+		return e
+	}
+	runScript(t, newTestController(), []scriptStep{
+		{e: random(15360, 6), kb: 128, reason: ReasonMappedRandom},
+		{e: random(128, 6), kb: 128, reason: HoldSettling},
+		{e: noOpens(random(128, 6)), kb: 128, reason: HoldNoOpens},
+		// A new reader opened the file at 128 KiB: 25 times the faults served.
+		{e: random(128, 150), kb: 128, reason: HoldLimit},
+		{e: seqAt(128, 0.5, 1.0), kb: 128, reason: HoldTraffic},
+		{e: seqAt(128, 100, 1.0), kb: 1024, reason: ReasonBounds},
+	})
+	// Hurt: fewer faults served after the change; back to where it was.
+	runScript(t, newTestController(), []scriptStep{
+		// 1.7 MiB per fault of 4096 KiB read around it: 26.7 times what is touched.
+		{e: random(4096, 60), kb: 152, reason: ReasonMappedRandom},
+		{e: random(152, 60), kb: 152, reason: HoldSettling},
+		{e: random(152, 20), kb: 4096, reason: ReasonHurt},
+		// Not lowered again while the floor learned from the hurt holds.
+		{e: random(4096, 60), kb: 4096, reason: HoldSettling},
+		{e: random(4096, 60), kb: 4096, reason: HoldLimit},
+	})
 }

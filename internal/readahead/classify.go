@@ -21,11 +21,16 @@ const (
 	// RandomRead is read(2) at scattered offsets: small READs that no window changes
 	// ("standalone, small random read", mm/readahead.c).
 	RandomRead Class = "random_read"
-	// MappedRandom is reading through mmap at scattered offsets, seen once the kernel gave up
-	// reading around the faults (mm/filemap.c, do_sync_mmap_readahead, MMAP_LOTSAMISS) and
-	// reads single pages. Before that, each fault reads the whole window around itself, in
-	// order or not, and mmap reading in order cannot be told from it: both are Unknown.
+	// MappedRandom is reading through mmap at scattered offsets: the per-pod collector saw
+	// the faults bring in more than MappedRandomOverRead times what they touched
+	// (FaultEvidence), or, without it, the kernel gave up reading around the faults
+	// (mm/filemap.c, do_sync_mmap_readahead, MMAP_LOTSAMISS) and reads single pages. Before
+	// that, each fault reads the whole window around itself, in order or not, and without
+	// the collector mmap reading in order cannot be told from it: both are Unknown.
 	MappedRandom Class = "mapped_random"
+	// MappedSequential is reading through mmap in order (a model or an index loaded
+	// whole): the per-pod collector saw the faults touch what they brought in.
+	MappedSequential Class = "mapped_sequential"
 	// Thrashing is a memory-limited pod whose page cache keeps losing pages it reads again:
 	// what read-ahead brings in pushes out what the pod still needs.
 	Thrashing Class = "thrashing"
@@ -38,7 +43,7 @@ const (
 )
 
 // Classes lists every Class.
-var Classes = []Class{StreamingRead, RandomRead, MappedRandom, Thrashing, Mixed, Unknown}
+var Classes = []Class{StreamingRead, RandomRead, MappedRandom, MappedSequential, Thrashing, Mixed, Unknown}
 
 // The classifier's thresholds (docs/agent.md, "Read traffic classes"). Each comment names
 // the kernel source whose behaviour the rule relies on; the values are judgement, to be
@@ -79,6 +84,9 @@ type PodActivity struct {
 	// tasks waited for memory and for I/O (the PSI "some" totals); 0 without PSI.
 	MemoryStall float64 `json:"memory_stall"`
 	IOStall     float64 `json:"io_stall"`
+	// Faults is what the pod's page faults on this mount did over the interval, from the
+	// per-pod collector; nil without it.
+	Faults *FaultEvidence `json:"faults,omitempty"`
 }
 
 // PodBetween returns pod uid's activity between prev, a sample taken elapsed earlier, and
@@ -171,6 +179,10 @@ type trafficFacts struct {
 	refaultShare float64 // refaulted file bytes / server READ payload
 	limitEvents  uint64
 	memoryStall  float64
+
+	// faults is the pod's own page faults on the mount, else the mount's, from the per-pod
+	// collector; nil without it.
+	faults *FaultEvidence
 }
 
 // mountFacts gathers the facts of e, seen from pod p (nil: from the mount alone).
@@ -182,9 +194,13 @@ func mountFacts(e Evidence, p *PodActivity) trafficFacts {
 		mapped:      e.mappedOver(MinClassifyBytes),
 		fullREADs:   e.Streaming(),
 		avgREAD:     e.AvgReadBytes,
+		faults:      e.Faults,
 	}
 	if p == nil {
 		return f
+	}
+	if p.Faults != nil {
+		f.faults = p.Faults
 	}
 	f.pod, f.podSeen = true, p.Seen
 	f.limited, f.limitEvents, f.memoryStall = p.Limited, p.LimitEvents, p.MemoryStall
@@ -197,17 +213,24 @@ func mountFacts(e Evidence, p *PodActivity) trafficFacts {
 // classify is the decision table: the first row whose conditions hold gives the class.
 // The rows read in the order a person would check them: is there enough to go on, can the
 // pod be seen, is its cache thrashing (which matters whatever the access pattern), then
-// mmap before read(2), since mmap reads hide in the READ payload.
+// mmap before read(2), since mmap reads hide in the READ payload: first what the per-pod
+// collector saw the faults do (which needs no cgroup), then what mountstats shows without it.
 func classify(f trafficFacts) (Class, string) {
 	mapped := delta(f.serverBytes, f.appBytes)
 	switch {
 	case !f.enough:
 		return Unknown, fmt.Sprintf("too little traffic: %s of READ payload, %s needed", mib(f.serverBytes), mib(MinClassifyBytes))
-	case f.pod && !f.podSeen:
-		return Unknown, "the pod's cgroup could not be read"
-	case f.pod && f.limited && f.refaultShare >= ThrashRefaultShare && (f.limitEvents > 0 || f.memoryStall >= ThrashMemoryStall):
+	case f.pod && f.podSeen && f.limited && f.refaultShare >= ThrashRefaultShare && (f.limitEvents > 0 || f.memoryStall >= ThrashMemoryStall):
 		return Thrashing, fmt.Sprintf("memory-limited; refaulted file pages %.0f %% of the READ payload, %d limit events, memory stall %.0f %% of the time",
 			100*f.refaultShare, f.limitEvents, 100*f.memoryStall)
+	case f.faults != nil && f.faults.Random(MinClassifyBytes):
+		return MappedRandom, fmt.Sprintf("page faults started %s of READs, %.1f times the 64 KiB each of their %d read faults maps: the window around each fault is mostly evicted unused",
+			mib(f.faults.ReadBytes), f.faults.OverRead(), f.faults.Faults)
+	case f.faults != nil && f.faults.ReadBytes >= MinClassifyBytes:
+		return MappedSequential, fmt.Sprintf("page faults started %s of READs, %.1f times the 64 KiB each of their %d read faults maps: the faults use what they bring in",
+			mib(f.faults.ReadBytes), f.faults.OverRead(), f.faults.Faults)
+	case f.pod && !f.podSeen:
+		return Unknown, "the pod's cgroup could not be read"
 	case f.mapped && !f.fullREADs:
 		return MappedRandom, fmt.Sprintf("%s read through mmap in READs of %.0f KiB: faults read single pages or small windows",
 			mib(mapped), f.avgREAD/1024)

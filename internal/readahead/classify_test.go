@@ -63,6 +63,18 @@ func pod(uid string, prev, cur cgroupSample) PodActivity {
 	return PodBetween(uid, prev.counters(), cur.counters(), classifyInterval, pageBytes)
 }
 
+// withFaults gives a pod the per-pod collector's fault figures: readBytes of READs started in
+// its faults, over faults read faults.
+func withFaults(p PodActivity, readBytes, faults uint64) PodActivity {
+	p.Faults = &FaultEvidence{ReadBytes: readBytes, Faults: faults}
+	return p
+}
+
+func withMountFaults(e Evidence, readBytes, faults uint64) Evidence {
+	e.Faults = &FaultEvidence{ReadBytes: readBytes, Faults: faults}
+	return e
+}
+
 // A pod that reads without memory trouble: a few faults of its own binaries, no refaults.
 func quietPod(uid string) PodActivity {
 	return pod(uid, cgroupSample{majFaults: 100}, cgroupSample{majFaults: 110})
@@ -89,6 +101,18 @@ func TestClassify(t *testing.T) {
 			[]PodActivity{pod("a", cgroupSample{majFaults: 50}, cgroupSample{majFaults: 66})}, Unknown},
 		{"mmap in whole windows, at random", evidence(1024, nfsSample{10, 100, 100}, nfsSample{10, 612, 612}),
 			[]PodActivity{pod("a", cgroupSample{majFaults: 50}, cgroupSample{majFaults: 50 + 512})}, Unknown},
+		// The same two with the per-pod collector: the model's 2048 MiB of fault READs took
+		// 32768 read faults, 64 KiB each; the database's 512 MiB took 512 faults of 16 KiB
+		// each, a 1 MiB window read around each.
+		{"mmap in whole windows, in order, faults seen", evidence(1024, nfsSample{10, 100, 100}, nfsSample{10, 2148, 2148}),
+			[]PodActivity{withFaults(pod("a", cgroupSample{majFaults: 50}, cgroupSample{majFaults: 66}), 2048<<20, 32768)}, MappedSequential},
+		{"mmap in whole windows, at random, faults seen", evidence(1024, nfsSample{10, 100, 100}, nfsSample{10, 612, 612}),
+			[]PodActivity{withFaults(pod("a", cgroupSample{majFaults: 50}, cgroupSample{majFaults: 50 + 512}), 512<<20, 512)}, MappedRandom},
+		// A host mount (no pods) with the collector: the mount's own fault evidence.
+		{"host mount through mmap at random, faults seen", withMountFaults(evidence(15360, nfsSample{0, 0, 0}, nfsSample{0, 800, 800}), 800<<20, 400), nil, MappedRandom},
+		// A pod reading read(2) beside the collector's figures of few faults: streaming.
+		{"streaming read(2), a few faults of its binaries", evidence(1024, nfsSample{1000, 1000, 1000}, nfsSample{1800, 1800, 1800}),
+			[]PodActivity{withFaults(quietPod("a"), 2<<20, 40)}, StreamingRead},
 		// The same after MMAP_LOTSAMISS: faults read single pages, 64 MiB in 16384 READs.
 		{"mmap random, single pages", evidence(1024, nfsSample{10, 100, 100}, nfsSample{10, 164, 100 + 16384}),
 			[]PodActivity{pod("a", cgroupSample{majFaults: 50}, cgroupSample{majFaults: 50 + 16384})}, MappedRandom},

@@ -46,7 +46,50 @@ const (
 	// MinWindowReads is the READs a two-sample window must hold before it is judged
 	// window-bound: fewer is a few files opened, not a reader.
 	MinWindowReads = 100
+	// FaultAroundBytes is what one read fault on a mapped file maps at most from the page
+	// cache (mm/memory.c, fault_around_bytes, 64 KiB by default): what a mapped reader that
+	// goes in order uses of each of its faults.
+	FaultAroundBytes = 64 << 10
+	// MappedRandomOverRead is the mapped over-read (FaultEvidence.OverRead) above which
+	// mapped readers' faults bring in much more than they touch: their accesses are
+	// scattered, and most of the read-ahead window each fault reads around itself
+	// (mm/filemap.c, do_sync_mmap_readahead) is evicted unused. Readers that go in order
+	// touch the whole window, near 1; a reader of 16 KiB at random offsets reaches the
+	// window over 64 KiB. 4 leaves readers in order a margin for the window past the end of
+	// what they read.
+	MappedRandomOverRead = 4
+	// MappedFloorKB is the least read-ahead the adaptive controller sets for mapped random
+	// readers: the kernel's default (mm/readahead.c, VM_READAHEAD_PAGES). It is below one
+	// rsize, the floor for read(2) readers, because a fault's READs are as large as the
+	// window around it, not the reader's request.
+	MappedFloorKB = 128
 )
+
+// FaultEvidence is what the page faults of a superblock's mapped readers did over an
+// interval, from the per-pod collector (package podio), summed over the cgroups that read
+// the superblock: the READ payload their faults started, and their read faults.
+type FaultEvidence struct {
+	// ReadBytes is the READ payload started inside page faults.
+	ReadBytes uint64 `json:"read_bytes"`
+	// Faults are the read faults: calls of the mapping's .map_pages (each read fault
+	// tries the page cache there first), or of .fault on a kernel without fault-around.
+	Faults uint64 `json:"faults"`
+}
+
+// OverRead is the READ payload the faults started per FaultAroundBytes of read faults; 0
+// without faults.
+func (f FaultEvidence) OverRead() float64 {
+	if f.Faults == 0 {
+		return 0
+	}
+	return float64(f.ReadBytes) / float64(f.Faults*FaultAroundBytes)
+}
+
+// Random reports whether the faults read at scattered offsets through a window too large
+// for them, over at least minBytes of READ payload.
+func (f FaultEvidence) Random(minBytes uint64) bool {
+	return f.ReadBytes >= minBytes && f.OverRead() > MappedRandomOverRead
+}
 
 // Evidence is one superblock's read traffic over an interval: the counters' differences,
 // and the figures derived from them (zero when undefined, e.g. OverRead without application
@@ -81,6 +124,9 @@ type Evidence struct {
 	// change reaches only files opened after it: with no open in an interval, the interval's
 	// reads all ran at windows set before it.
 	Opens uint64 `json:"opens"`
+	// Faults is what the mapped readers' page faults did, from the per-pod collector (agent
+	// --pod-io); nil without it.
+	Faults *FaultEvidence `json:"faults,omitempty"`
 
 	// OverRead is ServerReadBytes / AppReadBytes: above 1, read-ahead fetched pages that
 	// were evicted or never read; below 1, reads were served from the page cache.
@@ -141,6 +187,9 @@ func combine(a, b Evidence) Evidence {
 		ReadPageEvents:  a.ReadPageEvents + b.ReadPageEvents,
 		ReadaheadEvents: a.ReadaheadEvents + b.ReadaheadEvents,
 		Opens:           a.Opens + b.Opens,
+	}
+	if a.Faults != nil && b.Faults != nil {
+		e.Faults = &FaultEvidence{ReadBytes: a.Faults.ReadBytes + b.Faults.ReadBytes, Faults: a.Faults.Faults + b.Faults.Faults}
 	}
 	e.derive()
 	return e

@@ -166,6 +166,7 @@ func TestHelmChartRejects(t *testing.T) {
 		"metrics.serviceMonitor.enabled=true,metrics.service=false":                      "needs metrics.service",
 		"grafanaDashboard.enabled=true,grafanaDashboard.labels=null":                     "grafanaDashboard.labels: empty",
 		"agent.blockedProcesses.enabled=true,agent.hostSys=false":                        "agent.blockedProcesses: needs agent.hostSys",
+		"agent.podIO.enabled=true,agent.podCgroups=false":                                "agent.podIO: needs agent.podCgroups",
 		"agent.appArmorProfile.type=Localhost":                                           "needs localhostProfile",
 		"agent.appArmorProfile.type=Unconfined,agent.appArmorProfile.localhostProfile=x": "localhostProfile: only with type Localhost",
 	} {

@@ -69,6 +69,11 @@ const (
 	// /sys/fs/cgroup, its cgroup namespace's view, does not show. On a cgroup v2 node the
 	// hierarchy holds no submount, so the read-only bind leaves nothing writable.
 	HostCgroup = "/sys/fs/cgroup"
+	// HostTracing is the host's tracefs, mounted read-only at the same path in the agent's
+	// own filesystem (agent.podIO): the per-pod collector attaches to the nfs tracepoints by
+	// their IDs there and checks their records' layout (internal/podio). A container's
+	// /sys has no tracefs of its own.
+	HostTracing = "/sys/kernel/tracing"
 	// PolicyDir is where the policy ConfigMap is mounted (a directory, not a subPath, so
 	// that kubelet's atomic updates reach the agent, which reloads the file).
 	PolicyDir = "/etc/nfstune"
@@ -379,6 +384,11 @@ func rbacRule(resource string, verbs ...string) map[string]any {
 // process's /proc/<pid>/fdinfo, cwd and root takes.
 const PtraceCapability corev1.Capability = "SYS_PTRACE"
 
+// PodIOCapabilities are what the per-pod NFS I/O collector takes (agent.podIO): CAP_BPF
+// to load its programs and maps, CAP_PERFMON to attach tracing programs (Linux 5.8;
+// include/uapi/linux/capability.h).
+var PodIOCapabilities = []corev1.Capability{"BPF", "PERFMON"}
+
 // containerSecurity is the security context of every container: root in the initial user
 // namespace (the bdi attributes are root-owned 0644 and need no capability), nothing else.
 func containerSecurity() *corev1.SecurityContext {
@@ -506,6 +516,10 @@ func agentDaemonSet(v Values, version string, g agentGroup) *appsv1.DaemonSet {
 		vols = append(vols, hostPathVolume("host-cgroup", HostCgroup, corev1.HostPathDirectory))
 		mounts = append(mounts, corev1.VolumeMount{Name: "host-cgroup", MountPath: HostRoot + HostCgroup, ReadOnly: true})
 	}
+	if v.Agent.PodIO.Enabled {
+		vols = append(vols, hostPathVolume("host-tracing", HostTracing, corev1.HostPathDirectory))
+		mounts = append(mounts, corev1.VolumeMount{Name: "host-tracing", MountPath: HostTracing, ReadOnly: true})
+	}
 	hw := v.hostWrites(g.policy)
 	if hw.nfs {
 		vols = append(vols, hostPathVolume("host-nfs", HostNFS, corev1.HostPathDirectory))
@@ -557,11 +571,14 @@ func agentDaemonSet(v Values, version string, g agentGroup) *appsv1.DaemonSet {
 }
 
 // agentSecurity is containerSecurity with, under agent.blockedProcesses, the ptrace
-// capability, and agent.appArmorProfile.
+// capability, under agent.podIO the collector's, and agent.appArmorProfile.
 func agentSecurity(v Values) *corev1.SecurityContext {
 	sc := containerSecurity()
 	if v.Agent.BlockedProcesses.Enabled {
-		sc.Capabilities.Add = []corev1.Capability{PtraceCapability}
+		sc.Capabilities.Add = append(sc.Capabilities.Add, PtraceCapability)
+	}
+	if v.Agent.PodIO.Enabled {
+		sc.Capabilities.Add = append(sc.Capabilities.Add, PodIOCapabilities...)
 	}
 	if p := v.Agent.AppArmorProfile; p != nil {
 		sc.AppArmorProfile = p.DeepCopy()
@@ -582,7 +599,7 @@ func agentArgs(v Values, group string) []string {
 	if v.Agent.PolicyMode == PolicyObserve {
 		args = append(args, "--observe")
 	}
-	return append(args,
+	args = append(args,
 		"--resync="+v.Agent.Resync,
 		// The pod has its own network namespace: this is the pod IP, not the node's.
 		"--listen=:"+strconv.Itoa(MetricsPort),
@@ -591,6 +608,10 @@ func agentArgs(v Values, group string) []string {
 		"--metrics="+v.Metrics.Tier,
 		"--min-scrape-interval="+v.Metrics.MinScrapeInterval,
 	)
+	if v.Agent.PodIO.Enabled {
+		args = append(args, "--pod-io")
+	}
+	return args
 }
 
 // metricsService is headless: Prometheus scrapes every agent pod, not one behind a VIP.

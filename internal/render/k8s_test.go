@@ -27,7 +27,7 @@ import (
 )
 
 // renderCases are the values files with golden manifests; the chart test renders the same.
-var renderCases = []string{"agent-default", "agent-enforce-cas", "agent-monitoring", "agent-proxy-helpers", "agent-blocked-processes", "agent-recovery", "agent-recovery-observe", "agent-adaptive", "agent-node-groups", "agent-node-groups-only", "installer", "installer-nfsmount", "revert", "revert-nfsmount"}
+var renderCases = []string{"agent-default", "agent-enforce-cas", "agent-monitoring", "agent-proxy-helpers", "agent-blocked-processes", "agent-pod-io", "agent-recovery", "agent-recovery-observe", "agent-adaptive", "agent-node-groups", "agent-node-groups-only", "installer", "installer-nfsmount", "revert", "revert-nfsmount"}
 
 func renderFile(t *testing.T, name, format string) []byte {
 	t.Helper()
@@ -162,6 +162,7 @@ func TestRenderDecodesStrictly(t *testing.T) {
 		"agent-enforce-cas":       {"Namespace/nfstune-system", "NetworkPolicy/nfstune", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "DaemonSet/nfstune-agent"},
 		"agent-proxy-helpers":     {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "Service/nfstune-metrics", "DaemonSet/nfstune-agent"},
 		"agent-blocked-processes": {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "Service/nfstune-metrics", "DaemonSet/nfstune-agent"},
+		"agent-pod-io":            {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "Service/nfstune-metrics", "DaemonSet/nfstune-agent"},
 		"agent-recovery":          {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "Service/nfstune-metrics", "DaemonSet/nfstune-agent"},
 		"agent-recovery-observe":  {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune", "ConfigMap/nfstune-policy", "Service/nfstune-metrics", "DaemonSet/nfstune-agent"},
 		"agent-adaptive": {"Namespace/nfstune", "NetworkPolicy/nfstune", "ResourceQuota/nfstune-critical-pods", "ServiceAccount/nfstune",
@@ -261,6 +262,7 @@ func TestLoadValuesInvalid(t *testing.T) {
 			`agent.proxyHelpers.directories[0] "/etc": want one the agent reads`,
 			`agent.proxyHelpers.directories[2] "/var/run/efs": listed twice`,
 			"agent.blockedProcesses: needs agent.hostSys",
+			"agent.podIO: needs agent.podCgroups",
 			"agent.appArmorProfile: type Localhost needs localhostProfile",
 		}},
 		{"invalid-recovery", []string{

@@ -191,6 +191,14 @@ func withJournal(c contract) contract {
 	return c
 }
 
+// withPodIO adds the host's tracefs read-only at its own path, and CAP_BPF and CAP_PERFMON
+// (agent.podIO).
+func withPodIO(c contract) contract {
+	c.hostPaths[HostTracing] = hostPathRule{mountPath: HostTracing}
+	c.capabilities = append(c.capabilities, PodIOCapabilities...)
+	return c
+}
+
 // withPtrace adds CAP_SYS_PTRACE (agent.blockedProcesses).
 func withPtrace(c contract) contract {
 	c.capabilities = []corev1.Capability{"SYS_PTRACE"}
@@ -219,6 +227,7 @@ func TestSecurityContract(t *testing.T) {
 		{"agent-enforce-cas", "nfstune-agent", withPodCgroups(agentHostPaths(true))},
 		{"agent-proxy-helpers", "nfstune-agent", withPodCgroups(withProxyHelpers(withHostSys(agentHostPaths(true))))},
 		{"agent-blocked-processes", "nfstune-agent", withPodCgroups(withPtrace(withHostSys(agentHostPaths(false))))},
+		{"agent-pod-io", "nfstune-agent", withPodIO(withPodCgroups(withHostSys(agentHostPaths(false))))},
 		{"agent-recovery", "nfstune-agent", withPodCgroups(withRecovery(withPtrace(withHostSys(agentHostPaths(true)))))},
 		{"agent-recovery-observe", "nfstune-agent", withPodCgroups(withRecoveryObserved(withPtrace(withHostSys(agentHostPaths(true)))))},
 		{"agent-adaptive", "nfstune-agent", withPodCgroups(withJournal(withHostSys(agentHostPaths(true))))},
@@ -276,6 +285,12 @@ func TestSecurityContractCatches(t *testing.T) {
 		{"writable proc", func(p *corev1.PodSpec) { mount(p, "host-proc").ReadOnly = false }, `host path "/proc" is writable`},
 		{"writable sunrpc", func(p *corev1.PodSpec) { mount(p, "host-sunrpc").ReadOnly = false }, `host path "/sys/kernel/sunrpc" is writable`},
 		{"writable cgroup hierarchy", func(p *corev1.PodSpec) { mount(p, "host-cgroup").ReadOnly = false }, `host path "/sys/fs/cgroup" is writable`},
+		{"tracefs without podIO", func(p *corev1.PodSpec) {
+			p.Volumes = append(p.Volumes, hostPathVolume("host-tracing", HostTracing, corev1.HostPathDirectory))
+		}, `host path "/sys/kernel/tracing" is not allowed`},
+		{"BPF without podIO", func(p *corev1.PodSpec) {
+			p.Containers[0].SecurityContext.Capabilities.Add = PodIOCapabilities
+		}, "capabilities add"},
 		{"whole sys, with its submounts", func(p *corev1.PodSpec) {
 			volume(p, "host-sunrpc").HostPath.Path = "/sys"
 			mount(p, "host-sunrpc").MountPath = "/host/sys"

@@ -169,6 +169,11 @@ type Agent struct {
 	// the container's uid 0, for writing too: unconfined by an LSM, it makes the agent root
 	// on the node.
 	BlockedProcesses Toggle `json:"blockedProcesses"`
+	// PodIO runs the per-pod NFS I/O collector (agent --pod-io, package podio): CAP_BPF and
+	// CAP_PERFMON (PodIOCapabilities) and the host's tracefs read-only (HostTracing). The
+	// capabilities let the container load tracing programs, which can read any kernel
+	// memory. It needs PodCgroups, where the agent maps cgroups to pods.
+	PodIO Toggle `json:"podIO"`
 	// AppArmorProfile is the agent container's AppArmor profile; nil leaves the runtime's
 	// default. The default profiles of containerd and CRI-O allow ptrace only between
 	// processes of that profile, so BlockedProcesses needs another one on AppArmor nodes:
@@ -492,6 +497,9 @@ func (v Values) Validate() error {
 		if slices.Index(v.Agent.ProxyHelpers.Directories, d) < i {
 			add("agent.proxyHelpers.directories[%d] %q: listed twice", i, d)
 		}
+	}
+	if v.Agent.PodIO.Enabled && !v.Agent.PodCgroups {
+		add("agent.podIO: needs agent.podCgroups, where the agent finds which pod a cgroup belongs to")
 	}
 	if v.Agent.BlockedProcesses.Enabled && !v.Agent.HostSys {
 		add("agent.blockedProcesses: needs agent.hostSys, the transports that show which servers stalled")

@@ -67,6 +67,38 @@ type Status struct {
 	// Learned lists the read-ahead the agent's adaptive controllers settled on, per volume
 	// (the agent's learned.json), sorted by server and export.
 	Learned []Learned `json:"learned,omitempty"`
+	// PodIO is the per-pod NFS I/O collector's view (agent --pod-io); nil when it is off.
+	PodIO *PodIO `json:"podIO,omitempty"`
+}
+
+// PodIO is what an agent's per-pod NFS I/O collector sees: whether it runs, and the pods'
+// traffic on each superblock over its last interval, busiest first.
+type PodIO struct {
+	Loaded bool `json:"loaded"`
+	// Why says why the collector does not run, or which of its parts are missing.
+	Why string `json:"why,omitempty"`
+	// Pods lists the first MaxListed pairs of a pod and a superblock with traffic in the
+	// last interval, by READ payload and then bytes read.
+	Pods []PodTraffic `json:"pods,omitempty"`
+}
+
+// PodTraffic is one pod's NFS traffic on one superblock, per second over the agent's last
+// interval. PodUID is empty for the node's own tasks (no pod's cgroup).
+type PodTraffic struct {
+	PodUID     string `json:"podUID"`
+	Device     string `json:"device"`
+	MountPoint string `json:"mountpoint,omitempty"`
+	Server     string `json:"server,omitempty"`
+	Export     string `json:"export,omitempty"`
+	// ReadBytes is what read(2) returned, ServerReadBytes the READ payload of the READs
+	// the pod started, FaultReadBytes the part of it started by page faults (mmap).
+	ReadBytes       float64 `json:"readBytesPerSecond"`
+	ServerReadBytes float64 `json:"serverReadBytesPerSecond"`
+	FaultReadBytes  float64 `json:"faultReadBytesPerSecond"`
+	WriteBytes      float64 `json:"writeBytesPerSecond"`
+	MajorFaults     float64 `json:"majorFaultsPerSecond"`
+	// ReadLatency is the mean time of the pod's READs, in seconds; 0 without READs.
+	ReadLatency float64 `json:"readLatencySeconds"`
 }
 
 // Learned is the read-ahead an agent's adaptive controller settled on for a volume: an

@@ -8,8 +8,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +21,8 @@ import (
 )
 
 // The cases run in this file's order on the one cluster: the agent (enforce) and what it
-// does to kubelet's NFS mounts, then observe mode, the uninstall, and installer mode.
+// does to kubelet's NFS mounts, then observe mode, the per-pod NFS I/O collector, the
+// uninstall, and installer mode.
 
 // policy gives every volume of the lab's nfsd the sequential-read profile (15360 KiB).
 const policy = `apiVersion: nfstune.io/v1alpha1
@@ -449,6 +452,128 @@ func TestObserveMode(t *testing.T) {
 		t.Errorf("the observe-mode volume %s started at %d KiB, the enforce value", r.mount.dev, wantKB)
 	}
 	logf("observe mode: new superblock %s left at %d KiB, %d writes", r.mount.dev, readAhead(r.mount.dev), summary.ObserveWrites)
+}
+
+// TestPodIOKubelet runs the agent with agent.podIO on the real kubelet: pods A and B share
+// one superblock (the same server and export, two inline volumes), A reads 64 MiB with
+// read(2) and B 256 MiB through a mapping; pod C reads 32 MiB of another export. Each
+// pod's figures must match what it read within 5 %, the pods' READ payload on the shared
+// superblock must sum to its mountstats figure within 5 %, and C must not show on it.
+func TestPodIOKubelet(t *testing.T) {
+	requireAgent(t)
+	names := []string{"podio", "podio-other"}
+	if err := addExportsSized(names, 300, "400m"); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []struct {
+		export, name string
+		mib          int
+	}{{"podio", "a", 64}, {"podio", "b", 256}, {"podio-other", "c", 32}} {
+		if out, err := exec.Command("dd", "if=/dev/zero", "of="+filepath.Join(v3Path(f.export), f.name), "bs=1M", "count="+strconv.Itoa(f.mib), "status=none").CombinedOutput(); err != nil {
+			t.Fatalf("dd: %v: %s", err, out)
+		}
+	}
+	args := append([]string{"upgrade", "nfstune", registryChart}, chartValues(t, "agent", "observe")...)
+	if _, err := helm(append(args, "--set", "agent.podIO.enabled=true")...); err != nil {
+		t.Fatal(err)
+	}
+	pod := replacedAgent(t, string(agentPod.UID), "pod-io")
+	agentPod = pod
+	url := "http://" + net.JoinHostPort(pod.Status.PodIP, "9477") + "/metrics"
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(2 * time.Second) {
+		body := scrapeBody(url)
+		if strings.Contains(body, `nfstune_pod_io_collector_part{part="rpc"} 1`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the collector did not load within 2 minutes:\n%s\nagent log:\n%s", grepPrefix(body, "nfstune_pod_io"), strings.Join(containerLog(pod, "agent"), "\n"))
+		}
+	}
+	logf("per-pod collector loaded in agent pod %s", pod.Name)
+	if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	bin := copyProbe(t)
+	start := func(name, export, reader string) (*corev1.Pod, mountEntry) {
+		p := readerPod(name, inlineNFS(export), bin, reader)
+		path := "/api/v1/namespaces/" + testNS + "/pods"
+		if err := cluster.create(path, p); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cluster.remove(path + "/" + p.Name) })
+		got, err := waitPod(testNS, p.Name, true, 5*time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, ok := volumeMount(string(got.UID))
+		if !ok {
+			t.Fatalf("pod %s: no NFS mount of its volume in the node's mountinfo", p.Name)
+		}
+		return got, m
+	}
+	waitRead := func(p *corev1.Pod) {
+		for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(time.Second) {
+			for _, l := range containerLog(p, "c") {
+				if strings.HasPrefix(l, "k8slab-read bytes=") {
+					return
+				}
+				if strings.HasPrefix(l, "k8slab-read error") {
+					t.Fatalf("pod %s: %s", p.Name, l)
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("pod %s did not finish reading in 5 minutes", p.Name)
+			}
+		}
+	}
+	podA, mountA := start("podio-a", "podio", "read:/data/a")
+	_, server0 := mountReadBytes(t, mountA.dev)
+	waitRead(podA)
+	podB, mountB := start("podio-b", "podio", "mmap:/data/b")
+	waitRead(podB)
+	podC, mountC := start("podio-c", "podio-other", "read:/data/c")
+	waitRead(podC)
+	_, server1 := mountReadBytes(t, mountA.dev)
+	if mountB.dev != mountA.dev || mountC.dev == mountA.dev {
+		t.Fatalf("superblocks: A %s, B %s, C %s; want A and B shared, C apart", mountA.dev, mountB.dev, mountC.dev)
+	}
+
+	series := func(body string, p *corev1.Pod, dev, source string) float64 {
+		return seriesValue(body, `nfstune_pod_read_bytes_total{device="`+dev+`",pod_uid="`+string(p.UID)+`",source="`+source+`"}`)
+	}
+	const mib = 1 << 20
+	var body string
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(2 * time.Second) {
+		body = scrapeBody(url)
+		if series(body, podC, mountC.dev, "application") >= 32*mib*0.95 {
+			break
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+	}
+	near := func(what string, got, want float64) {
+		t.Helper()
+		if got < 0.95*want || got > 1.05*want {
+			t.Errorf("%s: %.0f bytes, want %.0f within 5 %%", what, got, want)
+		}
+	}
+	near("pod A read(2)", series(body, podA, mountA.dev, "application"), 64*mib)
+	near("pod A READ payload", series(body, podA, mountA.dev, "server"), 64*mib)
+	near("pod B READ payload in faults", series(body, podB, mountA.dev, "fault"), 256*mib)
+	near("pod C read(2)", series(body, podC, mountC.dev, "application"), 32*mib)
+	if v := series(body, podC, mountA.dev, "server"); v >= 0 {
+		t.Errorf("pod C on the shared superblock %s: %.0f bytes", mountA.dev, v)
+	}
+	sum := series(body, podA, mountA.dev, "server") + series(body, podB, mountA.dev, "server")
+	near("pods' READ payload against mountstats", sum, float64(server1-server0))
+	logf("per-pod NFS I/O: A %.1f MiB read(2), B %.1f MiB through mmap, C %.1f MiB; shared superblock %.1f MiB in mountstats, %.1f MiB over its pods",
+		series(body, podA, mountA.dev, "application")/mib, series(body, podB, mountA.dev, "fault")/mib,
+		series(body, podC, mountC.dev, "application")/mib, float64(server1-server0)/mib, sum/mib)
+	if t.Failed() {
+		t.Logf("series:\n%s", grepPrefix(body, "nfstune_pod_"))
+	}
 }
 
 // uninstall removes the release and waits until the chart's namespace is gone.

@@ -68,6 +68,10 @@ func TestMain(m *testing.M) {
 		// A container's /nfstune (TestAgentAppArmorProfile), not the tests.
 		os.Exit(apparmorProbe())
 	}
+	if os.Getenv(readerEnv) != "" {
+		// A reader pod's /nfstune (TestPodIOKubelet).
+		os.Exit(fileReader())
+	}
 	os.Exit(runMain(m))
 }
 

@@ -250,6 +250,9 @@ true
 {{- if and $shutdown (not .Values.agent.blockedProcesses.enabled) }}
 {{- fail "policy recovery: needs agent.blockedProcesses: without it the agent cannot see every process that holds a superblock, and never shuts one down" }}
 {{- end }}
+{{- if and .Values.agent.podIO.enabled (not .Values.agent.podCgroups) }}
+{{- fail "agent.podIO: needs agent.podCgroups, where the agent finds which pod a cgroup belongs to" }}
+{{- end }}
 {{- if and .Values.agent.blockedProcesses.enabled (not .Values.agent.hostSys) }}
 {{- fail "agent.blockedProcesses: needs agent.hostSys, the transports that show which servers stalled" }}
 {{- end }}
