@@ -3,8 +3,9 @@
 #   lab/matrix.sh [LINE...]       default: every line but 6.1, which make lab-test covers
 # The suite: the audit of the scenario, apply and its exact revert, the kernel-version gates,
 # the agent tuning new mounts, the audit with the server gone and the processes blocked on
-# it, nfstune shutdown (refused before Linux 6.6) and the agent's recovery policy on a
-# torn-down pod's volume: what depends on the kernel. The recovery case (two minutes a
+# it, nfstune shutdown (refused before Linux 6.6), the per-pod NFS I/O collector loading and
+# counting (TestPodIO), and the agent's recovery policy on a torn-down pod's volume: what
+# depends on the kernel. The recovery case (two minutes a
 # kernel) runs on the newest line only, the shutdown path; LAB_SMOKE=long runs it on every
 # line (5.10: the report path of kernels before 6.6) and adds the stuck server's view and a
 # stuck mount.nfs listed (make check-long). Every kernel runs even when one fails; the exit
@@ -13,7 +14,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
-smoke='TestAuditListsEveryMount|TestApplyReadAheadUdevRevert|TestKernelGates|TestAuditWithServerGone|TestShutdown|TestShutdownServerBack|TestNewMountsTuned'
+smoke='TestAuditListsEveryMount|TestApplyReadAheadUdevRevert|TestKernelGates|TestAuditWithServerGone|TestShutdown|TestShutdownServerBack|TestNewMountsTuned|TestPodIO'
 newest=${LAB_KERNEL_LINES##* }
 case ${LAB_SMOKE:-} in
 '') ;;
