@@ -29,7 +29,9 @@ const (
 type FleetLine struct {
 	Event FleetEvent `json:"nfstune_fleet_curve"`
 	// Index is the pod's completion index in the Job.
-	Index  int    `json:"index"`
+	Index int `json:"index"`
+	// Pod is filled in by the reader of the log, from the pod's name.
+	Pod    string `json:"pod,omitempty"`
 	Node   string `json:"node,omitempty"`
 	Volume string `json:"volume,omitempty"`
 	// Dir is the pod's directory on its volume.
