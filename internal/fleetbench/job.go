@@ -47,7 +47,6 @@ const (
 
 // Defaults of kubectl nfstune bench.
 const (
-	DefaultImage      = "ghcr.io/nfstune/nfstune"
 	DefaultRunAsUser  = 65532
 	DefaultStartDelay = 90 * time.Second
 	DefaultStepGap    = 15 * time.Second
@@ -85,9 +84,6 @@ type Options struct {
 }
 
 func (o *Options) defaults() {
-	if o.Image == "" {
-		o.Image = DefaultImage
-	}
 	if len(o.Rates) == 0 {
 		o.Rates = bench.DefaultCurveRates
 	}
@@ -126,6 +122,10 @@ func (o *Options) Validate() error {
 		errs = append(errs, ErrNoDir)
 	case filepath.IsAbs(o.Dir) || clean == "." || clean == ".." || strings.HasPrefix(clean, "../"):
 		errs = append(errs, fmt.Errorf("--dir %q: want a subdirectory of the volume, relative to its root", o.Dir))
+	}
+	if o.Image == "" {
+		// The release image holds nfstune alone: no default would run.
+		errs = append(errs, errors.New("--image: name an image with nfstune as its entrypoint and fio on its PATH (the release image has no fio)"))
 	}
 	if len(o.PVCs) == 0 {
 		errs = append(errs, errors.New("--pvc: name at least one PersistentVolumeClaim"))

@@ -44,8 +44,8 @@ and its ConfigMap and waits for the pods to go; the pods remove their directorie
 
 The pods run the image's nfstune with fio: the release image holds nfstune alone, so
 --image must name an image that adds fio to it (docs/kubernetes.md, kubectl nfstune bench).
-It needs create, get, update and delete on jobs, configmaps and pods, and get on pods/log, in
---namespace.
+It needs create, update and delete on configmaps, create, get and delete on jobs, list and
+deletecollection on pods, and get on pods/log, in --namespace.
 
 Exit status: 0 when the curve was drawn; 1 when a pod failed or the command was
 interrupted (the steps gathered so far are printed); 2 on bad input or when the API server
@@ -83,7 +83,7 @@ cannot be asked.`,
 	f.StringVar(&o.Dir, "dir", "", "existing subdirectory of each volume for the pods' directories (required)")
 	f.IntVar(&o.Pods, "pods", 4, "number of pods")
 	f.StringVar(&o.Name, "name", "", "the Job's name (default nfstune-bench-<random>)")
-	f.StringVar(&o.Image, "image", fleetbench.DefaultImage, "image with nfstune as entrypoint and fio on its PATH")
+	f.StringVar(&o.Image, "image", "", "image with nfstune as its entrypoint and fio on its PATH (required: the release image has no fio)")
 	f.IntSliceVar(&o.Rates, "rates", []int{100, 200, 400, 800, 1600, 3200}, "offered loads of each pod in ops/s, rising")
 	f.DurationVar(&o.Runtime, "runtime", bench.DefaultCurveRuntime, "measured time of each step")
 	f.DurationVar(&o.Ramp, "ramp", bench.DefaultRamp, "warm-up of each step, not counted")

@@ -512,7 +512,8 @@ func TestBenchRefusesWithoutDir(t *testing.T) {
 		{[]string{"--pvc", "data-a", "--dir", "/srv"}, `--dir "/srv": want a subdirectory`},
 		{[]string{"--pvc", "data-a", "--dir", "a/../.."}, `want a subdirectory`},
 		{[]string{"--dir", "bench"}, "--pvc: name at least one"},
-		{[]string{"--pvc", "data-a", "--dir", "bench", "--run-as-user", "0"}, "want a user other than root"},
+		{[]string{"--pvc", "data-a", "--dir", "bench", "--image", "x", "--run-as-user", "0"}, "want a user other than root"},
+		{[]string{"--pvc", "data-a", "--dir", "bench"}, "--image: name an image with nfstune"},
 	} {
 		code, _, errOut := run(t, append([]string{"bench", "--kubeconfig", kubeconfig}, tt.args...)...)
 		if code != ExitError || !strings.Contains(errOut, tt.want) {
