@@ -52,7 +52,7 @@ interrupted (the steps gathered so far are printed); 2 on bad input or when the 
 cannot be asked.`,
 		Example: `  kubectl nfstune bench -n eda --pvc tools-a --pvc tools-b --dir nfstune-bench --pods 8 \
     --image registry.example/nfstune-fio:v0.1.0
-  kubectl nfstune bench -n eda --pvc tools-a --dir bench --pods 4 --rates 100,200,400,800 -o json`,
+  kubectl nfstune bench -n eda --pvc tools-a --dir bench --pods 4 --image registry.example/nfstune-fio:v0.1.0 -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if o.Dir == "" {
@@ -63,6 +63,11 @@ cannot be asked.`,
 				return usageError(err)
 			}
 			cfg.Timeout = requestTimeout
+			if o.Namespace == "" {
+				if o.Namespace, _, err = kubeconfig(g).Namespace(); err != nil {
+					return usageError(err)
+				}
+			}
 			core, err := corev1client.NewForConfig(cfg)
 			if err != nil {
 				return usageError(err)
@@ -78,7 +83,7 @@ cannot be asked.`,
 	f.StringVar(&g.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
 	f.StringVar(&g.context, "context", "", "the kubeconfig context to use")
 	// The claims' namespace, not the agents': o.Namespace, not g.namespace.
-	f.StringVarP(&o.Namespace, "namespace", "n", "default", "namespace of the claims, where the Job runs")
+	f.StringVarP(&o.Namespace, "namespace", "n", "", "namespace of the claims, where the Job runs (default: the kubeconfig context's, as kubectl)")
 	f.StringArrayVar(&o.PVCs, "pvc", nil, "a PersistentVolumeClaim to run on (repeat for more; pods are assigned round-robin)")
 	f.StringVar(&o.Dir, "dir", "", "existing subdirectory of each volume for the pods' directories (required)")
 	f.IntVar(&o.Pods, "pods", 4, "number of pods")

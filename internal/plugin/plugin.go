@@ -370,10 +370,7 @@ func newClient(g *globals) (corev1client.CoreV1Interface, error) {
 // newConfig loads the kubeconfig as kubectl does ($KUBECONFIG, ~/.kube/config, or
 // --kubeconfig; --context).
 func newConfig(g *globals) (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = g.kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
-		&clientcmd.ConfigOverrides{CurrentContext: g.context}).ClientConfig()
+	cfg, err := kubeconfig(g).ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("loading kubeconfig: %w", err)
 	}
@@ -381,4 +378,10 @@ func newConfig(g *globals) (*rest.Config, error) {
 	// The listings and every agent's request carry their own deadlines.
 	cfg.QPS, cfg.Burst = 50, 100
 	return cfg, nil
+}
+
+func kubeconfig(g *globals) clientcmd.ClientConfig {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = g.kubeconfig
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: g.context})
 }
