@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nfstune/nfstune/internal/bench"
+	"github.com/nfstune/nfstune/internal/display"
 )
 
 // Report is one fleet load curve.
@@ -207,7 +208,7 @@ func WriteTable(w io.Writer, r *Report) error {
 			gs []Group
 		}{{"volume", s.Volumes}, {"node", s.Nodes}} {
 			for _, x := range g.gs {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", s.Step, g.by, x.Name, x.Pods, num(x.OpsS), num(round1(x.OpsS/float64(x.Pods))))
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", s.Step, g.by, display.Text(x.Name), x.Pods, num(x.OpsS), num(round1(x.OpsS/float64(x.Pods))))
 			}
 		}
 	}
@@ -225,7 +226,8 @@ func WriteTable(w io.Writer, r *Report) error {
 			}
 			mount = t.Tuning.Describe()
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", t.Index, t.Pod, t.Node, t.Volume, ra, mount)
+		// The mount options and names come from the pods' logs: escaped for the terminal.
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", t.Index, display.Text(t.Pod), display.Text(t.Node), display.Text(t.Volume), ra, display.Text(mount))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

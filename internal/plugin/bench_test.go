@@ -433,10 +433,12 @@ func TestBenchAggregates(t *testing.T) {
 	// The table carries the same figures.
 	out.Reset()
 	rep2 := rep
+	// A name from a pod's log reaches the terminal escaped.
+	rep2.Tuning[0].Node = "node-a\x1b[2J"
 	if err := fleetbench.WriteTable(&out, &rep2); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"knee at step 3", "data-a", "8192 KiB", "read-ahead as each pod read it from /sys/class/bdi"} {
+	for _, want := range []string{"knee at step 3", "data-a", "8192 KiB", "read-ahead as each pod read it from /sys/class/bdi", `node-a\x1b[2J`} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
