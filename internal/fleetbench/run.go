@@ -53,6 +53,11 @@ type runner struct {
 	// lines are each pod's lines by completion index, as last read.
 	lines   map[int][]bench.FleetLine
 	created bool
+	// logErr is the last error reading a pod's log, printed once per pod and named when
+	// a wait times out: a cluster whose API server cannot reach kubelet serves no pods/log.
+	logErr    error
+	logErrPod map[string]bool
+	lastReady int
 }
 
 func (r *runner) printf(format string, args ...any) {
@@ -71,9 +76,13 @@ func (r *runner) run(ctx context.Context) error {
 	r.printf("Job %s/%s: %d pods on %d volumes, %d steps of %s", o.Namespace, o.Name, o.Pods, len(o.PVCs), len(o.Rates), o.period())
 
 	readyBy := time.Now().Add(o.ReadyTimeout)
+	r.lastReady = -1
 	err := r.poll(ctx, readyBy, "every pod ready", func() (bool, error) {
 		n := r.count(bench.FleetReady, 0)
-		r.printf("%d of %d pods ready", n, o.Pods)
+		if n != r.lastReady {
+			r.printf("%d of %d pods ready", n, o.Pods)
+			r.lastReady = n
+		}
 		return n == o.Pods, nil
 	})
 	if err != nil {
@@ -126,7 +135,11 @@ func (r *runner) poll(ctx context.Context, deadline time.Time, what string, done
 			return err
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("waiting for %s: not there by %s", what, deadline.UTC().Format(time.RFC3339))
+			err := fmt.Errorf("waiting for %s: not there by %s", what, deadline.UTC().Format(time.RFC3339))
+			if r.logErr != nil {
+				err = fmt.Errorf("%w; the last pod log could not be read: %w", err, r.logErr)
+			}
+			return err
 		}
 		select {
 		case <-ctx.Done():
@@ -152,7 +165,14 @@ func (r *runner) read(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			r.printf("reading pod %s's log: %v", p.Name, err)
+			if r.logErrPod == nil {
+				r.logErrPod = map[string]bool{}
+			}
+			if !r.logErrPod[p.Name] {
+				r.printf("reading pod %s's log: %v", p.Name, err)
+				r.logErrPod[p.Name] = true
+			}
+			r.logErr = err
 			continue
 		}
 		lines := bench.ParseFleetLines(string(log))

@@ -41,6 +41,8 @@ type fakeCluster struct {
 	failIndex int
 	// onStart is called when the start time is written.
 	onStart func()
+	// logsFail makes pods/log fail, as on a cluster whose API server cannot reach kubelet.
+	logsFail bool
 
 	configMaps map[string]*corev1.ConfigMap
 	jobs       map[string]*batchv1.Job
@@ -212,6 +214,11 @@ func (f *fakeCluster) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		pod := f.pods[name]
 		if pod == nil {
 			notFound("pod " + name)
+			return
+		}
+		if f.logsFail {
+			writeJSON(http.StatusInternalServerError, metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+				Status: metav1.StatusFailure, Code: http.StatusInternalServerError, Message: "kubelet: Unauthorized"})
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain")
@@ -521,5 +528,30 @@ func TestBenchRefusesWithoutDir(t *testing.T) {
 		if code != ExitError || !strings.Contains(errOut, tt.want) {
 			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", tt.args, code, errOut, tt.want)
 		}
+	}
+}
+
+// TestBenchLogsUnreadable: when no pod's log can be read, the wait for the pods names
+// that error, each pod's failure is printed once, and everything is deleted.
+func TestBenchLogsUnreadable(t *testing.T) {
+	t.Parallel()
+	f, c := newFakeCluster(t)
+	f.result = podResult
+	f.logsFail = true
+	o := benchOptions()
+	o.ReadyTimeout = 300 * time.Millisecond
+	var out, errOut bytes.Buffer
+	err := runBench(context.Background(), &globals{}, Streams{Out: &out, ErrOut: &errOut}, c, o)
+	if err == nil || !strings.Contains(err.Error(), "the last pod log could not be read") {
+		t.Fatalf("err %v, want the log error named", err)
+	}
+	if n := strings.Count(errOut.String(), "reading pod "); n != 5 {
+		t.Errorf("%d lines about unreadable logs, want one per pod:\n%s", n, errOut.String())
+	}
+	if n := strings.Count(errOut.String(), "0 of 5 pods ready"); n != 1 {
+		t.Errorf("the ready count printed %d times, want once while it does not change", n)
+	}
+	if len(f.jobs) != 0 || len(f.pods) != 0 || len(f.configMaps) != 0 {
+		t.Errorf("left: %d Jobs, %d pods, %d ConfigMaps", len(f.jobs), len(f.pods), len(f.configMaps))
 	}
 }
