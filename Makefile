@@ -356,7 +356,9 @@ k8s-tools: $(KUBE_APISERVER) $(ETCD) $(KUBELET) $(KUBE_CM) $(KUBE_SCHEDULER) $(H
 # docs/agent.md, Recovery); the agent under its AppArmor profile, the kubectl nfstune cases
 # (apiserver-test runs the plugin against a real kube-apiserver and agents in make check)
 # and the installer's nfsmount.conf drop-in (lab-test runs the drop-in on the kernel) each
-# install the chart once more, 2 to 7 minutes each under emulation.
+# install the chart once more, 2 to 7 minutes each under emulation. TestFleet also selects
+# TestFleetBench: kubectl nfstune bench's Indexed Job of four pods on two volumes, one
+# curve drawn and one run interrupted (lab/k8slab/bench_test.go), about 10 minutes.
 K8S_E2E_LONG := TestRecovery|TestAgentAppArmorProfile|TestFleet|TestInlineVolumeNFSMountConf
 K8S_E2E_SKIP ?= ^($(K8S_E2E_LONG))
 # K8S_PODS is how many pods the sequential case starts, one after another (10 unless set):

@@ -32,9 +32,9 @@ var documentFormats = map[string][]string{
 }
 
 // silent are the commands that print no result to format: a server, a pause, the
-// installer's init container, and the udev helper, whose one line is udev's IMPORT{program}
-// protocol.
-var silent = []string{"nfstune agent", "nfstune k8s pause", "nfstune k8s install-node", "nfstune k8s revert-node", "nfstune udev-readahead"}
+// installer's init container, the udev helper, whose one line is udev's IMPORT{program}
+// protocol, and a fleet curve's pod, whose JSON lines kubectl nfstune bench reads.
+var silent = []string{"nfstune agent", "nfstune bench curve-pod", "nfstune k8s pause", "nfstune k8s install-node", "nfstune k8s revert-node", "nfstune udev-readahead"}
 
 // synonyms are flag names that mean the same thing: only the first may be a visible flag,
 // anywhere in either program; the others live on only as hidden deprecated aliases.
@@ -50,10 +50,10 @@ var synonyms = [][]string{
 // that ask the API server.
 var (
 	hostVerbs = []string{"nfstune audit", "nfstune apply", "nfstune revert", "nfstune shutdown", "nfstune stats",
-		"nfstune agent", "nfstune udev-readahead", "nfstune bench run", "nfstune bench sweep", "nfstune bench curve", "nfstune k8s install-node", "nfstune k8s revert-node"}
-	logVerbs = []string{"nfstune agent", "nfstune audit", "nfstune bench run", "nfstune bench sweep", "nfstune bench curve",
+		"nfstune agent", "nfstune udev-readahead", "nfstune bench run", "nfstune bench sweep", "nfstune bench curve", "nfstune bench curve-pod", "nfstune k8s install-node", "nfstune k8s revert-node"}
+	logVerbs = []string{"nfstune agent", "nfstune audit", "nfstune bench run", "nfstune bench sweep", "nfstune bench curve", "nfstune bench curve-pod",
 		"nfstune udev-readahead", "nfstune k8s install-node", "nfstune k8s revert-node"}
-	clusterVerbs = []string{"kubectl nfstune status", "kubectl nfstune audit", "kubectl nfstune learned", "kubectl nfstune top"}
+	clusterVerbs = []string{"kubectl nfstune status", "kubectl nfstune audit", "kubectl nfstune learned", "kubectl nfstune top", "kubectl nfstune bench"}
 	// failOnVerbs are the plugin's commands that judge compliance.
 	failOnVerbs = []string{"kubectl nfstune status", "kubectl nfstune audit"}
 )

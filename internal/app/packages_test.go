@@ -126,7 +126,7 @@ func TestOneProgramRunner(t *testing.T) {
 // kubernetesClients lists the packages allowed to import the Kubernetes client
 // (k8s.io/client-go): those of kubectl-nfstune. nfstune calls no API, and its agent has
 // no token; the client would only add size and code to review.
-var kubernetesClients = []string{"internal/fleet", "internal/plugin"}
+var kubernetesClients = []string{"internal/fleet", "internal/fleetbench", "internal/plugin"}
 
 // TestKubernetesClientOnlyInPlugin keeps k8s.io/client-go out of the nfstune binary: only
 // the packages of kubernetesClients import it, and no package cmd/nfstune imports,

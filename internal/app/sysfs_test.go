@@ -33,6 +33,7 @@ var fileWriters = map[string]string{
 	"internal/inventory.tempProc.parse":              "mountstats copied into a private temporary directory for procfs to parse",
 	"internal/image.WriteIndex":                      "the image index's digest file in the build's output directory",
 	"internal/image.tarDir":                          "the image index's OCI archive in the build's output directory",
+	"internal/fleetbench.runner.run":                 "no file: the API server's Create of the Job and its ConfigMap (a method named Create)",
 }
 
 // sysfsWriters are the fileWriters entries allowed to write below /sys, each with a string

@@ -94,6 +94,16 @@ type CurveOptions struct {
 	// LatencyBound ends the curve at the first step whose p99 exceeds it.
 	LatencyBound time.Duration
 	AllowNonNFS  bool
+	// DirName names the directory the curve works in below Mount (RunOptions.DirName).
+	DirName string
+	// Pace, when set, is called before each step (from 0), after the files are laid out:
+	// a pod of a fleet curve waits there for the step's common start.
+	Pace func(ctx context.Context, step int) error
+	// OnStep, when set, receives each step as soon as it is measured.
+	OnStep func(step int, run Run, s CurveStep)
+	// AllSteps runs every rate, past the knee too: a fleet curve's knee is judged on the
+	// pods' totals, not on one pod's share.
+	AllSteps bool
 }
 
 // Curve is the load curve of a result: one step per offered load, up to the knee.
@@ -250,7 +260,7 @@ func (r *Runner) Curve(ctx context.Context, opts CurveOptions) (*Result, error) 
 	}
 	prof := Profile{Name: CurveProfile, Jobs: curveJobs()}
 	run := RunOptions{Mount: opts.Mount, Profile: CurveProfile, Repeat: 1, Size: smallFileBytes,
-		Runtime: opts.Runtime, Ramp: opts.Ramp, AllowNonNFS: opts.AllowNonNFS}
+		Runtime: opts.Runtime, Ramp: opts.Ramp, AllowNonNFS: opts.AllowNonNFS, DirName: opts.DirName}
 	s, err := r.open(ctx, run, prof, len(opts.Rates))
 	if err != nil {
 		return nil, err
@@ -259,18 +269,23 @@ func (r *Runner) Curve(ctx context.Context, opts CurveOptions) (*Result, error) 
 	s.prog = newProgress(r.Progress, r.ProgressEvery, r.now, len(opts.Rates), est*time.Duration(len(opts.Rates)))
 	curve := &Curve{LatencyBoundms: float64(opts.LatencyBound) / float64(time.Millisecond)}
 	s.result.Curve = curve
-	runErr := s.curve(ctx, opts.Rates, curve)
+	runErr := s.curve(ctx, opts, curve)
 	return s.close(ctx, runErr)
 }
 
-func (s *session) curve(ctx context.Context, rates []int, c *Curve) error {
+func (s *session) curve(ctx context.Context, opts CurveOptions, c *Curve) error {
 	layout := curveLayoutArgs(s.params)
 	if _, err := s.r.Exec(ctx, s.r.fioBin(), layout...); err != nil {
 		return fmt.Errorf("laying out files: %w", err)
 	}
-	for i, rate := range rates {
+	for i, rate := range opts.Rates {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if opts.Pace != nil {
+			if err := opts.Pace(ctx, i); err != nil {
+				return fmt.Errorf("step %d: %w", i+1, err)
+			}
 		}
 		run, step, err := s.curveStep(ctx, i, rate)
 		if err != nil {
@@ -278,7 +293,10 @@ func (s *session) curve(ctx context.Context, rates []int, c *Curve) error {
 		}
 		s.result.Runs = append(s.result.Runs, run)
 		c.Steps = append(c.Steps, step)
-		if c.Knee = FindKnee(c.Steps, c.LatencyBoundms); c.Knee != nil {
+		if opts.OnStep != nil {
+			opts.OnStep(i, run, step)
+		}
+		if c.Knee = FindKnee(c.Steps, c.LatencyBoundms); c.Knee != nil && !opts.AllSteps {
 			return nil
 		}
 	}

@@ -321,3 +321,64 @@ func TestCurveChartAxes(t *testing.T) {
 		}
 	}
 }
+
+// TestCurvePacedAllSteps: a fleet pod's curve: the directory it names, Pace called after
+// the layout and before every step, OnStep with each step, and every rate run although the
+// first step is already past the knee.
+func TestCurvePacedAllSteps(t *testing.T) {
+	t.Parallel()
+	h := newFakeHost(t, "nfs4")
+	f := &curveFio{}
+	r := h.runner()
+	var paced []int
+	var got []CurveStep
+	r.Exec = func(ctx context.Context, name string, args ...string) ([]byte, error) {
+		if contains(args, "--create_only=1") && len(paced) > 0 {
+			t.Error("files laid out after the first Pace")
+		}
+		if !contains(args, "--version") {
+			if _, err := os.Stat(filepath.Join(h.mount, "bench-job-3")); err != nil {
+				t.Errorf("fio runs without the named directory: %v", err)
+			}
+		}
+		return f.exec(ctx, name, args...)
+	}
+	opts := CurveOptions{Mount: h.mount, Rates: []int{400, 1600, 6400, 400000}, Runtime: 2 * time.Second,
+		LatencyBound: 100 * time.Microsecond, DirName: "bench-job-3", AllSteps: true,
+		Pace: func(_ context.Context, step int) error {
+			if len(paced) != len(got) {
+				t.Errorf("Pace(%d) before OnStep of the step before", step)
+			}
+			paced = append(paced, step)
+			return nil
+		},
+		OnStep: func(step int, run Run, s CurveStep) {
+			if step != len(got) || run.LatP99ms != s.P99ms {
+				t.Errorf("OnStep(%d, %+v, %+v)", step, run, s)
+			}
+			got = append(got, s)
+		},
+	}
+	res, err := r.Curve(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paced) != 4 || paced[3] != 3 || len(got) != 4 || len(res.Curve.Steps) != 4 {
+		t.Fatalf("paced %v, steps reported %d, curve %d; want all 4 rates", paced, len(got), len(res.Curve.Steps))
+	}
+	if k := res.Curve.Knee; k == nil || k.Step != 0 || k.Rule != KneeLatencyBound {
+		t.Errorf("knee = %+v, want step 0 by the latency bound", k)
+	}
+	if res.Provenance.Directory != filepath.Join(h.mount, "bench-job-3") {
+		t.Errorf("directory %q", res.Provenance.Directory)
+	}
+	if _, err := os.Stat(res.Provenance.Directory); !os.IsNotExist(err) {
+		t.Errorf("directory left behind: %v", err)
+	}
+	for _, bad := range []string{"..", "a/b", "."} {
+		opts.DirName = bad
+		if _, err := r.Curve(context.Background(), opts); err == nil || !strings.Contains(err.Error(), "one path element") {
+			t.Errorf("DirName %q: err %v, want refused", bad, err)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/nfstune/nfstune/internal/fio"
@@ -58,6 +59,10 @@ type RunOptions struct {
 	Ramp    time.Duration
 	// AllowNonNFS lets bench run on a local file system (for a baseline or a test).
 	AllowNonNFS bool
+	// DirName names the directory created below Mount (one path element); empty for a
+	// random DirPrefix name. A pod of a fleet curve names its own, so that the directory of
+	// every pod is known before it runs.
+	DirName string
 }
 
 func (o *RunOptions) defaults() {
@@ -166,7 +171,7 @@ func (r *Runner) open(ctx context.Context, opts RunOptions, prof Profile, varian
 		return nil, fmt.Errorf("not enough space on %q: profile %s needs %s (plus 10%%), %s free; lower --size",
 			target.Path, prof.Name, humanBytes(need), humanBytes(int64(min(free, 1<<62))))
 	}
-	dir, err := r.makeDir(ctx, target)
+	dir, err := r.makeDir(ctx, target, opts.DirName)
 	if err != nil {
 		return nil, err
 	}
@@ -200,14 +205,20 @@ func (r *Runner) open(ctx context.Context, opts RunOptions, prof Profile, varian
 	return s, nil
 }
 
-// makeDir creates the bench directory below t.Path on the target mount itself, never
-// through a symbolic link or into another mount (mkdirOnMount), within the FS timeout.
-func (r *Runner) makeDir(ctx context.Context, t Target) (string, error) {
-	var b [6]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("naming bench directory: %w", err)
+// makeDir creates the bench directory name (a random one when empty) below t.Path on the
+// target mount itself, never through a symbolic link or into another mount
+// (mkdirOnMount), within the FS timeout. An existing directory of that name is an error:
+// it is removed at the end, so it must be the run's own.
+func (r *Runner) makeDir(ctx context.Context, t Target, name string) (string, error) {
+	if name == "" {
+		var b [6]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return "", fmt.Errorf("naming bench directory: %w", err)
+		}
+		name = DirPrefix + hex.EncodeToString(b[:])
+	} else if err := CheckDirName(name); err != nil {
+		return "", err
 	}
-	name := DirPrefix + hex.EncodeToString(b[:])
 	var dir string
 	err := withTimeout(ctx, r.fsTimeout(), "creating "+filepath.Join(t.Path, name), func() error {
 		var err error
@@ -218,6 +229,14 @@ func (r *Runner) makeDir(ctx context.Context, t Target) (string, error) {
 		return "", fmt.Errorf("creating bench directory: %w", err)
 	}
 	return dir, nil
+}
+
+// CheckDirName checks that name is one path element a bench directory can be created as.
+func CheckDirName(name string) error {
+	if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') || strings.ContainsRune(name, 0) {
+		return fmt.Errorf("bench directory name %q: want one path element", name)
+	}
+	return nil
 }
 
 // close removes the bench directory, even when ctx is cancelled, and finishes the result.

@@ -72,6 +72,7 @@ each run, so that two results can be compared honestly.`,
 		newBenchCompareCommand(streams),
 		newBenchSweepCommand(g, streams, deps),
 		newBenchCurveCommand(g, streams, deps),
+		newBenchCurvePodCommand(g, streams, deps),
 		newBenchReportCommand(streams),
 	)
 	return c

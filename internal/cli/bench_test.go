@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -337,5 +338,62 @@ func TestBenchCompareCurves(t *testing.T) {
 	var exit *ExitError
 	if !errors.As(err, &exit) || exit.Code != ExitError2 || !strings.Contains(err.Error(), "load curve") {
 		t.Errorf("a curve against a run: err = %v, want exit 2", err)
+	}
+}
+
+// TestBenchCurvePod runs one fleet pod's curve: its directory <dir>/<job>-<index> on the
+// volume of its index, a ready line before the start time is known, one line per step,
+// every rate run past the pod's own knee, and the directory removed; a start time already
+// past fails the pod with an error line, its directory removed too.
+func TestBenchCurvePod(t *testing.T) {
+	lb := newLocalBench(t)
+	deps := curveDeps(lb)
+	if err := os.Mkdir(filepath.Join(lb.dir, "bench"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	startFile := filepath.Join(t.TempDir(), "start")
+	if err := os.WriteFile(startFile, []byte(time.Now().Add(500*time.Millisecond).UTC().Format(time.RFC3339Nano)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	common := []string{"--root", lb.root, "bench", "curve-pod", "--mounts", lb.dir + ",/volumes/1", "--volumes", "data-a,data-b",
+		"--dir", "bench", "--job", "curve", "--index", "2", "--node", "node-a", "--start-file", startFile,
+		"--rates", "400,1600", "--runtime", "1s", "--ramp", "0s", "--step-period", "1100ms", "--allow-non-nfs"}
+	out, stderr, err := runBenchCLI(t, deps, common...)
+	if err != nil {
+		t.Fatalf("err = %v, stderr:\n%s", err, stderr)
+	}
+	lines := bench.ParseFleetLines(out)
+	if len(lines) != 3 || lines[0].Event != bench.FleetReady || lines[1].Step != 1 || lines[2].Step != 2 {
+		t.Fatalf("lines:\n%s", out)
+	}
+	for _, l := range lines {
+		if l.Index != 2 || l.Volume != "data-a" || l.Node != "node-a" || l.Dir != "bench/curve-2" {
+			t.Errorf("line %+v, want index 2 on data-a in bench/curve-2", l)
+		}
+	}
+	if r := lines[2].Result; r == nil || r.OfferedIOPS != 1600 || lines[2].Tuning == nil || *lines[2].Tuning.ReadAheadKB != 512 {
+		t.Errorf("step 2: %+v, tuning %+v", r, lines[2].Tuning)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(lb.dir, "bench")); len(entries) != 0 {
+		t.Errorf("left behind %v", entries)
+	}
+
+	if err := os.WriteFile(startFile, []byte(time.Now().Add(-time.Minute).UTC().Format(time.RFC3339Nano)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err = runBenchCLI(t, deps, common...)
+	lines = bench.ParseFleetLines(out)
+	if err == nil || len(lines) != 2 || lines[1].Event != bench.FleetError || !strings.Contains(lines[1].Error, "passed") {
+		t.Errorf("a start time already past: err %v, lines:\n%s", err, out)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(lb.dir, "bench")); len(entries) != 0 {
+		t.Errorf("left behind %v", entries)
+	}
+
+	_, _, err = runBenchCLI(t, deps, "bench", "curve-pod", "--mounts", lb.dir, "--dir", "..", "--job", "curve", "--index", "0",
+		"--start-file", startFile, "--step-period", "1m", "--runtime", "1s")
+	var exit *ExitError
+	if !errors.As(err, &exit) || exit.Code != ExitError2 || !strings.Contains(err.Error(), "want a subdirectory") {
+		t.Errorf("--dir ..: err = %v, want exit 2", err)
 	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
@@ -58,6 +59,8 @@ func (e *exitError) Error() string {
 	}
 	return e.err.Error()
 }
+
+func (e *exitError) Unwrap() error { return e.err }
 
 func usageError(err error) error { return &exitError{code: ExitError, err: err} }
 
@@ -127,7 +130,7 @@ also lists pods in every namespace to name them (docs/kubernetes.md, kubectl nfs
 	root.SetErr(streams.ErrOut)
 	root.SetVersionTemplate(`{{.DisplayName}} {{.Version}}` + "\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
-	root.AddCommand(newStatusCommand(g, streams), newAuditCommand(g, streams), newLearnedCommand(g, streams), newTopCommand(g, streams), newVersionCommand(g, streams))
+	root.AddCommand(newStatusCommand(g, streams), newAuditCommand(g, streams), newLearnedCommand(g, streams), newTopCommand(g, streams), newBenchCommand(g, streams), newVersionCommand(g, streams))
 	return root
 }
 
@@ -425,18 +428,30 @@ func (g *globals) write(w io.Writer, v any, table func(io.Writer) error) error {
 	return table(w)
 }
 
-// newClient loads the kubeconfig as kubectl does ($KUBECONFIG, ~/.kube/config, or
-// --kubeconfig; --context) and returns a client of the core API group.
+// newClient loads the kubeconfig (newConfig) and returns a client of the core API group.
 func newClient(g *globals) (corev1client.CoreV1Interface, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = g.kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
-		&clientcmd.ConfigOverrides{CurrentContext: g.context}).ClientConfig()
+	cfg, err := newConfig(g)
+	if err != nil {
+		return nil, err
+	}
+	return corev1client.NewForConfig(cfg)
+}
+
+// newConfig loads the kubeconfig as kubectl does ($KUBECONFIG, ~/.kube/config, or
+// --kubeconfig; --context).
+func newConfig(g *globals) (*rest.Config, error) {
+	cfg, err := kubeconfig(g).ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("loading kubeconfig: %w", err)
 	}
 	cfg.UserAgent = "kubectl-nfstune/" + version.Version
 	// The listings and every agent's request carry their own deadlines.
 	cfg.QPS, cfg.Burst = 50, 100
-	return corev1client.NewForConfig(cfg)
+	return cfg, nil
+}
+
+func kubeconfig(g *globals) clientcmd.ClientConfig {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = g.kubeconfig
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: g.context})
 }

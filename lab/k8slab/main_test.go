@@ -49,6 +49,10 @@ var summary struct {
 	FleetNoPodS                 float64   `json:"fleet_no_pod_s"`
 	FleetGroups                 []string  `json:"fleet_groups"`
 	InlineDropInOptions         string    `json:"inline_dropin_options"`
+	// FleetBenchTotals are the fleet curve's ops/s per step, the sums of its pods';
+	// FleetBenchKilledClean is whether the interrupted run left no pod, object or file.
+	FleetBenchTotals      []float64 `json:"fleet_bench_totals,omitempty"`
+	FleetBenchKilledClean bool      `json:"fleet_bench_killed_clean"`
 	// AppArmorProbes are what a container with the agent's capability and mounts could do
 	// under the nfstune-agent profile and unconfined.
 	AppArmorProbes map[string]probeResult `json:"apparmor_probes,omitempty"`

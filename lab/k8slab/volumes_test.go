@@ -47,14 +47,17 @@ func makeExports() error {
 
 // addExports exports a tmpfs of its own for each name, under exportBase, with fsids from
 // fsid on.
-func addExports(names []string, fsid int) error {
+func addExports(names []string, fsid int) error { return addExportsSized(names, fsid, "16m") }
+
+// addExportsSized is addExports with tmpfs of size (mount(8)'s size=).
+func addExportsSized(names []string, fsid int, size string) error {
 	var lines strings.Builder
 	for i, name := range names {
 		dir := v3Path(name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
-		if _, err := run(10*time.Second, "mount", "-t", "tmpfs", "-o", "size=16m", "k8s-"+name, dir); err != nil {
+		if _, err := run(10*time.Second, "mount", "-t", "tmpfs", "-o", "size="+size, "k8s-"+name, dir); err != nil {
 			return err
 		}
 		fmt.Fprintf(&lines, "%s 127.0.0.0/8(rw,sync,no_subtree_check,no_root_squash,insecure,fsid=%d)\n", dir, fsid+i)
