@@ -462,7 +462,7 @@ func TestObserveMode(t *testing.T) {
 func TestPodIOKubelet(t *testing.T) {
 	requireAgent(t)
 	names := []string{"podio", "podio-other"}
-	if err := addExportsSized(names, 300, "400m"); err != nil {
+	if err := addExportsSized(names, 320, "400m"); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []struct {

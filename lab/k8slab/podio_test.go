@@ -71,34 +71,6 @@ func readerPod(name string, vol corev1.VolumeSource, bin, reader string) *corev1
 	return p
 }
 
-// addExportsSized is addExports with tmpfs exports of size (tmpfs's size=).
-func addExportsSized(names []string, fsid int, size string) error {
-	var lines strings.Builder
-	for i, name := range names {
-		dir := v3Path(name)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		if _, err := run(10*time.Second, "mount", "-t", "tmpfs", "-o", "size="+size, "k8s-"+name, dir); err != nil {
-			return err
-		}
-		fmt.Fprintf(&lines, "%s 127.0.0.0/8(rw,sync,no_subtree_check,no_root_squash,insecure,fsid=%d)\n", dir, fsid+i)
-	}
-	f, err := os.OpenFile("/etc/exports", os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.WriteString(lines.String()); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	_, err = run(time.Minute, "exportfs", "-ra")
-	return err
-}
-
 // mountReadBytes returns a superblock's application and server read bytes from the bytes:
 // line of /proc/self/mountstats (fields 1 + 3 and 5), read independently of nfstune.
 func mountReadBytes(t *testing.T, dev string) (app, server uint64) {
