@@ -148,10 +148,13 @@ func TestAPIServerAcceptsRenderedObjects(t *testing.T) {
 					if !strings.Contains(strings.Join(warnings, "\n"), "hostPath") {
 						t.Errorf("DaemonSet %s: no PodSecurity baseline warning about hostPath: %q", o.Name, warnings)
 					}
-					// And so are the ptrace capability and an unconfined AppArmor profile (not a Localhost one).
+					// And so are each added capability (ptrace, the per-pod collector's BPF and
+					// PERFMON) and an unconfined AppArmor profile (not a Localhost one).
 					sc := o.Spec.Template.Spec.Containers[0].SecurityContext
-					if len(sc.Capabilities.Add) > 0 && !strings.Contains(strings.Join(warnings, "\n"), string(PtraceCapability)) {
-						t.Errorf("DaemonSet %s: no PodSecurity baseline warning about %s: %q", o.Name, PtraceCapability, warnings)
+					for _, c := range sc.Capabilities.Add {
+						if !strings.Contains(strings.Join(warnings, "\n"), `\"`+string(c)+`\"`) {
+							t.Errorf("DaemonSet %s: no PodSecurity baseline warning about %s: %q", o.Name, c, warnings)
+						}
 					}
 					if sc.AppArmorProfile != nil && sc.AppArmorProfile.Type == corev1.AppArmorProfileTypeUnconfined &&
 						!strings.Contains(strings.Join(warnings, "\n"), "AppArmor") {
