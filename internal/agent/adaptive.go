@@ -43,15 +43,7 @@ func (a *Agent) Adapt(ctx context.Context, now time.Time) {
 	pol := a.policy
 	a.mu.Unlock()
 	a.stallsAt(inv, now)
-	if a.learned.Load() == nil {
-		l, err := loadLearned(a.cfg.Root)
-		if err != nil {
-			a.cfg.Metrics.Errors.WithLabelValues("read").Inc()
-			a.cfg.Logger.Warn("adaptive read-ahead starts every new mount at its bounds: the values learned before cannot be read", "err", err)
-		}
-		a.learned.Store(l)
-	}
-	learned := a.learned.Load()
+	learned := a.learnedValues()
 	learnedChanged := false
 	var faults map[podio.PodKey]readahead.FaultEvidence // the mapped readers' faults, by superblock
 	if a.cfg.PodIO != nil {
@@ -102,7 +94,7 @@ func (a *Agent) Adapt(ctx context.Context, now time.Time) {
 		a.setTarget(m.Device, step.ToKB)
 		writes := want.Mode != policy.ModeObserve && !want.Adaptive.Observe
 		if writes && st.ctl.Settled(step) {
-			if v, changed := learned.set(m, step.ToKB, now); changed {
+			if v, changed := learned.Set(m, step.ToKB, now); changed {
 				learnedChanged = true
 				log.Info("adaptive read-ahead learned for the volume", "server", v.Server, "export", v.Export, "read_ahead_kb", v.ReadAheadKB)
 			}
@@ -145,7 +137,7 @@ func (a *Agent) Adapt(ctx context.Context, now time.Time) {
 		log.Info("adaptive read-ahead changed")
 	}
 	if learnedChanged {
-		if err := learned.save(); err != nil {
+		if err := learned.Save(); err != nil {
 			a.cfg.Metrics.Errors.WithLabelValues("write").Inc()
 			a.cfg.Logger.Error("the read-ahead learned per volume could not be kept; the next mounts start at their bounds", "err", err)
 		}
@@ -160,11 +152,41 @@ func (a *Agent) Adapt(ctx context.Context, now time.Time) {
 	a.mu.Unlock()
 }
 
+// learnedValues returns the values learned per volume, read from tune.LearnedPath the first
+// time (an unreadable file is logged once and read as none).
+func (a *Agent) learnedValues() *tune.LearnedStore {
+	if l := a.learned.Load(); l != nil {
+		return l
+	}
+	l, err := tune.LoadLearned(a.cfg.Root)
+	if err != nil {
+		a.cfg.Metrics.Errors.WithLabelValues("read").Inc()
+		a.cfg.Logger.Warn("adaptive read-ahead starts every new mount at its bounds: the values learned before cannot be read", "err", err)
+	}
+	if !a.learned.CompareAndSwap(nil, l) {
+		return a.learned.Load()
+	}
+	return l
+}
+
+// adaptiveStart is the read-ahead a new superblock under adaptive bounds r starts at, and
+// whether cur must change for it: the value learned for m's volume (down to
+// readahead.MappedFloorKB, where mapped random readers took it), else cur moved into the
+// bounds. It is the controller's first step (Controller.StartAt, the bounds row), taken
+// when the mount appears rather than at the next interval.
+func adaptiveStart(r policy.AdaptiveReadAhead, cur int, learned *tune.LearnedStore, m *inventory.Mount) (int, bool) {
+	kb := min(max(cur, r.MinKB), r.MaxKB)
+	if l, ok := learned.Get(m); ok && l >= min(r.MinKB, readahead.MappedFloorKB) && l <= r.MaxKB {
+		kb = l
+	}
+	return kb, kb != cur
+}
+
 // newController returns the controller of a superblock under rule r, starting at the value
 // learned for m's volume, if any (readahead.Controller.StartAt).
 func (a *Agent) newController(r policy.AdaptiveReadAhead, m *inventory.Mount) *readahead.Controller {
 	c := readahead.NewController(r.MinKB, r.MaxKB, r.Interval)
-	if kb, ok := a.learned.Load().get(m); ok {
+	if kb, ok := a.learned.Load().Get(m); ok {
 		c.StartAt(kb)
 	}
 	return c

@@ -21,11 +21,13 @@ import (
 )
 
 // adaptivePolicy hands /mnt/scratch (0:53 in the fixture, 1 MiB rsize, 16384 KiB of
-// read-ahead) to the adaptive controller.
+// read-ahead) to the adaptive controller, and gives the other mounts the workload's fixed
+// value (the default adaptive read-ahead off).
 const adaptivePolicy = `apiVersion: nfstune.io/v1alpha1
 kind: Policy
 defaults:
   workload: sequential-read
+  readAheadAdaptive: false
 rules:
   - match: {mountpoint: /mnt/scratch}
     readAheadAdaptive: {interval: 5s%s}
@@ -134,10 +136,11 @@ func TestAdaptWastefulThenRevert(t *testing.T) {
 			t.Fatalf("read-ahead after each interval %v, want %v", path, want)
 		}
 	}
-	m := a.cfg.Metrics.AdaptiveChanges
-	if got := testutil.ToFloat64(m.WithLabelValues("down", "bounds")); got != 1 {
-		t.Errorf("changes{down,bounds} = %v, want 1", got)
+	// The move into the bounds is the new superblock's reconcile write, as for a fixed value.
+	if got := testutil.ToFloat64(a.cfg.Metrics.Repairs.WithLabelValues("new")); got != 3 {
+		t.Errorf("repairs{new} = %v, want 3 (0:53 into the bounds, the others to the workload's value)", got)
 	}
+	m := a.cfg.Metrics.AdaptiveChanges
 	if got := testutil.ToFloat64(m.WithLabelValues("down", "over_read")); got != 4 {
 		t.Errorf("changes{down,over_read} = %v, want 4", got)
 	}
@@ -294,7 +297,11 @@ func TestRunAdaptsAndForgets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	builtin, err := LoadPolicy("", "", false)
+	fixedCfg := filepath.Join(t.TempDir(), "fixed.yaml")
+	if err := os.WriteFile(fixedCfg, []byte("apiVersion: nfstune.io/v1alpha1\nkind: Policy\ndefaults: {readAheadAdaptive: false}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	builtin, err := LoadPolicy(fixedCfg, "", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,11 +372,11 @@ func TestAdaptLearnsPerVolume(t *testing.T) {
 		now = now.Add(5 * time.Second)
 		a.Adapt(context.Background(), now)
 	}
-	b, err := os.ReadFile(root.Path(LearnedPath))
+	b, err := os.ReadFile(root.Path(tune.LearnedPath))
 	if err != nil {
 		t.Fatalf("nothing learned at the cap: %v", err)
 	}
-	var f learnedFile
+	var f struct{ Volumes []tune.LearnedValue }
 	if err := json.Unmarshal(b, &f); err != nil || len(f.Volumes) != 1 || f.Volumes[0].ReadAheadKB != 15360 {
 		t.Fatalf("learned %s (%v), want one volume at 15360 KiB", b, err)
 	}
@@ -386,6 +393,16 @@ func TestAdaptLearnsPerVolume(t *testing.T) {
 	if s := a2.status(nil, nil, time.Now()); len(s.Learned) != 1 || s.Learned[0].ReadAheadKB != 15360 {
 		t.Errorf("/status lists %+v as learned, want the volume at 15360 KiB", s.Learned)
 	}
+	// The start is written by the reconcile that found the superblock, journaled first.
+	if got := testutil.ToFloat64(a2.cfg.Metrics.Repairs.WithLabelValues("new")); got < 1 {
+		t.Errorf("repairs{new} = %v: the learned start is not counted as the new superblock's write", got)
+	}
+	if _, err := tune.Revert(root); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAheadKB(t, root, "0:53"); got != 128 {
+		t.Errorf("after revert: %d KiB, want the 128 from before the learned start", got)
+	}
 
 	// Observe mode keeps nothing.
 	obs, obsRoot := adaptiveAgent(t, tr, ", minKB: 1024, observe: true")
@@ -399,7 +416,7 @@ func TestAdaptLearnsPerVolume(t *testing.T) {
 		now = now.Add(5 * time.Second)
 		obs.Adapt(context.Background(), now)
 	}
-	if _, err := os.Stat(obsRoot.Path(LearnedPath)); !os.IsNotExist(err) {
+	if _, err := os.Stat(obsRoot.Path(tune.LearnedPath)); !os.IsNotExist(err) {
 		t.Errorf("observe mode kept a learned value: %v", err)
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/nfstune/nfstune/internal/podio"
 	"github.com/nfstune/nfstune/internal/policy"
 	"github.com/nfstune/nfstune/internal/status"
+	"github.com/nfstune/nfstune/internal/tune"
 )
 
 // Desired is what the policy wants for one mount, as far as the agent acts on it.
@@ -189,9 +190,9 @@ type Agent struct {
 	// targets by device, for scrapes, under mu.
 	adaptive map[string]*adaptiveMount
 	targets  map[string]int
-	// learned is the read-ahead the controllers settled on per volume (LearnedPath), read
+	// learned is the read-ahead the controllers settled on per volume (tune.LearnedPath), read
 	// at the first Adapt; nil before.
-	learned atomic.Pointer[learnedStore]
+	learned atomic.Pointer[tune.LearnedStore]
 }
 
 // New checks cfg and returns an Agent.
@@ -449,7 +450,6 @@ func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time)
 
 	volumes := a.newVolumeListing()
 	var writes []written
-	newAdaptive := false
 	next := make(map[string]int, len(inv.Mounts))
 	for _, i := range newFirst(inv.Mounts, prev) {
 		mnt := &inv.Mounts[i]
@@ -471,12 +471,21 @@ func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time)
 		last, seen := prev[mnt.Device]
 		next[mnt.Device] = cur
 		want := pol.Resolve(mnt)
-		if want.Adaptive != nil {
-			// The controller owns it, and journals its changes (Adapt).
-			newAdaptive = newAdaptive || !seen
-			continue
-		}
-		if !want.change(cur, mnt.RSize, a.cfg.Exact) {
+		target := want.ReadAheadKB
+		switch {
+		case want.Adaptive != nil && seen:
+			continue // the controller owns it, and journals its changes (Adapt)
+		case want.Adaptive != nil:
+			// A new superblock starts now, before its first process opens a file with
+			// the kernel's window: at the value learned on its volume, else in its bounds.
+			// The controller takes it from there (Adapt).
+			kb, ok := adaptiveStart(*want.Adaptive, cur, a.learnedValues(), mnt)
+			a.setTarget(mnt.Device, kb)
+			if !ok {
+				continue
+			}
+			target = kb
+		case !want.change(cur, mnt.RSize, a.cfg.Exact):
 			continue
 		}
 		reason := "new"
@@ -498,8 +507,8 @@ func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time)
 		if reason == "drift" {
 			m.Drifts.Inc()
 		}
-		log := a.cfg.Logger.With("device", mnt.Device, "mountpoint", first(mnt.MountPoints), "current_kb", cur, "want_kb", want.ReadAheadKB, "reason", reason, "trigger", trigger)
-		if want.Mode == policy.ModeObserve {
+		log := a.cfg.Logger.With("device", mnt.Device, "mountpoint", first(mnt.MountPoints), "current_kb", cur, "want_kb", target, "reason", reason, "trigger", trigger)
+		if want.Mode == policy.ModeObserve || (want.Adaptive != nil && want.Adaptive.Observe) {
 			log.Info("read-ahead differs from profile; observe mode, left alone")
 			continue
 		}
@@ -508,14 +517,23 @@ func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time)
 			log.Error("setting read-ahead", "err", err)
 			continue
 		}
-		err := setReadAhead(a.cfg.Root, mnt, volumes, want.ReadAheadKB)
+		if want.Adaptive != nil {
+			// The controller goes on from this value: journaled first, as its own changes
+			// are, so that revert puts back the value from before the first.
+			if err := tune.JournalReadAhead(a.cfg.Root, mnt.Device); err != nil {
+				m.Errors.WithLabelValues("journal").Inc()
+				log.Error("read-ahead not set: the value before it could not be journaled", "err", err)
+				continue
+			}
+		}
+		err := setReadAhead(a.cfg.Root, mnt, volumes, target)
 		overwritten := errors.Is(err, hostfs.ErrOverwritten)
 		if err != nil && !overwritten {
 			m.Errors.WithLabelValues("write").Inc()
 			log.Error("setting read-ahead", "err", err)
 			continue
 		}
-		next[mnt.Device] = want.ReadAheadKB
+		next[mnt.Device] = target
 		m.Repairs.WithLabelValues(reason).Inc()
 		if reason == "new" {
 			tunedNew++
@@ -527,7 +545,10 @@ func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time)
 			log.Warn("read-ahead set, then changed by another writer; it is checked again", "err", err)
 			continue
 		}
-		writes = append(writes, written{mount: mnt, from: cur, to: want.ReadAheadKB})
+		if want.Adaptive == nil {
+			// A fixed value's effect is judged (verdicts); the controller judges its own.
+			writes = append(writes, written{mount: mnt, from: cur, to: target})
+		}
 		took := time.Since(since)
 		if reason == "new" && trigger == TriggerMountinfo {
 			m.Reaction.Observe(took.Seconds())
@@ -561,11 +582,6 @@ func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time)
 	}
 	a.ready = true
 	a.mu.Unlock()
-	if newAdaptive {
-		// A new superblock under an adaptive rule gets into its bounds now, not an
-		// interval later.
-		a.Adapt(ctx, now)
-	}
 	if a.cfg.ReleaseMemory {
 		debug.FreeOSMemory()
 	}

@@ -220,15 +220,16 @@ func histCount(t *testing.T, a *Agent) uint64 {
 	return m.GetHistogram().GetSampleCount()
 }
 
-// With the built-in policy the agent raises a generic mount to 15 x its rsize, leaves a
-// value set on purpose, and raises that too with --exact.
+// With the built-in policy a generic mount's read-ahead is adaptive: the agent moves a new
+// superblock at the kernel's 128 KiB to one rsize (the bounds' floor) at once, and leaves a
+// value inside the bounds (one rsize to 15 x rsize) to the controller, --exact or not.
 func TestReconcileBuiltInPolicy(t *testing.T) {
 	t.Parallel()
 	pol := policy.Default()
 	load := func() (*Policy, error) {
 		return &Policy{Resolve: func(m *inventory.Mount) Desired {
 			r := pol.Resolve(m)
-			return Desired{ReadAheadKB: r.ReadAheadKB, Mode: r.Mode, ReadAheadRSizes: r.ReadAheadRSizes, ReadAheadExact: r.ReadAheadExact}
+			return Desired{ReadAheadKB: r.ReadAheadKB, Mode: r.Mode, ReadAheadRSizes: r.ReadAheadRSizes, ReadAheadExact: r.ReadAheadExact, Adaptive: r.Adaptive}
 		}}, nil
 	}
 	for _, exact := range []bool{false, true} {
@@ -238,12 +239,8 @@ func TestReconcileBuiltInPolicy(t *testing.T) {
 		h.setRA("0:53", 2048)
 		a := newTestAgent(t, h, load, exact)
 		a.Reconcile(context.Background(), TriggerMountinfo, time.Now())
-		want53 := 2048
-		if exact {
-			want53 = 3840
-		}
-		if got52, got53 := h.ra("0:52"), h.ra("0:53"); got52 != 3840 || got53 != want53 {
-			t.Errorf("exact %v: read_ahead_kb 0:52 = %d, 0:53 = %d; want 3840 (15 x 256 KiB), %d", exact, got52, got53, want53)
+		if got52, got53 := h.ra("0:52"), h.ra("0:53"); got52 != 256 || got53 != 2048 {
+			t.Errorf("exact %v: read_ahead_kb 0:52 = %d, 0:53 = %d; want 256 (one rsize of 256 KiB), 2048", exact, got52, got53)
 		}
 	}
 }

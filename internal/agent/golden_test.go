@@ -40,6 +40,7 @@ func builtinPolicy(mode policy.Mode) LoadFunc {
 	return func() (*Policy, error) {
 		pol := policy.Default()
 		pol.Workload = policy.WorkloadSequentialRead // 15360 KiB read-ahead
+		pol.Adaptive = nil                           // fixed: the golden output has the verdicts of fixed writes
 		return &Policy{Resolve: func(m *inventory.Mount) Desired {
 			r := pol.Resolve(m)
 			return Desired{ReadAheadKB: r.ReadAheadKB, Mode: mode}
@@ -53,6 +54,7 @@ const goldenPolicy = `apiVersion: nfstune.io/v1alpha1
 kind: Policy
 defaults:
   workload: sequential-read
+  readAheadAdaptive: false
 rules:
   - match: {server: 10.0.0.5, export: /export/data}
     service: {name: anf, tier: premium, capacity: 4000GiB}

@@ -28,7 +28,7 @@ func (a *Agent) status(v *view, readErr error, now time.Time) status.Status {
 	if err := a.Healthy(now); err != nil {
 		s.Unhealthy = err.Error()
 	}
-	s.Learned = a.learned.Load().values()
+	s.Learned = a.learned.Load().Values()
 	a.mu.Lock()
 	if pol := a.policy; pol != nil {
 		s.Policy = pol.Info

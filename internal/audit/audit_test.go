@@ -192,6 +192,13 @@ rules:
     backend: azure-netapp-files
 `
 
+// fixedConfig turns the default adaptive read-ahead off: every mount's target is its
+// profile's fixed value.
+const fixedConfig = `apiVersion: nfstune.io/v1alpha1
+kind: Policy
+defaults: {readAheadAdaptive: false}
+`
+
 // exactConfig is a rule as bench sweep writes it: a measured read-ahead, exact.
 const exactConfig = `apiVersion: nfstune.io/v1alpha1
 kind: Policy
@@ -336,18 +343,23 @@ var ruleTests = map[string][]ruleCase{
 	},
 	"NFS001": {
 		{name: "128 KiB fires", mutate: func(inv *inventory.Inventory) { m0(inv).ReadAheadKB = intp(128) }, want: 1, severity: SeverityWarning,
+			contains: []string{"128 KiB", "below the 1024 KiB floor of adaptive read-ahead", "up to 15360 KiB", "echo 1024 > /sys/class/bdi/0:53/read_ahead_kb"}},
+		{name: "128 KiB fires, fixed", config: fixedConfig, mutate: func(inv *inventory.Inventory) { m0(inv).ReadAheadKB = intp(128) }, want: 1, severity: SeverityWarning,
 			contains: []string{"128 KiB", "echo 15360 > /sys/class/bdi/0:53/read_ahead_kb"}},
+		{name: "inside the adaptive bounds is fine", mutate: func(inv *inventory.Inventory) { m0(inv).ReadAheadKB = intp(4096) }},
+		{name: "the agent's window for mapped random readers", mutate: func(inv *inventory.Inventory) { m0(inv).ReadAheadKB = intp(128) },
+			mapped: []MappedReader{{PodUID: "6a1b2c3d-0000-4000-8000-000000000001", FaultBytesPerSecond: 1 << 20}}},
 		{name: "above profile is fine", mutate: func(inv *inventory.Inventory) { m0(inv).ReadAheadKB = intp(16384) }},
 		{name: "unreadable is not guessed", mutate: func(inv *inventory.Inventory) { m0(inv).ReadAheadKB = nil }},
-		{name: "generic at the kernel default: 15 x rsize", mutate: func(inv *inventory.Inventory) {
+		{name: "generic at the kernel default: 15 x rsize", config: fixedConfig, mutate: func(inv *inventory.Inventory) {
 			bareIP(m0(inv), 262144)
 			m0(inv).ReadAheadKB = intp(128)
 		}, want: 1, severity: SeverityWarning, contains: []string{"below the 3840 KiB the generic/general profile asks for (15 x rsize 256 KiB)", "echo 3840 >"}},
-		{name: "generic below one rsize", mutate: func(inv *inventory.Inventory) {
+		{name: "generic below one rsize", config: fixedConfig, mutate: func(inv *inventory.Inventory) {
 			bareIP(m0(inv), 1048576)
 			m0(inv).ReadAheadKB = intp(512)
 		}, want: 1, severity: SeverityWarning, contains: []string{"echo 15360 >"}},
-		{name: "generic keeps a chosen value", mutate: func(inv *inventory.Inventory) {
+		{name: "generic keeps a chosen value", config: fixedConfig, mutate: func(inv *inventory.Inventory) {
 			bareIP(m0(inv), 1048576)
 			m0(inv).ReadAheadKB = intp(1024)
 		}, want: 1, severity: SeverityInfo, contains: []string{"kept as a deliberate choice", "readAheadKB: 1024"}},
@@ -374,7 +386,7 @@ defaults: {mode: observe}
 	},
 	"NFS002": {
 		{name: "128 KiB under rsize 1 MiB", mutate: func(inv *inventory.Inventory) { m0(inv).ReadAheadKB = intp(128) }, want: 1, severity: SeverityWarning,
-			contains: []string{"read-ahead of 128 KiB is below the rsize of 1024 KiB", "echo 15360 > /sys/class/bdi/0:53/read_ahead_kb"}},
+			contains: []string{"read-ahead of 128 KiB is below the rsize of 1024 KiB", "echo 1024 > /sys/class/bdi/0:53/read_ahead_kb"}},
 		{name: "profile below rsize names the rule", config: `apiVersion: nfstune.io/v1alpha1
 kind: Policy
 rules:
@@ -573,7 +585,7 @@ defaults: {workload: static-tools}
 		{name: "unknown kernel", mutate: func(inv *inventory.Inventory) { inv.KernelRelease = "" }},
 	},
 	"NFS050": {
-		{name: "packaged nfsrahead rule with default 128 wins", mutate: func(inv *inventory.Inventory) {
+		{name: "packaged nfsrahead rule with default 128 wins", config: fixedConfig, mutate: func(inv *inventory.Inventory) {
 			inv.ReadAhead.UdevRules = []inventory.UdevRule{
 				{File: "/etc/udev/rules.d/90-aks.rules", Line: 1, ReadAheadKB: intp(15380)},
 				{File: "/usr/lib/udev/rules.d/99-nfs.rules", Line: 1, Program: "/usr/libexec/nfsrahead"},
@@ -583,12 +595,12 @@ defaults: {workload: static-tools}
 			inv.ReadAhead.UdevRules = []inventory.UdevRule{{File: "/usr/lib/udev/rules.d/99-nfs.rules", Line: 1, Program: "/usr/libexec/nfsrahead"}}
 			inv.ReadAhead.NFSRahead = map[string]string{"nfs4": "16384", "default": "128"}
 		}},
-		{name: "nfsrahead value with a trailing comment", mutate: func(inv *inventory.Inventory) {
+		{name: "nfsrahead value with a trailing comment", config: fixedConfig, mutate: func(inv *inventory.Inventory) {
 			inv.ReadAhead.UdevRules = []inventory.UdevRule{{File: "/usr/lib/udev/rules.d/99-nfs.rules", Line: 1, Program: "/usr/libexec/nfsrahead"}}
 			inv.ReadAhead.NFSRahead = map[string]string{"nfs4": "1024   # NFSv4.x"}
 			inv.ReadAhead.NFSRaheadFrom = map[string]string{"nfs4": "/etc/nfs.conf:12"}
 		}, want: 1, severity: SeverityWarning, contains: []string{"[nfsrahead] nfs4=1024 in /etc/nfs.conf:12"}},
-		{name: "fixed low rule", mutate: func(inv *inventory.Inventory) {
+		{name: "fixed low rule", config: fixedConfig, mutate: func(inv *inventory.Inventory) {
 			inv.ReadAhead.UdevRules = []inventory.UdevRule{{File: "/etc/udev/rules.d/60-ra.rules", Line: 4, ReadAheadKB: intp(1024)}}
 		}, want: 1, severity: SeverityWarning, contains: []string{"/etc/udev/rules.d/60-ra.rules:4", `"15360"`}},
 		{name: "no rule: kernel default", mutate: func(inv *inventory.Inventory) { inv.ReadAhead.UdevRules = nil },

@@ -42,15 +42,24 @@ func checkReadAhead(c *mountCtx) []Finding {
 		return nil
 	}
 	got := *c.m.ReadAheadKB
+	adaptive := c.res.Adaptive
+	if adaptive != nil && c.mapped != nil && got >= readahead.MappedFloorKB && got < want {
+		// The agent lowers the window below one rsize for random readers of a mapped file
+		// (readahead.ReasonMappedRandom); NFS005 names them.
+		return nil
+	}
 	derived := c.res.ReadAheadRSizes > 0
 	asks := fmt.Sprintf("the %s the %s/%s profile asks for", kib(want), c.res.Backend, c.res.Workload)
-	if c.res.ReadAheadBy != "" {
+	switch {
+	case c.res.ReadAheadBy != "":
 		asks = fmt.Sprintf("the %s %s itself writes after each mount", kib(want), c.res.ReadAheadBy)
+	case adaptive != nil:
+		asks = fmt.Sprintf("the %s floor of adaptive read-ahead (one rsize; the agent moves it up to %s as the mount's traffic shows)", kib(want), kib(adaptive.MaxKB))
 	}
 	if derived {
 		asks += fmt.Sprintf(" (%d x rsize %s)", c.res.ReadAheadRSizes, kib(c.m.RSize/1024))
 	}
-	set := fmt.Sprintf("echo %d > %s ; nfstune apply makes it persistent", want, readAheadFile(c.m.Device))
+	set := c.readAheadFix(want)
 	switch {
 	case c.res.ReadAheadChange(got, c.m.RSize, false) && got > want:
 		f := c.finding("NFS001", SeverityWarning)
@@ -85,6 +94,15 @@ func checkReadAhead(c *mountCtx) []Finding {
 	return nil
 }
 
+// readAheadFix is the fix that sets the mount's read-ahead to want now: under adaptive
+// read-ahead want is the floor, which the agent moves from.
+func (c *mountCtx) readAheadFix(want int) string {
+	if c.res.Adaptive != nil {
+		return fmt.Sprintf("echo %d > %s ; nfstune agent adapts it from there (nfstune apply sets the floor without the agent)", want, readAheadFile(c.m.Device))
+	}
+	return fmt.Sprintf("echo %d > %s ; nfstune apply makes it persistent", want, readAheadFile(c.m.Device))
+}
+
 // checkReadAheadRSize is NFS002: read-ahead smaller than one READ, whatever the
 // profile says.
 func checkReadAheadRSize(c *mountCtx) []Finding {
@@ -101,7 +119,7 @@ func checkReadAheadRSize(c *mountCtx) []Finding {
 	f.Actual = fmt.Sprintf("read_ahead_kb = %d, rsize=%d", got, c.m.RSize)
 	switch want := c.res.ReadAheadKB; {
 	case want >= rsizeKB:
-		f.Fix = fmt.Sprintf("echo %d > %s ; nfstune apply makes it persistent", want, readAheadFile(c.m.Device))
+		f.Fix = c.readAheadFix(want)
 		if c.res.ReadAheadChange(got, c.m.RSize, false) {
 			f.Changes = c.readAheadChanges() // NFS001's too: foldCauses keeps one of them
 		}

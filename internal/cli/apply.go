@@ -171,7 +171,12 @@ func runApply(ctx context.Context, g *globals, streams IOStreams, flags *applyFl
 			return &ExitError{Code: ExitError2, Err: err}
 		}
 	}
-	want := tune.Want{Resolve: tune.PolicyResolver(pol), Sysctls: pol.Sysctls(inv), SysctlsMax: pol.SysctlsMax(inv), Rules: pol.Rules, PolicyName: pol.File}
+	// The values the agent learned per volume; an unreadable file is none, as for the agent.
+	learned, err := tune.LoadLearned(root)
+	if err != nil {
+		g.Logger(streams.ErrOut).Warn("read-ahead starts at its adaptive floor: the values the agent learned cannot be read", "err", err)
+	}
+	want := tune.Want{Resolve: tune.PolicyResolver(pol, learned), Sysctls: pol.Sysctls(inv), SysctlsMax: pol.SysctlsMax(inv), Rules: pol.Rules, PolicyName: pol.File}
 	plan, err := tune.NewPlan(root, inv, want, opts)
 	if err != nil {
 		return &ExitError{Code: ExitError2, Err: err}

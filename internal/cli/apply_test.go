@@ -191,8 +191,20 @@ func TestUdevReadAheadCommand(t *testing.T) {
 	t.Parallel()
 	dir := copyTree(t)
 	out, err := runTuneCLI(t, "udev-readahead", "--root", dir, "0:53")
-	if err != nil || out != "15360\n" {
-		t.Errorf("0:53: %q, %v; want the azure-files profile's 15360", out, err)
+	if err != nil || out != "1024\n" {
+		t.Errorf("0:53: %q, %v; want adaptive read-ahead's floor, one rsize of 1024", out, err)
+	}
+	// With a value the agent learned for the volume, the new superblock starts there.
+	learned := filepath.Join(dir, "var", "lib", "nfstune", "learned.json")
+	if err := os.MkdirAll(filepath.Dir(learned), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(learned, []byte(`{"volumes": [{"server": "nfsacct01.file.core.windows.net", "export": "/nfsacct01/share1", "readAheadKB": 4096, "at": "2026-12-01T00:00:00Z"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err = runTuneCLI(t, "udev-readahead", "--root", dir, "0:53")
+	if err != nil || out != "4096\n" {
+		t.Errorf("0:53 with a learned value: %q, %v; want the learned 4096", out, err)
 	}
 	for _, dev := range []string{"8:0", "0:99"} {
 		out, err := runTuneCLI(t, "udev-readahead", "--root", dir, "--wait", "30ms", dev)

@@ -80,7 +80,7 @@ rules:
 			name:   "table, warnings only: exit 0 at --fail-on error",
 			args:   []string{"audit", "--root", auditRoot},
 			code:   ExitOK,
-			stdout: []string{"5 NFS mount(s)", "/mnt/share1, /srv/projects", "NFS001", "echo 15360 > /sys/class/bdi/0:53/read_ahead_kb", "NFS012 nconnect=8 is requested but not in effect: /mnt/share1, /srv/projects (0:53)", "/mnt/with\\040space", "[fd00::5]:/export", "NFS031"},
+			stdout: []string{"5 NFS mount(s)", "/mnt/share1, /srv/projects", "NFS001", "echo 1024 > /sys/class/bdi/0:53/read_ahead_kb", "NFS012 nconnect=8 is requested but not in effect: /mnt/share1, /srv/projects (0:53)", "/mnt/with\\040space", "[fd00::5]:/export", "NFS031"},
 			stderr: []string{"warning: reading read_ahead_kb of 0:61"},
 		},
 		{

@@ -57,7 +57,7 @@ func agentPod(t *testing.T, mode string) (corev1.Container, string) {
 	t.Helper()
 	v := render.DefaultValues()
 	v.Agent.PolicyMode = mode
-	// generic/general has no read-ahead opinion; sequential-read wants 15360 KiB.
+	// generic/general has no read-ahead opinion; sequential-read caps adaptive read-ahead at 15360 KiB.
 	v.Policy = render.DefaultPolicy + "defaults:\n  workload: sequential-read\n"
 	objs, err := render.Render(v, "v0.0.0-test")
 	if err != nil {
@@ -87,7 +87,7 @@ func TestK8sAgentStartsOnDaemonSetLayout(t *testing.T) {
 		wantRA string // 0:52's read_ahead_kb after the first reconcile
 	}{
 		{render.PolicyObserve, "128"},
-		{render.PolicyEnforce, "15360"},
+		{render.PolicyEnforce, "1024"}, // adaptive read-ahead's floor, one rsize: the controller goes on from it
 	} {
 		t.Run(tt.mode, func(t *testing.T) {
 			t.Parallel()
@@ -98,6 +98,11 @@ func TestK8sAgentStartsOnDaemonSetLayout(t *testing.T) {
 				t.Fatal(err)
 			}
 			os.Remove(filepath.Join(host, "README.md"))
+			// The state directory (journal, learned values), which the kubelet creates on the
+			// node (DirectoryOrCreate) when the agent may write.
+			if err := os.MkdirAll(filepath.Join(host, "var", "lib", "nfstune"), 0o700); err != nil {
+				t.Fatal(err)
+			}
 
 			// The fixture holds nothing the DaemonSet does not mount under /host.
 			var mounted []string

@@ -167,6 +167,9 @@ func writeOptions(w io.Writer, flags *optionsFlags, res policy.Resolved) error {
 func writeComment(b *strings.Builder, res policy.Resolved) {
 	fmt.Fprintf(b, "# nfstune %s/%s (%s)\n", res.Backend, res.Workload, res.Rule)
 	switch {
+	case res.Adaptive != nil:
+		fmt.Fprintf(b, "# read_ahead_kb is adaptive, %d to %d, and not a mount option: nfstune apply sets the floor with a udev rule, the nfstune agent moves it\n",
+			res.Adaptive.MinKB, res.Adaptive.MaxKB)
 	case res.ReadAheadRSizes > 0:
 		fmt.Fprintf(b, "# read_ahead_kb %d x rsize (%d at rsize %d KiB) is not a mount option: nfstune apply sets it with a udev rule\n",
 			res.ReadAheadRSizes, res.ReadAheadKB, res.ReadAheadKB/res.ReadAheadRSizes)

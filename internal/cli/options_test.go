@@ -19,6 +19,7 @@ rules:
     workload: static-tools
     mountOptions: {nconnect: 4}
 `)
+	fixed := writeTempFile(t, "fixed.yaml", "apiVersion: nfstune.io/v1alpha1\nkind: Policy\ndefaults: {readAheadAdaptive: false}\n")
 	tests := []struct {
 		name string
 		args []string
@@ -39,12 +40,19 @@ rules:
 			name: "backend detected from the server name",
 			args: []string{"options", "--server", "acct.blob.core.windows.net", "-o", "fstab", "--export", "/acct/c", "--mountpoint", "/blob"},
 			want: "# nfstune azure-blob-nfs/general (built-in)\n" +
-				"# read_ahead_kb 16384 is not a mount option: nfstune apply sets it with a udev rule\n" +
+				"# read_ahead_kb is adaptive, 1024 to 16384, and not a mount option: nfstune apply sets the floor with a udev rule, the nfstune agent moves it\n" +
 				"acct.blob.core.windows.net:/acct/c /blob nfs vers=3,proto=tcp,rsize=1048576,wsize=1048576,hard,retrans=6,nolock,sec=sys 0 0\n",
 		},
 		{
 			name: "fstab with placeholders",
 			args: []string{"options", "--backend", "generic", "-o", "fstab"},
+			want: "# nfstune generic/general (built-in)\n" +
+				"# read_ahead_kb is adaptive, 1024 to 15360, and not a mount option: nfstune apply sets the floor with a udev rule, the nfstune agent moves it\n" +
+				"<server>:<export> <mountpoint> nfs proto=tcp,hard 0 0\n",
+		},
+		{
+			name: "fixed read-ahead, derived from rsize",
+			args: []string{"options", "--config", fixed, "--backend", "generic", "-o", "fstab"},
 			want: "# nfstune generic/general (built-in)\n" +
 				"# read_ahead_kb 15 x rsize (15360 at rsize 1024 KiB) is not a mount option: nfstune apply sets it with a udev rule\n" +
 				"<server>:<export> <mountpoint> nfs proto=tcp,hard 0 0\n",
@@ -53,26 +61,26 @@ rules:
 			name: "config rule by address",
 			args: []string{"options", "--config", cfg, "--server", "10.20.1.5", "--export", "/tools", "--mountpoint", "/tools", "-o", "fstab"},
 			want: "# nfstune azure-netapp-files/static-tools (policy.yaml rule 1)\n" +
-				"# read_ahead_kb 15360 is not a mount option: nfstune apply sets it with a udev rule\n" +
+				"# read_ahead_kb is adaptive, 1024 to 15360, and not a mount option: nfstune apply sets the floor with a udev rule, the nfstune agent moves it\n" +
 				"10.20.1.5:/tools /tools nfs vers=3,proto=tcp,nconnect=4,rsize=262144,wsize=262144,hard,timeo=600,actimeo=600,nocto 0 0\n",
 		},
 		{
 			name: "nfsmount.conf server section",
 			args: []string{"options", "--backend", "azure-netapp-files", "--workload", "static-tools", "-o", "nfsmount.conf", "--server", "10.20.1.5"},
 			want: "# nfstune azure-netapp-files/static-tools (built-in)\n" +
-				"# read_ahead_kb 15360 is not a mount option: nfstune apply sets it with a udev rule\n" +
+				"# read_ahead_kb is adaptive, 1024 to 15360, and not a mount option: nfstune apply sets the floor with a udev rule, the nfstune agent moves it\n" +
 				"[ Server \"10.20.1.5\" ]\nNfsvers=3\nProto=tcp\nNconnect=8\nRsize=262144\nWsize=262144\nHard=True\nTimeo=600\nActimeo=600\nCto=False\n",
 		},
 		{
 			name: "nfsmount.conf global",
 			args: []string{"options", "--backend", "azure-blob-nfs", "-o", "nfsmount.conf"},
 			want: "# nfstune azure-blob-nfs/general (built-in)\n" +
-				"# read_ahead_kb 16384 is not a mount option: nfstune apply sets it with a udev rule\n" +
+				"# read_ahead_kb is adaptive, 1024 to 16384, and not a mount option: nfstune apply sets the floor with a udev rule, the nfstune agent moves it\n" +
 				"[ NFSMount_Global_Options ]\nNfsvers=3\nProto=tcp\nRsize=1048576\nWsize=1048576\nHard=True\nRetrans=6\nLock=False\nSec=sys\n",
 		},
 		{name: "ipv6 server", args: []string{"options", "--server", "fd00::5", "--export", "/e", "--mountpoint", "/m", "-o", "fstab"},
 			want: "# nfstune generic/general (built-in)\n" +
-				"# read_ahead_kb 15 x rsize (15360 at rsize 1024 KiB) is not a mount option: nfstune apply sets it with a udev rule\n" +
+				"# read_ahead_kb is adaptive, 1024 to 15360, and not a mount option: nfstune apply sets the floor with a udev rule, the nfstune agent moves it\n" +
 				"[fd00::5]:/e /m nfs proto=tcp,hard 0 0\n"},
 		{name: "unknown backend", args: []string{"options", "--backend", "ontap"}, code: ExitError2, want: `invalid argument "ontap" for "--backend" flag: unknown backend: want one of azure-files (afs, azurefiles),`},
 		{name: "unknown workload", args: []string{"options", "--workload", "batch"}, code: ExitError2, want: "unknown --workload"},

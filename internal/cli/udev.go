@@ -31,7 +31,11 @@ func newUdevCommand(g *globals, streams IOStreams) *cobra.Command {
 			if err != nil {
 				return &ExitError{Code: ExitError2, Err: fmt.Errorf("loading policy: %w", err)}
 			}
-			kb, m, err := tune.UdevReadAhead(c.Context(), g.Root(), args[0], tune.PolicyResolver(pol), tune.UdevOptions{Wait: flags.wait, Exact: flags.exact})
+			learned, err := tune.LoadLearned(g.Root())
+			if err != nil {
+				g.Logger(streams.ErrOut).Warn("read-ahead starts at its adaptive floor: the values the agent learned cannot be read", "err", err)
+			}
+			kb, m, err := tune.UdevReadAhead(c.Context(), g.Root(), args[0], tune.PolicyResolver(pol, learned), tune.UdevOptions{Wait: flags.wait, Exact: flags.exact})
 			if errors.Is(err, tune.ErrNoReadAhead) {
 				// udev logs the helper's stderr at debug level.
 				return &ExitError{Code: ExitIssues, Err: err}

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -40,11 +41,14 @@ type AdaptiveReadAhead struct {
 }
 
 // ForMount returns the adaptive read-ahead of a mount with an effective rsize of rsize
-// bytes (0: unknown, taken as MaxIOSize) and a mount helper that writes helperKB itself
-// (0: none): MinKB at least one rsize, helperKB and one page (hostfs.MinReadAheadKB: an
-// rsize of 1 or 2 KiB is less), MaxKB the rule's or DefaultAdaptiveRSizes rsizes, never
-// below MinKB.
-func (a AdaptiveReadAhead) ForMount(rsize, helperKB int) AdaptiveReadAhead {
+// bytes (0: unknown, taken as MaxIOSize), a mount helper that writes helperKB itself (0:
+// none) and a profile whose fixed read-ahead for the mount is profileKB (0: none): MinKB at
+// least one rsize, helperKB and one page (hostfs.MinReadAheadKB: an rsize of 1 or 2 KiB is
+// less), MaxKB the rule's, else profileKB, else DefaultAdaptiveRSizes rsizes, never below
+// MinKB. The profile's value is the cap because it is what the seeds measured best for a
+// streaming reader of that backend: the controller climbs to it only when the traffic shows
+// it reads faster there.
+func (a AdaptiveReadAhead) ForMount(rsize, helperKB, profileKB int) AdaptiveReadAhead {
 	if rsize <= 0 {
 		rsize = MaxIOSize
 	}
@@ -52,13 +56,49 @@ func (a AdaptiveReadAhead) ForMount(rsize, helperKB int) AdaptiveReadAhead {
 	out := a
 	out.MinKB = max(a.MinKB, rsizeKB, helperKB, hostfs.MinReadAheadKB)
 	if out.MaxKB == 0 {
-		out.MaxKB = DefaultAdaptiveRSizes * rsizeKB
+		out.MaxKB = cmp.Or(profileKB, DefaultAdaptiveRSizes*rsizeKB)
 	}
 	out.MaxKB = max(out.MaxKB, out.MinKB)
 	if out.Interval == 0 {
 		out.Interval = DefaultAdaptiveInterval
 	}
 	return out
+}
+
+// adaptiveFor returns the adaptive read-ahead of a mount of backend that rule matches
+// (nil: none). Rows, in order:
+//
+//	the rule has readAheadAdaptive                       the rule's
+//	the rule sets readAheadKB, readAheadRSizes or readAheadExact  none: a fixed value wins
+//	the backend is EFS                                   none: efs-utils writes 15 x rsize
+//	                                                     after each mount, and where its
+//	                                                     state is not visible nfstune cannot
+//	                                                     tell whether it runs
+//	anything else                                        the policy's default (nil when off)
+func (p *Policy) adaptiveFor(rule *Rule, backend string) *AdaptiveReadAhead {
+	switch {
+	case rule != nil && rule.Adaptive != nil:
+		return rule.Adaptive
+	case rule != nil && rule.Overrides.pinsReadAhead():
+		return nil
+	case backend == BackendAWSEFS:
+		return nil
+	}
+	return p.Adaptive
+}
+
+// defaultAdaptive decodes defaults.readAheadAdaptive: false turns the default adaptive
+// read-ahead off (every mount then gets its profile's fixed value, as before it was the
+// default), true keeps it, and a mapping sets its bounds and interval as a rule's does.
+func (d *decoder) defaultAdaptive(n *yaml.Node, key string) *AdaptiveReadAhead {
+	if n.Kind == yaml.ScalarNode {
+		on, ok := d.boolean(n, key)
+		if !ok || !on {
+			return nil
+		}
+		return &AdaptiveReadAhead{}
+	}
+	return d.adaptive(n, key)
 }
 
 // adaptive decodes a rule's readAheadAdaptive: minKB and maxKB multiples of one page
@@ -120,15 +160,12 @@ func (d *decoder) adaptive(n *yaml.Node, prefix string) *AdaptiveReadAhead {
 	return a
 }
 
-// AdaptiveInterval returns the shortest interval of the rules with an adaptive
-// read-ahead, 0 when none has one: how often the agent must look.
+// AdaptiveInterval returns the shortest interval of the adaptive read-aheads the policy
+// has (its default and its rules'), 0 when it has none: how often the agent must look.
 func (p *Policy) AdaptiveInterval() time.Duration {
 	var out time.Duration
-	for _, r := range p.Rules {
-		if r.Adaptive == nil {
-			continue
-		}
-		iv := r.Adaptive.ForMount(0, 0).Interval
+	for _, a := range p.adaptives() {
+		iv := a.ForMount(0, 0, 0).Interval
 		if out == 0 || iv < out {
 			out = iv
 		}
@@ -136,16 +173,41 @@ func (p *Policy) AdaptiveInterval() time.Duration {
 	return out
 }
 
-// AdaptiveWrites reports whether some rule's adaptive read-ahead may change a mount: the
-// rule has one, not in its own observe, and the rule's mode (else the policy's) is not
-// observe. Each such change is journaled first, so the agent needs the journal's directory.
-func (p *Policy) AdaptiveWrites() bool {
+// adaptives returns the policy's adaptive read-aheads: the rules' and, unless every rule
+// pins read-ahead, the default.
+func (p *Policy) adaptives() []AdaptiveReadAhead {
+	var out []AdaptiveReadAhead
 	for _, r := range p.Rules {
-		mode := p.Mode
-		if r.Mode != "" {
-			mode = r.Mode
+		if r.Adaptive != nil {
+			out = append(out, *r.Adaptive)
 		}
-		if r.Adaptive != nil && !r.Adaptive.Observe && mode != ModeObserve {
+	}
+	if p.Adaptive != nil {
+		out = append(out, *p.Adaptive)
+	}
+	return out
+}
+
+// AdaptiveWrites reports whether some adaptive read-ahead may change a mount: the
+// default's or a rule's, not in its own observe, under a mode that is not observe (the
+// rule's, else the policy's; for the default, the policy's or any rule's that sets no
+// read-ahead of its own). Each such change is journaled first, so the agent needs the
+// journal's directory.
+func (p *Policy) AdaptiveWrites() bool {
+	modeOf := func(r Rule) Mode { return cmp.Or(r.Mode, p.Mode) }
+	for _, r := range p.Rules {
+		if r.Adaptive != nil && !r.Adaptive.Observe && modeOf(r) != ModeObserve {
+			return true
+		}
+	}
+	if p.Adaptive == nil || p.Adaptive.Observe {
+		return false
+	}
+	if p.Mode != ModeObserve {
+		return true
+	}
+	for _, r := range p.Rules {
+		if r.Adaptive == nil && !r.Overrides.pinsReadAhead() && modeOf(r) != ModeObserve {
 			return true
 		}
 	}

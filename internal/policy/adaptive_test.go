@@ -95,29 +95,94 @@ rules:
 			}
 		})
 	}
-	if r := pol.Resolve(&inventory.Mount{MountPoints: []string{"/other"}}); r.Adaptive != nil {
-		t.Errorf("a mount no adaptive rule matches: %+v", r.Adaptive)
-	}
 	if got := pol.AdaptiveInterval(); got != DefaultAdaptiveInterval {
 		t.Errorf("AdaptiveInterval = %s, want %s", got, DefaultAdaptiveInterval)
 	}
-	if got := Default().AdaptiveInterval(); got != 0 {
-		t.Errorf("built-in AdaptiveInterval = %s, want 0", got)
+}
+
+// TestDefaultAdaptive: a mount no rule gives a read-ahead is adaptive from one rsize up to
+// its profile's value, unless defaults.readAheadAdaptive is false; a rule's fixed
+// read-ahead, or its exactness, wins; EFS keeps efs-utils' fixed value.
+func TestDefaultAdaptive(t *testing.T) {
+	t.Parallel()
+	parse := func(body string) *Policy {
+		t.Helper()
+		p, err := Parse("c.yaml", []byte("apiVersion: nfstune.io/v1alpha1\nkind: Policy\n"+body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	withRules := parse(`rules:
+  - match: {export: /fixed}
+    readAheadKB: 4096
+  - match: {export: /exact}
+    readAheadExact: true
+  - match: {export: /options}
+    mountOptions: {nconnect: 8}
+`)
+	off := parse("defaults:\n  readAheadAdaptive: false\n")
+	bounded := parse("defaults:\n  readAheadAdaptive: {maxKB: 4096, interval: 10s}\n")
+	mount := func(export string, backend string) *inventory.Mount {
+		return &inventory.Mount{Server: "10.0.0.1", Export: export, Backend: backend, RSize: 1 << 20}
+	}
+	for _, tt := range []struct {
+		name   string
+		pol    *Policy
+		mount  *inventory.Mount
+		want   *AdaptiveReadAhead
+		wantKB int // the profile's read-ahead: the floor when adaptive, else the fixed value
+	}{
+		{"built-in", Default(), mount("/x", BackendGeneric), &AdaptiveReadAhead{MinKB: 1024, MaxKB: 15360, Interval: DefaultAdaptiveInterval}, 1024},
+		{"built-in, Azure NetApp Files' value as the cap", Default(), mount("/x", BackendAzureNetAppFiles), &AdaptiveReadAhead{MinKB: 1024, MaxKB: 15360, Interval: DefaultAdaptiveInterval}, 1024},
+		{"EFS keeps efs-utils' value", Default(), mount("/x", BackendAWSEFS), nil, 15360},
+		{"a rule without read-ahead", withRules, mount("/options", BackendGeneric), &AdaptiveReadAhead{MinKB: 1024, MaxKB: 15360, Interval: DefaultAdaptiveInterval}, 1024},
+		{"a rule's readAheadKB wins", withRules, mount("/fixed", BackendGeneric), nil, 4096},
+		{"a rule's readAheadExact wins", withRules, mount("/exact", BackendGeneric), nil, 15360},
+		{"turned off", off, mount("/x", BackendGeneric), nil, 15360},
+		{"bounds of the default", bounded, mount("/x", BackendGeneric), &AdaptiveReadAhead{MinKB: 1024, MaxKB: 4096, Interval: 10 * time.Second}, 1024},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := tt.pol.Resolve(tt.mount)
+			switch {
+			case tt.want == nil && r.Adaptive != nil:
+				t.Errorf("Adaptive = %+v, want a fixed value", r.Adaptive)
+			case tt.want != nil && (r.Adaptive == nil || *r.Adaptive != *tt.want):
+				t.Errorf("Adaptive = %+v, want %+v", r.Adaptive, tt.want)
+			}
+			if r.ReadAheadKB != tt.wantKB {
+				t.Errorf("profile read-ahead %d KiB, want %d", r.ReadAheadKB, tt.wantKB)
+			}
+		})
+	}
+	if got := Default().AdaptiveInterval(); got != DefaultAdaptiveInterval {
+		t.Errorf("built-in AdaptiveInterval = %s, want %s", got, DefaultAdaptiveInterval)
+	}
+	if got := off.AdaptiveInterval(); got != 0 {
+		t.Errorf("AdaptiveInterval with the default off = %s, want 0", got)
+	}
+	if _, err := Parse("c.yaml", []byte("apiVersion: nfstune.io/v1alpha1\nkind: Policy\ndefaults:\n  readAheadAdaptive: sometimes\n")); err == nil ||
+		!strings.Contains(err.Error(), "defaults.readAheadAdaptive") {
+		t.Errorf("defaults.readAheadAdaptive: sometimes: error %v, want one naming the key", err)
 	}
 }
 
-// TestAdaptiveWrites: only a rule whose adaptive read-ahead may write, in neither its own
-// observe nor an observe mode, needs the journal.
+// TestAdaptiveWrites: only an adaptive read-ahead that may write (the default's or a
+// rule's), in neither its own observe nor an observe mode, needs the journal.
 func TestAdaptiveWrites(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		name, config string
 		want         bool
 	}{
-		{"none", ruleConfig("match: {mountpoint: /data/*}"), false},
+		{"the default", ruleConfig("match: {mountpoint: /data/*}"), true},
+		{"none", "apiVersion: nfstune.io/v1alpha1\nkind: Policy\ndefaults:\n  readAheadAdaptive: false\n", false},
+		{"the default in its own observe", "apiVersion: nfstune.io/v1alpha1\nkind: Policy\ndefaults:\n  readAheadAdaptive: {observe: true}\n", false},
 		{"adaptive", ruleConfig("match: {mountpoint: /data/*}\nreadAheadAdaptive: {}"), true},
-		{"its own observe", ruleConfig("match: {mountpoint: /data/*}\nreadAheadAdaptive: {observe: true}"), false},
-		{"rule in observe", ruleConfig("match: {mountpoint: /data/*}\nmode: observe\nreadAheadAdaptive: {}"), false},
+		{"its own observe", "apiVersion: nfstune.io/v1alpha1\nkind: Policy\ndefaults:\n  readAheadAdaptive: false\nrules:\n  - match: {mountpoint: /data/*}\n    readAheadAdaptive: {observe: true}\n", false},
+		{"rule in observe", "apiVersion: nfstune.io/v1alpha1\nkind: Policy\ndefaults:\n  readAheadAdaptive: false\nrules:\n  - match: {mountpoint: /data/*}\n    mode: observe\n    readAheadAdaptive: {}\n", false},
+		{"a rule of the default's in enforce, the policy in observe", "apiVersion: nfstune.io/v1alpha1\nkind: Policy\ndefaults:\n  mode: observe\nrules:\n  - match: {mountpoint: /data/*}\n    mode: enforce\n", true},
+		{"a pinned rule in enforce, the policy in observe", "apiVersion: nfstune.io/v1alpha1\nkind: Policy\ndefaults:\n  mode: observe\nrules:\n  - match: {mountpoint: /data/*}\n    mode: enforce\n    readAheadKB: 1024\n", false},
 		{"policy in observe", "apiVersion: nfstune.io/v1alpha1\nkind: Policy\ndefaults:\n  mode: observe\nrules:\n  - match: {mountpoint: /data/*}\n    readAheadAdaptive: {}\n", false},
 		{"rule enforces in an observe policy", "apiVersion: nfstune.io/v1alpha1\nkind: Policy\ndefaults:\n  mode: observe\nrules:\n  - match: {mountpoint: /data/*}\n    mode: enforce\n    readAheadAdaptive: {}\n", true},
 	} {

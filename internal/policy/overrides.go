@@ -60,6 +60,12 @@ func (o *Overrides) setsReadAhead() bool {
 	return o.ReadAheadKB != nil || o.ReadAheadRSizes != nil
 }
 
+// pinsReadAhead reports whether o fixes the read-ahead: sets it, or makes it exact. Such a
+// rule's mounts get no default adaptive read-ahead (Policy.adaptiveFor).
+func (o *Overrides) pinsReadAhead() bool {
+	return o.setsReadAhead() || o.ReadAheadExact != nil
+}
+
 // apply layers o over p. Sysctl maps are merged key by key.
 func (o *Overrides) apply(p *Profile) {
 	// A fixed read-ahead and one derived from rsize replace each other.

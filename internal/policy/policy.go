@@ -41,6 +41,10 @@ type Policy struct {
 	Rules []Rule
 	// Recovery says when the agent frees the superblock of a dead server (off by default).
 	Recovery Recovery
+	// Adaptive is the adaptive read-ahead of mounts whose rule sets no read-ahead of its
+	// own (defaults.readAheadAdaptive): on by default, nil when the config turns it off,
+	// and those mounts then get their profile's fixed value.
+	Adaptive *AdaptiveReadAhead
 
 	cat *catalog
 }
@@ -102,7 +106,7 @@ func Default() *Policy {
 		// The catalog is compiled in and checked by tests; failing here is a build defect.
 		panic(fmt.Sprintf("built-in profiles: %v", err))
 	}
-	return &Policy{Workload: WorkloadGeneral, Mode: ModeEnforce, Recovery: DefaultRecovery(), cat: cat}
+	return &Policy{Workload: WorkloadGeneral, Mode: ModeEnforce, Recovery: DefaultRecovery(), Adaptive: &AdaptiveReadAhead{}, cat: cat}
 }
 
 // Load reads and strictly decodes a config file (see Parse); with no file it returns the
@@ -173,6 +177,7 @@ func Parse(name string, b []byte) (*Policy, error) {
 						p.Mode = m
 					}
 				},
+				"readAheadAdaptive": func(v *yaml.Node, key string) { p.Adaptive = d.defaultAdaptive(v, key) },
 			})
 		},
 		"recovery": func(v *yaml.Node, key string) { p.Recovery = d.recovery(v, key) },
@@ -384,16 +389,16 @@ func (p *Policy) ResolveAs(m *inventory.Mount, forceBackend, forceWorkload strin
 		prof.ReadAheadBy = helperOf(m.Proxy.Kind)
 	}
 	var adaptive *AdaptiveReadAhead
-	if rule != nil && rule.Adaptive != nil {
-		// The agent moves the read-ahead from the floor up; what apply, the udev helper
-		// and the audit ask is that floor, as a minimum.
+	if a := p.adaptiveFor(rule, prof.Backend); a != nil {
+		// The agent moves the read-ahead from the floor up to the profile's value; what
+		// apply, the udev helper and the audit ask is that floor, as a minimum.
 		helperKB := 0
 		if prof.ReadAheadBy != "" {
 			helperKB = prof.ReadAheadKB
 		}
-		a := rule.Adaptive.ForMount(m.RSize, helperKB)
-		adaptive = &a
-		prof.ReadAheadKB, prof.ReadAheadRSizes, prof.ReadAheadExact = a.MinKB, 0, false
+		b := a.ForMount(m.RSize, helperKB, prof.ReadAheadKB)
+		adaptive = &b
+		prof.ReadAheadKB, prof.ReadAheadRSizes, prof.ReadAheadExact = b.MinKB, 0, false
 	}
 	st := p.cat.workloads[prof.Workload].Static
 	if static != nil {

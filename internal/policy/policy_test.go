@@ -187,6 +187,8 @@ func TestResolve(t *testing.T) {
 		want   Profile
 		mode   Mode
 		static bool
+		// maxKB is the default adaptive read-ahead's cap (the profile's value; 0: fixed).
+		maxKB int
 	}{
 		{
 			name:  "built-in by inventory backend",
@@ -194,10 +196,12 @@ func TestResolve(t *testing.T) {
 			mount: inventory.Mount{Server: "acct.file.core.windows.net", Export: "/acct/share", Backend: BackendAzureFiles, MountPoints: []string{"/mnt/a"}},
 			rule:  RuleBuiltIn,
 			mode:  ModeEnforce,
-			want: Profile{Backend: BackendAzureFiles, Workload: WorkloadGeneral, ReadAheadKB: 15360, Mount: MountOptions{
+			// Adaptive by default: from one rsize (rsize unknown: 1 MiB) up to the profile's 15360.
+			want: Profile{Backend: BackendAzureFiles, Workload: WorkloadGeneral, ReadAheadKB: 1024, Mount: MountOptions{
 				Vers: "4.1", Proto: "tcp", NConnect: 4, RSize: 1 << 20, WSize: 1 << 20, Hard: boolp(true), ACTimeo: 30,
 				Extra: []string{"noresvport", "sec=sys"},
 			}},
+			maxKB: 15360,
 		},
 		{
 			name:  "unknown backend falls back to generic",
@@ -205,11 +209,13 @@ func TestResolve(t *testing.T) {
 			mount: inventory.Mount{Server: "filer", Export: "/x", Backend: "mystery", RSize: 262144},
 			rule:  RuleBuiltIn,
 			mode:  ModeEnforce,
-			// 15 x the mount's rsize of 256 KiB.
-			want: Profile{Backend: BackendGeneric, Workload: WorkloadGeneral, ReadAheadKB: 3840, ReadAheadRSizes: 15,
+			// One rsize of 256 KiB up to 15 x it.
+			want: Profile{Backend: BackendGeneric, Workload: WorkloadGeneral, ReadAheadKB: 256,
 				Mount: MountOptions{Proto: "tcp", Hard: boolp(true)}},
+			maxKB: 3840,
 		},
 		{
+			// A policy without the default adaptive read-ahead (defaults.readAheadAdaptive: false).
 			name:  "generic sequential-read keeps the workload's fixed value",
 			pol:   &Policy{Workload: WorkloadSequentialRead, Mode: ModeEnforce, cat: Default().cat},
 			mount: inventory.Mount{Server: "10.1.2.3", Export: "/x", Backend: BackendGeneric, RSize: 65536},
@@ -236,10 +242,11 @@ func TestResolve(t *testing.T) {
 			rule:   "valid-full.yaml rule 2",
 			mode:   ModeObserve,
 			static: true,
-			want: Profile{Backend: BackendAzureFiles, Workload: WorkloadStaticTools, ReadAheadKB: 15360, Mount: MountOptions{
+			want: Profile{Backend: BackendAzureFiles, Workload: WorkloadStaticTools, ReadAheadKB: 1024, Mount: MountOptions{
 				Vers: "4.1", Proto: "tcp", NConnect: 4, RSize: 1 << 20, WSize: 1 << 20, Hard: boolp(true), ACTimeo: 300, NoCTO: true,
 				Extra: []string{"noresvport"},
 			}},
+			maxKB: 15360,
 		},
 		{
 			name:  "address outside the cidr falls through to the catch-all rule",
@@ -247,10 +254,11 @@ func TestResolve(t *testing.T) {
 			mount: inventory.Mount{Server: "10.0.1.4", ServerAddr: "10.0.1.4", Export: "/sasdata1", Backend: BackendGeneric},
 			rule:  "valid-full.yaml rule 3",
 			mode:  ModeObserve,
-			// rsize unknown: 15 x 1 MiB.
-			want: Profile{Backend: BackendGeneric, Workload: WorkloadSmallRandom, ReadAheadKB: 15360, ReadAheadRSizes: 15,
+			// rsize unknown: 1 MiB up to 15 x 1 MiB.
+			want: Profile{Backend: BackendGeneric, Workload: WorkloadSmallRandom, ReadAheadKB: 1024,
 				Mount:      MountOptions{Proto: "tcp", Hard: boolp(true)},
 				SysctlsMax: map[string]int64{"sunrpc.tcp_max_slot_table_entries": 128}},
+			maxKB: 15360,
 		},
 	}
 	for _, tt := range tests {
@@ -262,6 +270,12 @@ func TestResolve(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, got.Profile); diff != "" {
 				t.Errorf("profile (-want +got):\n%s", diff)
+			}
+			switch {
+			case tt.maxKB == 0 && got.Adaptive != nil:
+				t.Errorf("adaptive read-ahead %+v, want the fixed value", got.Adaptive)
+			case tt.maxKB > 0 && (got.Adaptive == nil || got.Adaptive.MinKB != tt.want.ReadAheadKB || got.Adaptive.MaxKB != tt.maxKB):
+				t.Errorf("adaptive read-ahead %+v, want %d..%d KiB", got.Adaptive, tt.want.ReadAheadKB, tt.maxKB)
 			}
 		})
 	}
@@ -295,7 +309,7 @@ rules:
 		{"/swept", 1024, 0, true},
 		{"/anf", 4 * 256, 4, false},
 		{"/fixed", 2048, 0, false},
-		{"/other", 15 * 256, 15, false},
+		{"/other", 256, 0, false}, // no read-ahead of its own: the default adaptive's floor, one rsize
 	}
 	for _, tt := range tests {
 		got := pol.Resolve(&inventory.Mount{Server: "10.0.0.1", Export: tt.export, RSize: 262144})

@@ -167,6 +167,12 @@ func newPodView(t *testing.T, pod corev1.PodSpec, host string) podView {
 		if err := os.RemoveAll(dst); err != nil {
 			t.Fatal(err)
 		}
+		if hp.Type != nil && *hp.Type == corev1.HostPathDirectoryOrCreate {
+			// The kubelet creates it on the node, as for the state directory.
+			if err := os.MkdirAll(filepath.Join(host, hp.Path), 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}
 		src, err := filepath.EvalSymlinks(filepath.Join(host, hp.Path))
 		switch {
 		case errors.Is(err, fs.ErrNotExist) && (hp.Type == nil || *hp.Type == corev1.HostPathUnset):

@@ -185,7 +185,8 @@ func withRecoveryObserved(c contract) contract {
 	return c
 }
 
-// withJournal adds the journal's directory, writable (an adaptive read-ahead that writes).
+// withJournal adds the journal's directory, writable: an adaptive read-ahead that writes,
+// as the default one does in enforce mode.
 func withJournal(c contract) contract {
 	c.hostPaths[StateDir] = hostPathRule{mountPath: HostRoot + StateDir, writable: true}
 	return c
@@ -224,14 +225,14 @@ func TestSecurityContract(t *testing.T) {
 		allowed contract
 	}{
 		{"agent-default", "nfstune-agent", withPodCgroups(withHostSys(agentHostPaths(false)))},
-		{"agent-enforce-cas", "nfstune-agent", withPodCgroups(agentHostPaths(true))},
-		{"agent-proxy-helpers", "nfstune-agent", withPodCgroups(withProxyHelpers(withHostSys(agentHostPaths(true))))},
+		{"agent-enforce-cas", "nfstune-agent", withPodCgroups(withJournal(agentHostPaths(true)))},
+		{"agent-proxy-helpers", "nfstune-agent", withPodCgroups(withJournal(withProxyHelpers(withHostSys(agentHostPaths(true)))))},
 		{"agent-blocked-processes", "nfstune-agent", withPodCgroups(withPtrace(withHostSys(agentHostPaths(false))))},
 		{"agent-pod-io", "nfstune-agent", withPodIO(withPodCgroups(withHostSys(agentHostPaths(false))))},
 		{"agent-recovery", "nfstune-agent", withPodCgroups(withRecovery(withPtrace(withHostSys(agentHostPaths(true)))))},
-		{"agent-recovery-observe", "nfstune-agent", withPodCgroups(withRecoveryObserved(withPtrace(withHostSys(agentHostPaths(true)))))},
+		{"agent-recovery-observe", "nfstune-agent", withPodCgroups(withJournal(withRecoveryObserved(withPtrace(withHostSys(agentHostPaths(true))))))},
 		{"agent-adaptive", "nfstune-agent", withPodCgroups(withJournal(withHostSys(agentHostPaths(true))))},
-		{"agent-adaptive", "nfstune-agent-batch", withPodCgroups(withHostSys(agentHostPaths(true)))},
+		{"agent-adaptive", "nfstune-agent-batch", withPodCgroups(withJournal(withHostSys(agentHostPaths(true))))},
 		{"installer", "nfstune-validate", agentHostPaths(false)},
 		{"installer", "nfstune-installer", contract{hostPaths: map[string]hostPathRule{
 			"/var/lib/nfstune/bin": {mountPath: "/host/var/lib/nfstune/bin", writable: true},

@@ -15,6 +15,7 @@ import (
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/policy"
+	"github.com/nfstune/nfstune/internal/readahead"
 )
 
 // NodeInstall is what the installer DaemonSet's init container (`nfstune k8s
@@ -104,7 +105,7 @@ func InstallNode(ctx context.Context, root hostfs.Root, in NodeInstall) error {
 
 	// An empty inventory: the installer only writes the rule (and the nfsmount.conf
 	// sections of the rules) for future mounts.
-	plan, err := NewPlan(root, &inventory.Inventory{}, Want{Resolve: PolicyResolver(pol), Rules: pol.Rules, PolicyName: hostPolicy}, Options{
+	plan, err := NewPlan(root, &inventory.Inventory{}, Want{Resolve: PolicyResolver(pol, nil), Rules: pol.Rules, PolicyName: hostPolicy}, Options{
 		Persist:      PersistUdev,
 		UdevCommand:  hostBin + " udev-readahead --config " + hostPolicy,
 		NFSMountConf: in.NFSMountConf,
@@ -197,13 +198,19 @@ func sameContent(path string, data []byte) bool {
 }
 
 // PolicyResolver returns Want.Resolve for a policy: the profile, mode and rule that
-// policy.Resolve gives a mount, its backend detected from the server name when unset.
-func PolicyResolver(pol *policy.Policy) func(*inventory.Mount) Desired {
+// policy.Resolve gives a mount, its backend detected from the server name when unset. A mount under adaptive read-ahead whose volume has a learned value
+// (LearnedStore, the agent's; nil: none) gets that value instead of the bounds' floor, so
+// that apply and the udev helper start a new superblock where the agent would.
+func PolicyResolver(pol *policy.Policy, learned *LearnedStore) func(*inventory.Mount) Desired {
 	return func(m *inventory.Mount) Desired {
 		if m.Backend == "" {
 			m.Backend = inventory.DetectBackend(m.Server)
 		}
 		r := pol.Resolve(m)
+		if kb, ok := learned.Get(m); ok && r.Adaptive != nil && kb >= min(r.Adaptive.MinKB, readahead.MappedFloorKB) && kb <= r.Adaptive.MaxKB {
+			r.ReadAheadKB = kb
+			r.Rule += ", learned"
+		}
 		d := Desired{Profile: r.Profile, Mode: r.Mode, Rule: r.Rule}
 		if rule, ok := pol.RuleFor(m); ok {
 			d.Match = rule.Match

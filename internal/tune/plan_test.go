@@ -387,6 +387,7 @@ func TestPlanSysctlsOnlyAllowed(t *testing.T) {
 func TestPlanBuiltInReadAhead(t *testing.T) {
 	t.Parallel()
 	pol := policy.Default()
+	pol.Adaptive = nil // defaults.readAheadAdaptive: false
 	want := Want{Resolve: func(m *inventory.Mount) Desired {
 		r := pol.Resolve(m)
 		return Desired{Profile: r.Profile, Mode: r.Mode, Rule: r.Rule}

@@ -205,34 +205,45 @@ func FuzzParseVolumes(f *testing.F) {
 // rsize (from mountinfo), raises only read-ahead nobody chose, and holds an exact rule.
 func TestUdevReadAheadBuiltIn(t *testing.T) {
 	t.Parallel()
-	resolve := func(pol *policy.Policy) func(*inventory.Mount) Desired {
-		return func(m *inventory.Mount) Desired {
-			r := pol.Resolve(m)
-			return Desired{Profile: r.Profile, Mode: r.Mode, Rule: r.Rule}
-		}
-	}
 	swept, err := policy.Parse("swept.yaml", []byte("apiVersion: nfstune.io/v1alpha1\nkind: Policy\nrules:\n  - match: {export: /export/data}\n    readAheadKB: 1024\n    readAheadExact: true\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	fixed := policy.Default()
+	fixed.Adaptive = nil // defaults.readAheadAdaptive: false
 	tests := []struct {
 		name    string
 		pol     *policy.Policy
+		learned int // the agent's learned value for 192.168.122.71:/export/data; 0: none
 		dev, ra string
 		want    int
 	}{
-		{"rsize 1 MiB at the kernel default", policy.Default(), "0:53", "128", 15360},
-		{"rsize 64 KiB at the kernel default", policy.Default(), "0:54", "128", 960},
-		{"below one rsize", policy.Default(), "0:53", "512", 15360},
-		{"set on purpose", policy.Default(), "0:53", "2048", 0},
-		{"exact rule lowers", swept, "0:53", "15360", 1024},
+		{"adaptive: rsize 1 MiB at the kernel default", policy.Default(), 0, "0:53", "128", 1024},
+		{"adaptive: rsize 64 KiB, the kernel default is inside the bounds", policy.Default(), 0, "0:54", "128", 0},
+		{"adaptive: inside the bounds", policy.Default(), 0, "0:53", "2048", 0},
+		{"adaptive: the value learned on the volume", policy.Default(), 4096, "0:53", "128", 4096},
+		{"adaptive: learned for mapped random readers, below one rsize", policy.Default(), 128, "0:53", "512", 0},
+		{"adaptive: a learned value outside the bounds is not used", policy.Default(), 65536, "0:53", "128", 1024},
+		{"fixed: rsize 1 MiB at the kernel default", fixed, 0, "0:53", "128", 15360},
+		{"fixed: rsize 64 KiB at the kernel default", fixed, 0, "0:54", "128", 960},
+		{"fixed: below one rsize", fixed, 0, "0:53", "512", 15360},
+		{"fixed: set on purpose", fixed, 0, "0:53", "2048", 0},
+		{"fixed: a learned value is not used", fixed, 4096, "0:53", "128", 15360},
+		{"exact rule lowers", swept, 0, "0:53", "15360", 1024},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			root := fixtureRoot(t)
 			writeFile(t, root, "sys/devices/virtual/bdi/"+tt.dev+"/read_ahead_kb", tt.ra+"\n")
-			got, _, err := UdevReadAhead(context.Background(), root, tt.dev, resolve(tt.pol), UdevOptions{})
+			learned, err := LoadLearned(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.learned > 0 {
+				learned.Set(&inventory.Mount{Server: "192.168.122.71", Export: "/export/data"}, tt.learned, time.Unix(1_800_000_000, 0))
+			}
+			got, _, err := UdevReadAhead(context.Background(), root, tt.dev, PolicyResolver(tt.pol, learned), UdevOptions{})
 			if tt.want == 0 {
 				if !errors.Is(err, ErrNoReadAhead) {
 					t.Errorf("got %d, %v; want ErrNoReadAhead", got, err)

@@ -204,16 +204,36 @@ true
 {{- end }}
 
 {{/* Not empty when the agent journals what it writes beyond the profile's read-ahead, and so
-     mounts /var/lib/nfstune writable: recovery's shutdown, or a rule's readAheadAdaptive that
-     may write (not observe in itself, nor by its rule's or the policy's mode) under
-     agent.policyMode enforce (render.Values.hostWrites). Takes what recoveryShutdown takes. */}}
+     mounts /var/lib/nfstune writable: recovery's shutdown, or an adaptive read-ahead that may
+     write under agent.policyMode enforce (render.Values.hostWrites, policy.AdaptiveWrites): a
+     rule's readAheadAdaptive not observe in itself, nor by its rule's or the policy's mode;
+     or the default one (defaults.readAheadAdaptive not false, nor observe in itself) under
+     the policy's mode, or a rule's that pins no read-ahead of its own. Takes what
+     recoveryShutdown takes. */}}
 {{- define "nfstune.journals" -}}
 {{- include "nfstune.recoveryShutdown" . -}}
 {{- if eq .policyMode "enforce" -}}
 {{- $p := fromYaml .policy -}}
-{{- $mode := ($p.defaults | default dict).mode | default "enforce" -}}
+{{- $defaults := $p.defaults | default dict -}}
+{{- $mode := $defaults.mode | default "enforce" -}}
+{{- $default := true -}}
+{{- if hasKey $defaults "readAheadAdaptive" -}}
+{{- $d := $defaults.readAheadAdaptive -}}
+{{- if kindIs "bool" $d -}}
+{{- $default = $d -}}
+{{- else if kindIs "map" $d -}}
+{{- $default = not $d.observe -}}
+{{- end -}}
+{{- end -}}
+{{- if and $default (ne $mode "observe") -}}
+true
+{{- end -}}
 {{- range ($p.rules | default list) -}}
 {{- if and (hasKey . "readAheadAdaptive") (not (.readAheadAdaptive | default dict).observe) (ne (.mode | default $mode) "observe") -}}
+true
+{{- end -}}
+{{- $pins := or (hasKey . "readAheadAdaptive") (hasKey . "readAheadKB") (hasKey . "readAheadRSizes") (hasKey . "readAheadExact") -}}
+{{- if and $default (not $pins) (ne (.mode | default $mode) "observe") -}}
 true
 {{- end -}}
 {{- end -}}

@@ -1,4 +1,4 @@
-package agent
+package tune
 
 import (
 	"cmp"
@@ -12,14 +12,13 @@ import (
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/status"
-	"github.com/nfstune/nfstune/internal/tune"
 )
 
 // LearnedPath is where the agent keeps, per volume, the read-ahead its adaptive controller
 // settled on (readahead.Controller.Settled), so that the next mount of the volume starts
 // there (readahead.Controller.StartAt): a reader that opens its files before the
-// controller's first interval keeps the window it opened with. It is the agent's own state,
-// beside the journal; nothing on the host reads it.
+// controller's first interval keeps the window it opened with. It is nfstune's own state,
+// beside the journal: the agent writes it; the agent, apply and the udev helper read it.
 const LearnedPath = "/var/lib/nfstune/learned.json"
 
 // MaxLearnedVolumes caps the volumes kept; the oldest go first.
@@ -37,9 +36,9 @@ type learnedFile struct {
 	Volumes []LearnedValue `json:"volumes"`
 }
 
-// learnedStore holds the learned values by volume: Adapt reads and changes it, /status lists
-// it (values), under mu.
-type learnedStore struct {
+// LearnedStore holds the learned values by volume: the agent's controllers change it, its
+// /status lists it (Values), apply and the udev helper read it (Get), under mu.
+type LearnedStore struct {
 	root     hostfs.Root
 	mu       sync.Mutex
 	byVolume map[string]LearnedValue
@@ -47,12 +46,12 @@ type learnedStore struct {
 
 func volumeKey(server, export string) string { return server + "\x00" + export }
 
-// loadLearned reads LearnedPath below root; a missing file is an empty store, and so is an
+// LoadLearned reads LearnedPath below root; a missing file is an empty store, and so is an
 // unreadable one, with the error.
-func loadLearned(root hostfs.Root) (*learnedStore, error) {
-	l := &learnedStore{root: root, byVolume: map[string]LearnedValue{}}
+func LoadLearned(root hostfs.Root) (*LearnedStore, error) {
+	l := &LearnedStore{root: root, byVolume: map[string]LearnedValue{}}
 	var f learnedFile
-	if _, err := tune.ReadState(root, LearnedPath, maxLearnedSize, &f); err != nil {
+	if _, err := ReadState(root, LearnedPath, maxLearnedSize, &f); err != nil {
 		return l, err
 	}
 	for _, v := range f.Volumes {
@@ -80,8 +79,8 @@ func volumeOf(m *inventory.Mount) (server, export string, ok bool) {
 	return server, export, server != "" && export != ""
 }
 
-// get returns the value learned for m's volume. A nil store has none.
-func (l *learnedStore) get(m *inventory.Mount) (int, bool) {
+// Get returns the value learned for m's volume. A nil store has none.
+func (l *LearnedStore) Get(m *inventory.Mount) (int, bool) {
 	server, export, ok := volumeOf(m)
 	if l == nil || !ok {
 		return 0, false
@@ -92,9 +91,9 @@ func (l *learnedStore) get(m *inventory.Mount) (int, bool) {
 	return v.ReadAheadKB, ok
 }
 
-// set records kb for m's volume at now, and returns the entry when that changed what is
+// Set records kb for m's volume at now, and returns the entry when that changed what is
 // kept.
-func (l *learnedStore) set(m *inventory.Mount, kb int, now time.Time) (LearnedValue, bool) {
+func (l *LearnedStore) Set(m *inventory.Mount, kb int, now time.Time) (LearnedValue, bool) {
 	server, export, ok := volumeOf(m)
 	if !ok {
 		return LearnedValue{}, false
@@ -114,8 +113,8 @@ func (l *learnedStore) set(m *inventory.Mount, kb int, now time.Time) (LearnedVa
 	return v, true
 }
 
-// values returns the learned values, sorted by server and export; none for a nil store.
-func (l *learnedStore) values() []LearnedValue {
+// Values returns the learned values, sorted by server and export; none for a nil store.
+func (l *LearnedStore) Values() []LearnedValue {
 	if l == nil {
 		return nil
 	}
@@ -128,7 +127,7 @@ func (l *learnedStore) values() []LearnedValue {
 	return out
 }
 
-// save writes the store to LearnedPath (tune.WriteState).
-func (l *learnedStore) save() error {
-	return tune.WriteState(l.root, LearnedPath, learnedFile{Volumes: l.values()})
+// Save writes the store to LearnedPath (WriteState).
+func (l *LearnedStore) Save() error {
+	return WriteState(l.root, LearnedPath, learnedFile{Volumes: l.Values()})
 }

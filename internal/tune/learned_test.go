@@ -1,4 +1,4 @@
-package agent
+package tune
 
 import (
 	"testing"
@@ -16,7 +16,7 @@ import (
 func TestLearnedVolumes(t *testing.T) {
 	t.Parallel()
 	root := hostfs.Root(t.TempDir())
-	l, err := loadLearned(root)
+	l, err := LoadLearned(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,29 +27,29 @@ func TestLearnedVolumes(t *testing.T) {
 	loopback := &inventory.Mount{Server: "127.0.0.1", ServerAddr: "127.0.0.1", Export: "/", Options: map[string]string{"port": "20049"}}
 	local := &inventory.Mount{Server: "127.0.0.1", ServerAddr: "127.0.0.1", Export: "/srv/tmp", Options: map[string]string{}}
 	for m, kb := range map[*inventory.Mount]int{nfs: 4096, efsA: 2048, efsB: 8192, local: 1024} {
-		if _, changed := l.set(m, kb, now); !changed {
+		if _, changed := l.Set(m, kb, now); !changed {
 			t.Errorf("%+v: not learned", m)
 		}
 	}
-	if _, changed := l.set(loopback, 1024, now); changed {
+	if _, changed := l.Set(loopback, 1024, now); changed {
 		t.Error("an unattributed loopback mount was learned")
 	}
-	if _, changed := l.set(nfs, 4096, now); changed {
+	if _, changed := l.Set(nfs, 4096, now); changed {
 		t.Error("the same value again counts as a change")
 	}
-	if err := l.save(); err != nil {
+	if err := l.Save(); err != nil {
 		t.Fatal(err)
 	}
-	again, err := loadLearned(root)
+	again, err := LoadLearned(root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for m, want := range map[*inventory.Mount]int{nfs: 4096, efsA: 2048, efsB: 8192, local: 1024} {
-		if kb, ok := again.get(m); !ok || kb != want {
+		if kb, ok := again.Get(m); !ok || kb != want {
 			t.Errorf("%+v after a reload: %d, %v; want %d", m, kb, ok, want)
 		}
 	}
-	if _, ok := again.get(loopback); ok {
+	if _, ok := again.Get(loopback); ok {
 		t.Error("a loopback mount found a value")
 	}
 }
