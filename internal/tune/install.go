@@ -211,7 +211,7 @@ func PolicyResolver(pol *policy.Policy, learned *LearnedStore) func(*inventory.M
 			r.ReadAheadKB = kb
 			r.Rule += ", learned"
 		}
-		d := Desired{Profile: r.Profile, Mode: r.Mode, Rule: r.Rule}
+		d := Desired{Profile: r.Profile, Mode: r.Mode, Rule: r.Rule, Adaptive: r.Adaptive}
 		if rule, ok := pol.RuleFor(m); ok {
 			d.Match = rule.Match
 		}

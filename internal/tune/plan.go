@@ -84,6 +84,10 @@ type Desired struct {
 	Rule string
 	// Match is that rule's match; zero for the built-in policy.
 	Match policy.Match
+	// Adaptive is the mount's adaptive read-ahead, if it has one: Profile.ReadAheadKB is
+	// then where the agent starts it (the bounds' floor, or the value learned for the
+	// volume), for the reasons in the plan.
+	Adaptive *policy.AdaptiveReadAhead
 }
 
 // Want is the desired state that a plan is built from.
@@ -282,6 +286,9 @@ func planReadAhead(root hostfs.Root, p *Plan, m *inventory.Mount, d Desired, nfs
 		return
 	}
 	reason := fmt.Sprintf("profile %s/%s wants %d KiB", d.Profile.Backend, d.Profile.Workload, want)
+	if d.Adaptive != nil {
+		reason = fmt.Sprintf("adaptive read-ahead (%d to %d KiB, profile %s/%s) starts at %d KiB; the agent moves it from there", d.Adaptive.MinKB, d.Adaptive.MaxKB, d.Profile.Backend, d.Profile.Workload, want)
+	}
 	if d.Rule != "" {
 		reason += " (" + d.Rule + ")"
 	}
