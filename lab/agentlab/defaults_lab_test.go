@@ -66,9 +66,10 @@ func scrape(t *testing.T, series string) float64 {
 	return seriesValue(t, resp.Body, series)
 }
 
-// rsizeTarget is the generic profile's read-ahead for dev, computed here independently of
-// nfstune: 15 x the effective rsize in /proc/self/mountinfo's super options.
-func rsizeTarget(dev string) int {
+// adaptiveFloor is where the agent with no config starts a new superblock of dev (adaptive
+// read-ahead's floor), computed here independently of nfstune: one effective rsize, from
+// /proc/self/mountinfo's super options.
+func adaptiveFloor(dev string) int {
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return -1
@@ -82,7 +83,7 @@ func rsizeTarget(dev string) int {
 		for _, o := range strings.Split(strings.Join(strings.Fields(super)[2:], ","), ",") {
 			if v, ok := strings.CutPrefix(o, "rsize="); ok {
 				if n, err := strconv.Atoi(v); err == nil {
-					return 15 * n / 1024
+					return n / 1024
 				}
 			}
 		}
@@ -90,9 +91,10 @@ func rsizeTarget(dev string) int {
 	return -1
 }
 
-// TestAgentNoConfigTunes20: the agent binary with no config file gives each of 20 new
-// superblocks of a bare-IP server (127.0.0.1) 15 x its rsize, with rsizes of 64 KiB to
-// what the server grants. The reaction (mount table change to read_ahead_kb set, seen from
+// TestAgentNoConfigTunes20: the agent binary with no config file starts each of 20 new
+// superblocks of a bare-IP server (127.0.0.1), NFSv3, 4.0, 4.1 and 4.2, at adaptive
+// read-ahead's floor, one rsize: the server's largest in the lab's guest, 256 KiB, above the
+// kernel's 128 KiB (a smaller rsize's floor is at or below it, and nothing is written). The reaction (mount table change to read_ahead_kb set, seen from
 // outside) is logged; under TCG it is not held to a tight bound. The 60 s limit covers a
 // mount helper slowed by a loaded host; the reaction is timed from the mount table change.
 func TestAgentNoConfigTunes20(t *testing.T) {
@@ -100,9 +102,9 @@ func TestAgentNoConfigTunes20(t *testing.T) {
 	changes := watchChanges(t)
 	opts := []string{
 		"vers=4.2,nosharecache",
-		"vers=4.2,nosharecache,rsize=65536",
+		"vers=4.0,nosharecache",
 		"vers=4.1,nosharecache,rsize=262144",
-		"vers=3,nolock,nosharecache,rsize=131072",
+		"vers=3,nolock,nosharecache",
 	}
 	var reactions []time.Duration
 	devs := map[string]int{}
@@ -110,14 +112,17 @@ func TestAgentNoConfigTunes20(t *testing.T) {
 		dir := filepath.Join(mntBase, fmt.Sprintf("default%02d", i))
 		drain(changes)
 		observed := make(chan reaction, 1)
-		go func() { observed <- observeReaction(changes, dir, rsizeTarget, 60*time.Second) }()
+		go func() { observed <- observeReaction(changes, dir, adaptiveFloor, 60*time.Second) }()
 		mount(t, dir, opts[i%len(opts)])
 		defer umount(t, dir)
 		r := <-observed
 		if r.err != nil {
 			t.Fatalf("mount %d (%s, %s): %v", i, dir, opts[i%len(opts)], r.err)
 		}
-		devs[r.dev] = rsizeTarget(r.dev)
+		devs[r.dev] = adaptiveFloor(r.dev)
+		if devs[r.dev] <= 128 {
+			t.Fatalf("mount %d (%s): rsize %d KiB, not above the kernel's 128 KiB: nothing to start", i, opts[i%len(opts)], devs[r.dev])
+		}
 		reactions = append(reactions, max(0, r.set.Sub(r.changed)))
 		t.Logf("mount %02d %s (%s): %d KiB after %v", i, r.dev, opts[i%len(opts)], devs[r.dev], reactions[len(reactions)-1])
 	}
@@ -129,9 +134,7 @@ func TestAgentNoConfigTunes20(t *testing.T) {
 	// every mount must hold its target.
 	time.Sleep(4 * time.Second)
 	late := map[string]int{}
-	targets := map[int]bool{}
 	for dev, want := range devs {
-		targets[want] = true
 		if got := readAhead(dev); got != want {
 			late[dev] = got
 		}
@@ -145,11 +148,8 @@ func TestAgentNoConfigTunes20(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 		if got := readAhead(dev); got != devs[dev] {
-			t.Errorf("%s: read_ahead_kb = %d after a resync, want %d (15 x rsize)", dev, got, devs[dev])
+			t.Errorf("%s: read_ahead_kb = %d after a resync, want %d (one rsize)", dev, got, devs[dev])
 		}
-	}
-	if len(targets) < 3 {
-		t.Errorf("targets %v: the mounts should have at least three different rsizes", targets)
 	}
 	p50, p99 := percentile(reactions, 0.50), percentile(reactions, 0.99)
 	t.Logf("no-config agent, reaction over %d mounts: p50 %v, p99 %v, max %v (agent's histogram: %v s over %v mounts)",

@@ -24,9 +24,14 @@ import (
 // does to kubelet's NFS mounts, then observe mode, the per-pod NFS I/O collector, the
 // uninstall, and installer mode.
 
-// policy gives every volume of the lab's nfsd the sequential-read profile (15360 KiB).
+// policy gives every volume of the lab's nfsd the sequential-read profile's fixed 15360 KiB,
+// the default adaptive read-ahead off: the cases check a known value at each pod's first
+// process, and an agent that writes nothing but read-ahead leaves no state on the node
+// (adaptive read-ahead journals; its start is agentlab's TestAgentNoConfigTunes20).
 const policy = `apiVersion: nfstune.io/v1alpha1
 kind: Policy
+defaults:
+  readAheadAdaptive: false
 rules:
   - name: lab nfsd
     match:
