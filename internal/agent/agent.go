@@ -451,6 +451,34 @@ func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time)
 	volumes := a.newVolumeListing()
 	var writes []written
 	next := make(map[string]int, len(inv.Mounts))
+	var starts []pendingWrite // new superblocks' adaptive starts, journaled together
+	// startNew journals and writes the starts gathered so far: once the loop has passed the
+	// new superblocks (newFirst puts them first), before it checks the known ones.
+	startNew := func() {
+		if len(starts) == 0 {
+			return
+		}
+		// The controller goes on from these values: journaled first, as its own changes
+		// are, so that revert puts back the values from before the first.
+		devs := make([]string, len(starts))
+		for i, w := range starts {
+			devs[i] = w.mount.Device
+		}
+		if err := tune.JournalReadAheads(a.cfg.Root, devs); err != nil {
+			m.Errors.WithLabelValues("journal").Inc()
+			a.cfg.Logger.Error("read-ahead of new superblocks not set: the values before could not be journaled", "devices", devs, "err", err)
+			starts = nil
+			return
+		}
+		for _, w := range starts {
+			if made, _ := a.writeReadAhead(w, volumes, since, trigger); made {
+				next[w.mount.Device] = w.target
+				tunedNew++
+				settling[w.mount.Device] = time.Now()
+			}
+		}
+		starts = nil
+	}
 	for _, i := range newFirst(inv.Mounts, prev) {
 		mnt := &inv.Mounts[i]
 		if mnt.ReadAheadKB == nil {
@@ -469,6 +497,9 @@ func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time)
 		}
 		cur := *mnt.ReadAheadKB
 		last, seen := prev[mnt.Device]
+		if seen {
+			startNew() // past the new superblocks
+		}
 		next[mnt.Device] = cur
 		want := pol.Resolve(mnt)
 		target := want.ReadAheadKB
@@ -517,44 +548,28 @@ func (a *Agent) Reconcile(ctx context.Context, trigger Trigger, since time.Time)
 			log.Error("setting read-ahead", "err", err)
 			continue
 		}
+		w := pendingWrite{mount: mnt, cur: cur, target: target, reason: reason, log: log}
 		if want.Adaptive != nil {
-			// The controller goes on from this value: journaled first, as its own changes
-			// are, so that revert puts back the value from before the first.
-			if err := tune.JournalReadAhead(a.cfg.Root, mnt.Device); err != nil {
-				m.Errors.WithLabelValues("journal").Inc()
-				log.Error("read-ahead not set: the value before it could not be journaled", "err", err)
-				continue
+			// Journaled first, all together after the loop: one journal write for a
+			// reconcile that finds many new superblocks (an agent's start on a node with
+			// thousands of mounts).
+			starts = append(starts, w)
+			continue
+		}
+		made, held := a.writeReadAhead(w, volumes, since, trigger)
+		if made {
+			next[mnt.Device] = target
+			if reason == "new" {
+				tunedNew++
+				settling[mnt.Device] = time.Now()
 			}
 		}
-		err := setReadAhead(a.cfg.Root, mnt, volumes, target)
-		overwritten := errors.Is(err, hostfs.ErrOverwritten)
-		if err != nil && !overwritten {
-			m.Errors.WithLabelValues("write").Inc()
-			log.Error("setting read-ahead", "err", err)
-			continue
-		}
-		next[mnt.Device] = target
-		m.Repairs.WithLabelValues(reason).Inc()
-		if reason == "new" {
-			tunedNew++
-			settling[mnt.Device] = time.Now()
-		}
-		if overwritten {
-			// Written, then changed before it was read back (udev's nfsrahead on a new
-			// superblock, say): a drift, which the next reconcile or settle re-check repairs.
-			log.Warn("read-ahead set, then changed by another writer; it is checked again", "err", err)
-			continue
-		}
-		if want.Adaptive == nil {
+		if held {
 			// A fixed value's effect is judged (verdicts); the controller judges its own.
 			writes = append(writes, written{mount: mnt, from: cur, to: target})
 		}
-		took := time.Since(since)
-		if reason == "new" && trigger == TriggerMountinfo {
-			m.Reaction.Observe(took.Seconds())
-		}
-		log.Info("read-ahead set", "took", took)
 	}
+	startNew()
 	m.Mounts.Set(float64(len(next)))
 	written := time.Since(start)
 	if a.verdictsLater != nil {
@@ -753,4 +768,41 @@ func first(s []string) string {
 		return ""
 	}
 	return s[0]
+}
+
+// pendingWrite is one read-ahead write a reconcile decided: target for mount, found at cur,
+// for reason (new, drift, policy, retry), with its log.
+type pendingWrite struct {
+	mount       *inventory.Mount
+	cur, target int
+	reason      string
+	log         *slog.Logger
+}
+
+// writeReadAhead makes w's write through the guarded writer and counts it; it reports
+// whether the value was written (made) and whether it held until read back (held). A write
+// another writer overwrote before the read-back is made, not held: the next reconcile or
+// settle re-check repairs it.
+func (a *Agent) writeReadAhead(w pendingWrite, volumes *inventory.VolumeListing, since time.Time, trigger Trigger) (made, held bool) {
+	m := a.cfg.Metrics
+	err := setReadAhead(a.cfg.Root, w.mount, volumes, w.target)
+	overwritten := errors.Is(err, hostfs.ErrOverwritten)
+	if err != nil && !overwritten {
+		m.Errors.WithLabelValues("write").Inc()
+		w.log.Error("setting read-ahead", "err", err)
+		return false, false
+	}
+	m.Repairs.WithLabelValues(w.reason).Inc()
+	if overwritten {
+		// Written, then changed before it was read back (udev's nfsrahead on a new
+		// superblock, say): a drift, which the next reconcile or settle re-check repairs.
+		w.log.Warn("read-ahead set, then changed by another writer; it is checked again", "err", err)
+		return true, false
+	}
+	took := time.Since(since)
+	if w.reason == "new" && trigger == TriggerMountinfo {
+		m.Reaction.Observe(took.Seconds())
+	}
+	w.log.Info("read-ahead set", "took", took)
+	return true, true
 }

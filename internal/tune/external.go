@@ -13,22 +13,40 @@ import (
 // shutdown holds the journal, and any error when the value could not be recorded; the
 // caller must not write then.
 func JournalReadAhead(root hostfs.Root, dev string) error {
-	a := Action{Kind: KindReadAhead, Path: "/sys/class/bdi/" + dev + "/read_ahead_kb", Device: dev}
-	if err := checkTarget(a.Kind, a.Path); err != nil {
-		return fmt.Errorf("journaling read-ahead: %w", err)
+	return JournalReadAheads(root, []string{dev})
+}
+
+// JournalReadAheads is JournalReadAhead for several devices at once, in one journal write:
+// the agent's start of every new superblock it finds in one reconcile. Nothing is recorded
+// when one of them cannot be.
+func JournalReadAheads(root hostfs.Root, devs []string) error {
+	actions := make([]Action, 0, len(devs))
+	for _, dev := range devs {
+		a := Action{Kind: KindReadAhead, Path: "/sys/class/bdi/" + dev + "/read_ahead_kb", Device: dev}
+		if err := checkTarget(a.Kind, a.Path); err != nil {
+			return fmt.Errorf("journaling read-ahead: %w", err)
+		}
+		actions = append(actions, a)
 	}
 	j, unlock, err := lockLoadJournal(root)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	if j.find(a.Path) >= 0 {
+	recorded := false
+	for _, a := range actions {
+		if j.find(a.Path) >= 0 {
+			continue
+		}
+		if err := j.record(root, a); err != nil {
+			return fmt.Errorf("journaling read-ahead of %s: %w", a.Device, err)
+		}
+		// The change follows at once; revert writes the original back whatever Done says.
+		j.Entries[len(j.Entries)-1].Done = true
+		recorded = true
+	}
+	if !recorded {
 		return nil
 	}
-	if err := j.record(root, a); err != nil {
-		return fmt.Errorf("journaling read-ahead of %s: %w", dev, err)
-	}
-	// The change follows at once; revert writes the original back whatever Done says.
-	j.Entries[len(j.Entries)-1].Done = true
 	return j.save(root)
 }

@@ -37,6 +37,45 @@ func TestJournalReadAheadThenRevert(t *testing.T) {
 	}
 }
 
+// TestJournalReadAheadsTogether: several superblocks journaled in one call, one of them
+// already journaled, keep each its value from before its first change; one device that
+// is not an NFS bdi refuses the whole call and records nothing.
+func TestJournalReadAheadsTogether(t *testing.T) {
+	t.Parallel()
+	root := fixtureRoot(t)
+	if err := JournalReadAheads(root, []string{"0:53", "../8:0"}); err == nil {
+		t.Fatal("a path outside the bdi directory was accepted")
+	}
+	if pending, _ := Pending(root); pending {
+		t.Fatal("a refused call left a journal")
+	}
+	if err := JournalReadAhead(root, "0:53"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hostfs.SetReadAhead(root, "0:53", 1024); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hostfs.SetReadAhead(root, "0:54", 256); err != nil {
+		t.Fatal(err)
+	}
+	if err := JournalReadAheads(root, []string{"0:53", "0:54"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, dev := range []string{"0:53", "0:54"} {
+		if _, err := hostfs.SetReadAhead(root, dev, 4096); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Revert(root); err != nil {
+		t.Fatal(err)
+	}
+	for dev, want := range map[string]string{"0:53": "128\n", "0:54": "256\n"} {
+		if got := readFixture(t, root, "sys/devices/virtual/bdi/"+dev+"/read_ahead_kb"); got != want {
+			t.Errorf("%s after revert = %q, want %q, its value before its first journaled change", dev, got, want)
+		}
+	}
+}
+
 // TestJournalReadAheadKeepsApplysOriginal: after apply changed a superblock, the agent's
 // journaling keeps apply's original.
 func TestJournalReadAheadKeepsApplysOriginal(t *testing.T) {
