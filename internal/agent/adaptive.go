@@ -46,10 +46,16 @@ func (a *Agent) Adapt(ctx context.Context, now time.Time) {
 	learned := a.learnedValues()
 	learnedChanged := false
 	var faults map[podio.PodKey]readahead.FaultEvidence // the mapped readers' faults, by superblock
+	var io *podio.Snapshot
 	if a.cfg.PodIO != nil {
-		io := a.cfg.PodIO(now)
-		faults = cumulativeFaults(&io)
+		s := a.cfg.PodIO(now)
+		io = &s
+		faults = cumulativeFaults(io)
 	}
+	// The pods' classes from the same read (the scrapes classify too, at most every
+	// MinTrafficInterval): a thrashing pod lets the window go below one rsize.
+	a.traffic.observe(inv, io, now)
+	classes := a.traffic.latest()
 	volumes := a.newVolumeListing()
 	present := make(map[string]bool, len(inv.Mounts))
 	for i := range inv.Mounts {
@@ -82,6 +88,7 @@ func (a *Agent) Adapt(ctx context.Context, now time.Time) {
 		}
 		if st.last != nil && !e.SinceMount {
 			e.Faults = faultsBetween(st.lastFaults, faults, podio.PodKey{PodUID: allPods, Device: m.Device})
+			e.Thrashing = thrashing(classes[m.Device])
 		}
 		st.last, st.lastAt, st.lastFaults = m.Stats, now, faults
 		stalled := slices.ContainsFunc(inv.Stalled, func(s inventory.StalledServer) bool { return s.Reaches(m) })
@@ -225,4 +232,10 @@ func (a *Agent) adaptiveInterval() time.Duration {
 		return 0
 	}
 	return a.policy.AdaptiveInterval
+}
+
+// thrashing reports whether the mount's traffic, or one of its pods', was classified as a
+// pod thrashing its page cache.
+func thrashing(c readahead.Classification) bool {
+	return c.Class == readahead.Thrashing || slices.ContainsFunc(c.Pods, func(p readahead.PodClass) bool { return p.Class == readahead.Thrashing })
 }

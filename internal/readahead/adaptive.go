@@ -173,6 +173,11 @@ type Controller struct {
 	// mappedLow is set while the value is below MinKB for mapped random readers
 	// (ReasonMappedRandom): the bounds let it stay there until read(2) traffic shows.
 	mappedLow bool
+	// thrashLow lets the value stay below MinKB for a while after an over-read halving took
+	// it there for a thrashing pod: a smaller window that stops the thrashing would
+	// otherwise be moved back into the bounds at once, and thrash again.
+	thrashLow learnedLimit
+	thrashes  int
 }
 
 // StartAt makes the controller's first decision move the superblock to kb, a value learned
@@ -280,7 +285,8 @@ type stepFacts struct {
 	// mappedRandom is set when the mapped readers' faults read at scattered offsets
 	// through too large a window (FaultEvidence.Random over MinStepBytes); floor is the
 	// least value the interval allows: MinKB, or below it while mapped random readers are
-	// what the mount serves and no read(2) traffic says otherwise.
+	// what the mount serves and no read(2) traffic says otherwise, or while a pod that
+	// uses the mount thrashes its page cache (Evidence.Thrashing).
 	mappedRandom bool
 	floor        int
 }
@@ -304,7 +310,7 @@ func (c *Controller) facts(e Evidence, now time.Time, stalled bool) stepFacts {
 		e.OverRead, e.AvgReadBytes/1024, e.RSize/1024, e.InFlight, e.AppBytesPerSecond/(1<<20))
 	f.mappedRandom = e.Faults != nil && e.Faults.Random(MinStepBytes)
 	f.floor = c.MinKB
-	if f.mappedRandom || (c.mappedLow && e.AppReadBytes < MinStepBytes) {
+	if f.mappedRandom || e.Thrashing || c.thrashLow.active(now) || (c.mappedLow && e.AppReadBytes < MinStepBytes) {
 		f.floor = c.lowest()
 	}
 	if c.floor.active(now) {
@@ -412,7 +418,8 @@ func (c *Controller) judgeTable(f stepFacts) (Step, bool) {
 //
 //	under MinStepBytes read, the rest through mmap   hold (mapped_reads)
 //	under MinStepBytes read                          hold (too_little_traffic)
-//	over-read above ShrinkOverRead                   halve, not below the floor (else hold: learned_limit)
+//	over-read above ShrinkOverRead                   halve, not below the floor (else hold: learned_limit);
+//	                                                 the floor is MappedFloorKB while a pod thrashes
 //	not streaming                                    hold (steady)
 //	streaming, over-read <= GrowOverRead, below the ceiling, no file opened
 //	                                                 hold (no_opens)
@@ -429,8 +436,12 @@ func (c *Controller) stepTable(f stepFacts) Step {
 		return s
 	}
 	e, cur := f.e, f.cur
-	// The bounds with the learned floor and ceiling, as judgeTable left them.
+	// The bounds with the learned floor and ceiling, as judgeTable left them; below MinKB
+	// for a thrashing pod's waste (the over-read rows).
 	lo, hi := c.MinKB, c.MaxKB
+	if e.Thrashing || c.thrashLow.active(f.now) {
+		lo = f.floor
+	}
 	if c.floor.active(f.now) {
 		lo = max(lo, c.floor.kb)
 	}
@@ -540,6 +551,9 @@ func (c *Controller) Applied(s Step, e Evidence, now time.Time) {
 	case ReasonOverRead:
 		c.ceiling = c.learn(&c.ceilings, s.ToKB, now)
 		c.pending = &pendingStep{step: s, before: e}
+		if s.ToKB < c.MinKB {
+			c.thrashLow = c.learn(&c.thrashes, s.ToKB, now)
+		}
 	case ReasonStreaming, ReasonProbe, ReasonMappedRandom:
 		c.pending = &pendingStep{step: s, before: e}
 	}

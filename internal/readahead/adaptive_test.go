@@ -741,3 +741,24 @@ func TestControllerMappedRandom(t *testing.T) {
 		{e: random(4096, 60), kb: 4096, reason: HoldLimit},
 	})
 }
+
+// TestControllerThrashingBelowRsize: readers in a pod that thrashes its page cache
+// (Evidence.Thrashing) and waste at one rsize have their window halved below it, down to
+// MappedFloorKB; the smaller window stays for a learned while after the pod stops
+// thrashing, instead of going back into the bounds at once. Without a thrashing pod the
+// same waste stops at one rsize.
+func TestControllerThrashingBelowRsize(t *testing.T) {
+	thrashing := func(e Evidence) Evidence { e.Thrashing = true; return e }
+	runScript(t, newTestController(), []scriptStep{
+		{e: thrashing(seqAt(1024, 20, 2.0)), kb: 512, reason: ReasonOverRead},
+		{e: thrashing(seqAt(512, 20, 2.0)), kb: 512, reason: HoldSettling},
+		{e: thrashing(seqAt(512, 20, 2.0)), kb: 256, reason: ReasonOverRead},
+		{e: seqAt(256, 20, 1.0), kb: 256, reason: HoldSettling},
+		// The pod stopped thrashing at 256 KiB: kept, not moved back to one rsize.
+		{e: seqAt(256, 20, 1.0), kb: 256, reason: HoldLimit},
+		{e: seqAt(256, 20, 1.0), kb: 256, reason: HoldLimit},
+	})
+	runScript(t, newTestController(), []scriptStep{
+		{e: seqAt(1024, 20, 2.0), kb: 1024, reason: HoldLimit},
+	})
+}

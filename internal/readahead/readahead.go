@@ -127,6 +127,10 @@ type Evidence struct {
 	// Faults is what the mapped readers' page faults did, from the per-pod collector (agent
 	// --pod-io); nil without it.
 	Faults *FaultEvidence `json:"faults,omitempty"`
+	// Thrashing is set when a pod that uses the mount was classified Thrashing over the last
+	// interval the agent classified (Classify, from the pods' cgroup counters): its page cache
+	// keeps losing what read-ahead brings in.
+	Thrashing bool `json:"thrashing,omitempty"`
 
 	// OverRead is ServerReadBytes / AppReadBytes: above 1, read-ahead fetched pages that
 	// were evicted or never read; below 1, reads were served from the page cache.
