@@ -77,7 +77,7 @@ test:
 # each read, and their figures in the log.
 bench-smoke:
 	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkAudit(1000|10000)$$' -benchtime 1x -benchmem ./internal/audit
-	$(GO) test -count=1 -run '^$$' -bench '^Benchmark(ReactionWork10000|ReactionWorkAdaptive10000|AgentHeap)$$' -benchtime 1x -benchmem ./internal/agent
+	$(GO) test -count=1 -run '^$$' -bench '^Benchmark(ReactionWork10000|ReactionWorkAdaptive10000|AgentHeap|AdaptStep)$$' -benchtime 1x -benchmem ./internal/agent
 	cd perf/scrape && $(GO) test -count=1 -run '^$$' -bench '^BenchmarkScrape10000$$/^nfstune' -benchtime 1x -benchmem .
 
 # bpf regenerates the per-pod NFS I/O collector's eBPF objects (committed; make verify checks
