@@ -251,11 +251,13 @@ func TestReadAheadTable(t *testing.T) {
 		for range pairs {
 			for _, a := range armList {
 				var agentLog string
+				var bdis map[string]string
 				r := measure(t, m, sc, a.name, asAdaptive, func() {
 					// A fresh mount's read-ahead, and a node that has learned nothing for
 					// the volume; then the agent takes it from there.
 					setReadAhead(t, m.Device, untunedKB)
 					forgetLearned(t)
+					bdis = bdiValues(t)
 					agentLog = startArm(t, agentBin, a)
 				}, nil)
 				r.changes = agentChanges(t, agentLog, r)
@@ -264,7 +266,7 @@ func TestReadAheadTable(t *testing.T) {
 					r.settled = max(c.at-r.switchAt, 0)
 				}
 				results = append(results, r)
-				stopAgentAndRevert(t, m.Device)
+				stopAgentAndRevert(t, bdis)
 				again := measure(t, m, sc, strconv.Itoa(ref.kb), asFixed, func() {}, fixedUnderAgent(t, agentBin, m, ref.kb))
 				stopAgents(t)
 				again.setting = "again " + a.name
