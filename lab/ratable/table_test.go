@@ -35,8 +35,8 @@ const (
 	randMiB    = 320 // the random readers' file: five times the cgroup's memory
 	cgroupMax  = "64M"
 	// modelMiB and modelCgroupMax are f's file and its reader's memory limit (scenario f).
-	modelMiB       = 512
-	modelCgroupMax = "256M"
+	modelMiB       = 768
+	modelCgroupMax = "128M"
 	// switchPhase is each half of the switching workload, measured whole.
 	switchPhase = 60 * time.Second
 	agentListen = "127.0.0.1:9479"
@@ -182,11 +182,13 @@ func TestReadAheadTable(t *testing.T) {
 	}
 	// f is a model load: one reader that maps a large file and copies it out in order, as
 	// loaders of model weights (safetensors, GGUF) read through mmap, with no access advice
-	// (fadvise_hint=0). Its limit is generous: far above any window's pages (at most 15 x
-	// rsize), so read-ahead never pushes out a page before it is read; it is below the
-	// file's size only so that each of fio's passes (time_based wraps around the file,
-	// which invalidate=1 drops only before the first) reads from the server as a first
-	// load does, not from the page cache.
+	// (fadvise_hint=0). Its limit is generous for the reads: far above any window's pages
+	// (at most 15 x rsize), so read-ahead never pushes out a page before it is read. It is
+	// well below the file's size only so that each of fio's passes (time_based wraps around
+	// the file, whose pages invalidate=1 drops only before the first) reads from the server
+	// as a first load does: reclaim keeps some of a pass's mapped pages active, which the
+	// next pass then finds in the cache (over-read below 1.00 shows them), and a smaller
+	// share of the file the smaller the limit.
 	modelCg := ""
 	if selected("f") {
 		modelCg = labtest.MemoryCgroup(t, "nfstune-readahead-model", modelCgroupMax)
