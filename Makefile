@@ -287,10 +287,12 @@ lab-record: lab-setup
 lab-shell: lab-setup
 	bash lab/vm.sh --shell --scenario
 
-# readahead-table measures adaptive read-ahead against fixed values in one boot
-# (lab/ratable, docs/benchmarks.md): about half an hour under emulation, not part of check. The
-# guest gets 5 GiB so that nfsd grants a 1 MiB rsize; the table goes to
-# lab/.cache/readahead-table-<kernel>.md. NFSTUNE_LAB_KERNEL picks the kernel line.
+# readahead-table measures nfstune with no configuration (the agent without --config, and
+# with --pod-io) against fixed read-ahead values in one boot (lab/ratable, docs/benchmarks.md):
+# seven workloads, each read with four fixed values and under each arm, about an hour and a
+# quarter under emulation, not part of check. The guest gets 5 GiB so that nfsd grants a 1 MiB
+# rsize; the table goes to lab/.cache/readahead-table-<kernel>.md. NFSTUNE_LAB_KERNEL picks
+# the kernel line, NFSTUNE_LAB_SCENARIOS=f,g a part, NFSTUNE_LAB_ARMS=default an arm.
 readahead-table: lab-setup
 	NFSTUNE_LAB_MEMORY=$${NFSTUNE_LAB_MEMORY:-5G} NFSTUNE_LAB_TIMEOUT=$${NFSTUNE_LAB_TIMEOUT:-10800} \
 		LAB_PACKAGES="./lab/labtest ./lab/ratable" GO=$(GO) bash lab/test.sh -test.timeout=3h \

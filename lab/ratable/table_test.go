@@ -1,16 +1,14 @@
 //go:build lab
 
-// Package ratable measures adaptive read-ahead against fixed values on the lab's real
-// kernel, in one boot: four workloads behind an emulated link, each read with every fixed
-// value of a sweep and then under `nfstune agent` with a readAheadAdaptive rule. It writes
-// the table docs/benchmarks.md shows (make readahead-table). Throughput and over-read come
-// from the kernel's own counters (mountstats bytes: of the mount), not from nfstune.
+// Package ratable measures nfstune with no configuration against fixed read-ahead values on
+// the lab's real kernel, in one boot: workloads behind an emulated link, each read with every
+// fixed value of a sweep and then under `nfstune agent` with no --config (the built-in
+// policy), without and with --pod-io. It writes the table docs/benchmarks.md shows (make
+// readahead-table). Throughput and over-read come from the kernel's own counters (mountstats
+// bytes: of the mount) or, for reads through mmap, from fio's own count, not from nfstune.
 package ratable
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -28,7 +26,7 @@ import (
 )
 
 // The link and the workloads. Sizes fit the emulated guest: the files live on the server's
-// tmpfs export (1 GiB), and each measured run is half a minute.
+// tmpfs export (half the guest's 5 GiB).
 const (
 	linkDelay  = 2 * time.Millisecond // 4 ms round trip
 	linkRate   = "1gbit"
@@ -36,22 +34,33 @@ const (
 	seqFileMiB = 40  // 16 x 40 MiB for the sequential readers
 	randMiB    = 320 // the random readers' file: five times the cgroup's memory
 	cgroupMax  = "64M"
-	warmup     = 5 * time.Second
-	window     = 30 * time.Second
-	// adaptiveRun is how long the agent runs before the measured window: the minute within
-	// which it should settle (one rsize to the cap is four changes, two intervals each:
-	// the change's and a settling one; the verdict's interval makes the next).
-	adaptiveRun = 60 * time.Second
+	// modelMiB and modelCgroupMax are f's file and its reader's memory limit (scenario f).
+	modelMiB       = 768
+	modelCgroupMax = "128M"
 	// switchPhase is each half of the switching workload, measured whole.
 	switchPhase = 60 * time.Second
 	agentListen = "127.0.0.1:9479"
+)
+
+// The measured windows: each run's measured window starts after warmup (a fixed value) or
+// after adaptiveRun (an arm of nfstune: the minute within which it should settle, one rsize
+// to the cap being four changes, two intervals each: the change's and a settling one; the
+// verdict's interval makes the next). NFSTUNE_LAB_WINDOW and NFSTUNE_LAB_SETTLE shorten
+// window and adaptiveRun for a smoke run of the harness, whose rates then say little.
+var (
+	warmup      = 5 * time.Second
+	window      = 30 * time.Second
+	adaptiveRun = 60 * time.Second
 )
 
 // result is one workload read with one read-ahead setting.
 type result struct {
 	scenario, setting string
 	mibps, overRead   float64
-	// Adaptive runs only: the read-ahead at the end, the changes the agent made (from its
+	// podRates are, for a scenario of several pods (scenario.pods), each pod's rate in
+	// MiB/s; mibps is the first pod's.
+	podRates []float64
+	// Arm runs only: the read-ahead at the end, the changes the agent made (from its
 	// log), and how long after the start (or the switch) the last one came.
 	finalKB  int
 	changes  []change
@@ -59,6 +68,8 @@ type result struct {
 	switchAt time.Duration
 	// begin is when the workload started: change times count from it.
 	begin time.Time
+	// audit is what the audits said about the pods' shared superblock (scenario.audit).
+	audit string
 }
 
 // change is one adaptive change, as the agent logged it.
@@ -81,25 +92,59 @@ type scenario struct {
 	// then window, and wait returns the bytes the workload read in the window, by its own
 	// count.
 	counted func(t *testing.T, ramp, window time.Duration) (wait func() uint64)
+	// pods, when set, names the pods of a workload of two: the first reads with read(2)
+	// (its rate: the mount's application bytes), the second through mmap (its rate:
+	// counted's count). Each is compared with its own rate at the untuned 128 KiB.
+	pods []string
+	// prepare, when set, runs before the scenario's first run.
+	prepare func(t *testing.T)
+	// audit, when set, starts at the window's start of each arm's run; finish, at its
+	// end, returns what the audits say about the pods' shared superblock (sharedPods.audit).
+	audit func(t *testing.T) (finish func() string)
 }
+
+// untunedKB is the kernel's read-ahead of a new NFS mount: the rate nfstune must not fall
+// below for any pod.
+const untunedKB = 128
 
 func TestReadAheadTable(t *testing.T) {
 	labtest.RequireGuest(t)
+	window = envDuration(t, "NFSTUNE_LAB_WINDOW", window)
+	adaptiveRun = envDuration(t, "NFSTUNE_LAB_SETTLE", adaptiveRun)
+	only := os.Getenv("NFSTUNE_LAB_SCENARIOS") // a part of the table, e.g. "a,b"
+	selected := func(name string) bool { return only == "" || slices.Contains(strings.Split(only, ","), name) }
+	if selected("g") && window < minTrafficInterval {
+		// The agent classifies pods' traffic over at least this long (g's audit).
+		t.Fatalf("NFSTUNE_LAB_WINDOW %s: want at least %s", window, minTrafficInterval)
+	}
+	t.Logf("measured windows: %s after %s (fixed values), after %s (nfstune)", window, warmup, adaptiveRun)
 	m := labtest.Mount(t, labtest.MountSpec{Version: "4.2", Options: "rsize=1048576"})
 	rsizeKB := rsizeOf(t, m.Dir) / 1024
 	before := readAhead(t, m.Device)
 	t.Cleanup(func() { setReadAhead(t, m.Device, before) })
+	keepLearned(t)
 
 	logExportSpace(t)
-	t.Logf("layout: %d files of %d MiB and one of %d MiB on %s", seqFiles, seqFileMiB, randMiB, m.Dir)
 	var files []string
 	for i := range seqFiles {
 		files = append(files, write(t, filepath.Join(m.Dir, fmt.Sprintf("seq%02d", i)), seqFileMiB))
 	}
 	randFile := write(t, filepath.Join(m.Dir, "random"), randMiB)
+	var modelFile string
+	if selected("f") {
+		modelFile = write(t, filepath.Join(m.Dir, "model"), modelMiB)
+	}
+	t.Logf("layout: %d files of %d MiB, one of %d MiB and (for f) one of %d MiB on %s", seqFiles, seqFileMiB, randMiB, modelMiB, m.Dir)
 	labtest.Link(t, linkDelay, linkRate, 0)
 	cg := labtest.MemoryCgroup(t, "nfstune-readahead-table", cgroupMax)
 	agentBin := inMemory(t, labtest.Bin(t))
+	armList := selectArms(t)
+	if slices.ContainsFunc(armList, func(a arm) bool { return a.podIO }) {
+		// The collector names cgroups from the hierarchy at /sys/fs/cgroup and attaches to
+		// the nfs trace events.
+		hostCgroup(t)
+		mountTracefs(t)
+	}
 
 	seqOne := func(t *testing.T) func() { return labtest.StartReaders(t, "", labtest.SeqReaderLoop(files)) }
 	// NFSTUNE_LAB_STAGGER starts b's readers out of step: reader i reads the first pass of
@@ -110,7 +155,7 @@ func TestReadAheadTable(t *testing.T) {
 	if stagger {
 		t.Logf("b's readers start out of step (NFSTUNE_LAB_STAGGER)")
 	}
-	seq16 := func(t *testing.T) func() {
+	seq16In := func(t *testing.T, cgroup string, files []string) func() {
 		var readers []string
 		for i, f := range files {
 			loop := labtest.SeqReaderLoop([]string{f})
@@ -121,92 +166,121 @@ func TestReadAheadTable(t *testing.T) {
 			}
 			readers = append(readers, "("+loop+") &")
 		}
-		return labtest.StartReaders(t, cg, strings.Join(readers, " ")+" wait")
+		return labtest.StartReaders(t, cgroup, strings.Join(readers, " ")+" wait")
 	}
+	seq16 := func(t *testing.T) func() { return seq16In(t, cg, files) }
 	random := func(t *testing.T) func() {
 		return labtest.StartReaders(t, cg, "exec fio --name=rand --rw=randread --bs=16k --ioengine=psync --numjobs=4 --fadvise_hint=0 --invalidate=1 --time_based --runtime=86400 --filename="+randFile+" --output=/dev/null")
 	}
-	// e is not one of the issue's four: the random reader a large window hurts, which
-	// reads through mmap (a page fault reads around itself with the whole window). Its
-	// reads are not application bytes, so its rates are fio's own count.
-	mmapRandom := func(t *testing.T, ramp, window time.Duration) func() uint64 {
-		out := filepath.Join(t.TempDir(), "fio.json")
-		stop := labtest.StartReaders(t, cg, fmt.Sprintf("exec fio --name=mmap --rw=randread --bs=16k --ioengine=mmap --numjobs=4 --group_reporting --fadvise_hint=0 --invalidate=1 --time_based --ramp_time=%ds --runtime=%ds --filename=%s --output-format=json --output=%s",
-			int(ramp.Seconds()), int(window.Seconds()), randFile, out))
-		return func() uint64 {
-			defer stop()
-			for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Second) {
-				b, _ := os.ReadFile(out)
-				if o, err := fio.Parse(b); err == nil && len(o.Jobs) == 1 {
-					return uint64(o.Jobs[0].Read.IOBytes)
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("fio wrote no result to %s within a minute of its run's end", out)
-				}
-			}
+	// e is the random reader a large window hurts: it reads through mmap (a page fault
+	// reads around itself with the whole window). Its reads are not application bytes, so
+	// its rates are fio's own count.
+	mmapRandomIn := func(cgroup, file string) func(t *testing.T, ramp, window time.Duration) func() uint64 {
+		return func(t *testing.T, ramp, window time.Duration) func() uint64 {
+			return fioCounted(t, cgroup, "--name=mmap --rw=randread --bs=16k --ioengine=mmap --numjobs=4 --group_reporting --fadvise_hint=0 --invalidate=1 --filename="+file, ramp, window)
 		}
 	}
-	optional := []scenario{
-		{name: "e", description: fmt.Sprintf("random 16 KiB reads through mmap (4 jobs) over %d MiB in the %s cgroup; rates by fio's count", randMiB, cgroupMax), counted: mmapRandom},
+	// f is a model load: one reader that maps a large file and copies it out in order, as
+	// loaders of model weights (safetensors, GGUF) read through mmap, with no access advice
+	// (fadvise_hint=0). Its limit is generous for the reads: far above any window's pages
+	// (at most 15 x rsize), so read-ahead never pushes out a page before it is read. It is
+	// well below the file's size only so that each of fio's passes (time_based wraps around
+	// the file, whose pages invalidate=1 drops only before the first) reads from the server
+	// as a first load does: reclaim keeps some of a pass's mapped pages active, which the
+	// next pass then finds in the cache (over-read below 1.00 shows them), and a smaller
+	// share of the file the smaller the limit.
+	modelCg := ""
+	if selected("f") {
+		modelCg = labtest.MemoryCgroup(t, "nfstune-readahead-model", modelCgroupMax)
+	}
+	modelLoad := func(t *testing.T, ramp, window time.Duration) func() uint64 {
+		return fioCounted(t, modelCg, "--name=model --rw=read --bs=1M --ioengine=mmap --numjobs=1 --fadvise_hint=0 --invalidate=1 --filename="+modelFile, ramp, window)
+	}
+	// g is two pods on one superblock at once, as kubelet lays them out (pods.go): b's
+	// readers in one pod's 64 MiB cgroup, e's in another's, each through its own volume
+	// path of the same mount.
+	pods := &sharedPods{mount: m}
+	both := func(t *testing.T, ramp, window time.Duration) func() uint64 {
+		stopB := seq16In(t, pods.cgroups[0], pods.paths(files, 0))
+		wait := mmapRandomIn(pods.cgroups[1], pods.paths([]string{randFile}, 1)[0])(t, ramp, window)
+		return func() uint64 {
+			defer stopB()
+			return wait()
+		}
 	}
 	scenarios := []scenario{
 		{name: "a", description: "one sequential reader, 64 KiB reads", start: seqOne},
 		{name: "b", description: fmt.Sprintf("16 sequential readers in a %s memory cgroup", cgroupMax), start: seq16},
 		{name: "c", description: fmt.Sprintf("random 16 KiB reads (4 jobs) over %d MiB in the %s cgroup", randMiB, cgroupMax), start: random},
 		{name: "d", description: fmt.Sprintf("c for %s, then a for %s", switchPhase, switchPhase), phases: []func(*testing.T) func(){random, seqOne}},
+		{name: "e", description: fmt.Sprintf("random 16 KiB reads through mmap (4 jobs) over %d MiB in the %s cgroup; rates by fio's count", randMiB, cgroupMax), counted: mmapRandomIn(cg, randFile)},
+		{name: "f", description: fmt.Sprintf("a model load: one reader of a %d MiB file through mmap, 1 MiB copies, in a %s cgroup; rates by fio's count", modelMiB, modelCgroupMax), counted: modelLoad},
+		{name: "g", description: fmt.Sprintf("two pods on one superblock at once: b in one %s pod, e in another; b's rate by application bytes, e's by fio's count", cgroupMax),
+			counted: both, pods: []string{"b", "e"}, prepare: pods.prepare, audit: pods.audit},
 	}
-	if only := os.Getenv("NFSTUNE_LAB_SCENARIOS"); only != "" {
-		// A part of the table, e.g. "a,b": the whole one is about half an hour under
-		// emulation. The optional scenarios run only when named.
-		scenarios = slices.DeleteFunc(append(scenarios, optional...), func(sc scenario) bool { return !slices.Contains(strings.Split(only, ","), sc.name) })
+	if only != "" {
+		scenarios = slices.DeleteFunc(scenarios, func(sc scenario) bool { return !selected(sc.name) })
 		t.Logf("scenarios %s only (NFSTUNE_LAB_SCENARIOS)", only)
 	}
-	fixed := slices.Compact(slices.Sorted(slices.Values([]int{128, 1024, 4096, 15 * rsizeKB})))
-	// Adaptive runs per scenario, each followed by the best fixed value again: their means
+	fixed := slices.Compact(slices.Sorted(slices.Values([]int{untunedKB, 1024, 4096, 15 * rsizeKB})))
+	// Arm runs per scenario, each followed by the reference fixed value again: their means
 	// compare the two over the same stretch of the machine's drifting load.
 	pairs := labtest.EnvCount(t, "NFSTUNE_LAB_PAIRS", 1)
-	t.Logf("%d adaptive runs per scenario, each followed by the best fixed value (NFSTUNE_LAB_PAIRS)", pairs)
+	t.Logf("%d runs of each arm per scenario, each followed by the reference fixed value (NFSTUNE_LAB_PAIRS)", pairs)
 
 	var results []result
 	for _, sc := range scenarios {
+		if sc.prepare != nil {
+			sc.prepare(t)
+		}
 		for _, kb := range fixed {
 			r := measure(t, m, sc, strconv.Itoa(kb), asFixed, func() {}, fixedUnderAgent(t, agentBin, m, kb))
 			stopAgents(t)
 			results = append(results, r)
 		}
-		// Each adaptive run is followed by the best fixed value once more, next to it in
-		// time: on a shared machine the load drifts over a scenario's minutes, and the
-		// table shows by how much. With pairs > 1 the two alternate. After them comes the
-		// control: the best fixed value measured as the adaptive run is (from adaptiveRun
-		// into its run), as a controller would read that picked it at once and never moved.
-		// Its ratio to the same fixed run is what one run of a perfect controller could
-		// show on this machine.
-		best := bestFixed(results, sc.name)
+		// Each arm's run is followed by the reference fixed value once more, next to it in
+		// time: on a shared machine the load drifts over a scenario's minutes, and the table
+		// shows by how much. The reference is the best fixed value, or for pods sharing a
+		// superblock the untuned 128 KiB (each pod's goal). With pairs > 1 the two
+		// alternate. After them comes the control: the reference measured as the arm's run
+		// is (from adaptiveRun into its run), as a controller would read that picked it at
+		// once and never moved. Its ratio to the same fixed run is what one run of a
+		// perfect controller could show on this machine.
+		ref := bestFixed(results, sc.name)
+		if sc.pods != nil {
+			ref = fixedResult{kb: untunedKB}
+		}
 		for range pairs {
-			var agentLog string
-			r := measure(t, m, sc, "adaptive", asAdaptive, func() {
-				// A fresh mount's read-ahead, then the agent takes it from there.
-				setReadAhead(t, m.Device, 128)
-				agentLog = startAgent(t, agentBin, m.Dir, enforce)
-			}, nil)
-			r.changes = agentChanges(t, agentLog, r)
-			if c, ok := lastMove(r.changes); ok {
-				// A move into the bounds before the readers started counts as settled at 0.
-				r.settled = max(c.at-r.switchAt, 0)
+			for _, a := range armList {
+				var agentLog string
+				var bdis map[string]string
+				r := measure(t, m, sc, a.name, asAdaptive, func() {
+					// A fresh mount's read-ahead, and a node that has learned nothing for
+					// the volume; then the agent takes it from there.
+					setReadAhead(t, m.Device, untunedKB)
+					forgetLearned(t)
+					bdis = bdiValues(t)
+					agentLog = startArm(t, agentBin, a)
+				}, nil)
+				r.changes = agentChanges(t, agentLog, r)
+				if c, ok := lastMove(r.changes); ok {
+					// A move into the bounds before the readers started counts as settled at 0.
+					r.settled = max(c.at-r.switchAt, 0)
+				}
+				results = append(results, r)
+				stopAgentAndRevert(t, bdis)
+				again := measure(t, m, sc, strconv.Itoa(ref.kb), asFixed, func() {}, fixedUnderAgent(t, agentBin, m, ref.kb))
+				stopAgents(t)
+				again.setting = "again " + a.name
+				results = append(results, again)
+				control := measure(t, m, sc, strconv.Itoa(ref.kb), asAdaptive, func() {}, fixedUnderAgent(t, agentBin, m, ref.kb))
+				stopAgents(t)
+				control.setting = "control " + a.name
+				results = append(results, control)
 			}
-			results = append(results, r)
-			stopAgentAndRevert(t, m.Device)
-			again := measure(t, m, sc, strconv.Itoa(best.kb), asFixed, func() {}, fixedUnderAgent(t, agentBin, m, best.kb))
-			stopAgents(t)
-			again.setting = "again"
-			results = append(results, again)
-			control := measure(t, m, sc, strconv.Itoa(best.kb), asAdaptive, func() {}, fixedUnderAgent(t, agentBin, m, best.kb))
-			stopAgents(t)
-			control.setting = "control"
-			results = append(results, control)
 		}
 	}
-	table := render(scenarios, fixed, results, kernelRelease(t), rsizeKB)
+	table := render(scenarios, fixed, armList, results, kernelRelease(t), rsizeKB)
 	t.Logf("\n%s", table)
 	out := filepath.Join("/lab/lab/.cache", "readahead-table-"+kernelRelease(t)+".md")
 	if err := os.WriteFile(out, []byte(table), 0o644); err != nil {
@@ -216,8 +290,45 @@ func TestReadAheadTable(t *testing.T) {
 	}
 }
 
-// How a run is measured: a fixed value's window starts after the warm-up, the adaptive
-// run's after adaptiveRun (switching workloads are measured whole either way).
+// envDuration returns the duration in the environment variable name (time.ParseDuration),
+// def when it is unset, and ends the test on any other value.
+func envDuration(t *testing.T, name string, def time.Duration) time.Duration {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		t.Fatalf("%s=%q: want a positive duration such as 10s", name, v)
+	}
+	t.Logf("%s=%s", name, d)
+	return d
+}
+
+// fioCounted runs fio with args (a job of reads: the name, engine, file and the rest) in the
+// cgroup, time based: ramp, then window, and returns the function that waits for its end
+// and returns the bytes it read in the window, by its own count (its JSON output).
+func fioCounted(t *testing.T, cgroup, args string, ramp, window time.Duration) func() uint64 {
+	out := filepath.Join(t.TempDir(), "fio.json")
+	stop := labtest.StartReaders(t, cgroup, fmt.Sprintf("exec fio %s --time_based --ramp_time=%ds --runtime=%ds --output-format=json --output=%s",
+		args, int(ramp.Seconds()), int(window.Seconds()), out))
+	return func() uint64 {
+		defer stop()
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Second) {
+			b, _ := os.ReadFile(out)
+			if o, err := fio.Parse(b); err == nil && len(o.Jobs) == 1 {
+				return uint64(o.Jobs[0].Read.IOBytes)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("fio wrote no result to %s within a minute of its run's end", out)
+			}
+		}
+	}
+}
+
+// How a run is measured: a fixed value's window starts after the warm-up, an arm's after
+// adaptiveRun (switching workloads are measured whole either way).
 const (
 	asFixed    = false
 	asAdaptive = true
@@ -254,8 +365,15 @@ func measure(t *testing.T, m labtest.Mounted, sc scenario, setting string, late 
 		wait := sc.counted(t, ramp, window)
 		time.Sleep(ramp)
 		a = readCounters(t, m.Dir)
-		time.Sleep(window)
+		var audited func() string
+		if sc.audit != nil && setFixed == nil {
+			audited = sc.audit(t) // the agent's first sample of the window
+		}
+		time.Sleep(time.Until(a.at.Add(window)))
 		b = readCounters(t, m.Dir)
+		if audited != nil {
+			r.audit = audited()
+		}
 		counted = wait()
 		t.Logf("%s %-8s mountstats: %d application bytes, %d server bytes in the window; the readers' own count: %d bytes",
 			sc.name, setting, b.app-a.app, b.server-a.server, counted)
@@ -280,8 +398,8 @@ func measure(t *testing.T, m labtest.Mounted, sc scenario, setting string, late 
 		time.Sleep(window)
 		b = readCounters(t, m.Dir)
 		if setFixed != nil && !late && os.Getenv("NFSTUNE_LAB_FIXED_LATE") != "" {
-			// The same value again over the adaptive row's window, for the log: how far
-			// apart two windows of one run read.
+			// The same value again over the arm's window, for the log: how far apart two
+			// windows of one run read.
 			time.Sleep(time.Until(begin.Add(adaptiveRun)))
 			la := readCounters(t, m.Dir)
 			time.Sleep(window)
@@ -294,7 +412,13 @@ func measure(t *testing.T, m labtest.Mounted, sc scenario, setting string, late 
 	}
 	app := float64(b.app - a.app)
 	r.mibps = rate(a, b)
-	if sc.counted != nil {
+	switch {
+	case sc.pods != nil:
+		// The first pod's read(2)s are the mount's application bytes, the second's mapped
+		// reads fio's count; over-read is the server's bytes over both.
+		r.podRates = []float64{r.mibps, float64(counted) / b.at.Sub(a.at).Seconds() / (1 << 20)}
+		app += float64(counted)
+	case sc.counted != nil:
 		app = float64(counted)
 		r.mibps = app / b.at.Sub(a.at).Seconds() / (1 << 20)
 	}
@@ -303,12 +427,24 @@ func measure(t *testing.T, m labtest.Mounted, sc scenario, setting string, late 
 	}
 	r.finalKB = readAhead(t, m.Device)
 	seen := samples.String()
-	t.Logf("%s %-8s %7.1f MiB/s over-read %.2f (read-ahead now %d KiB; seen %s)", sc.name, setting, r.mibps, r.overRead, r.finalKB, seen)
+	t.Logf("%s %-8s %s over-read %.2f (read-ahead now %d KiB; seen %s)", sc.name, setting, rateText(sc, r), r.overRead, r.finalKB, seen)
 	if setFixed != nil && seen != setting {
 		// The agent of a fixed run observes: anything that moved the value spoils the row.
 		t.Errorf("%s at %s KiB: read-ahead seen %s during the run", sc.name, setting, seen)
 	}
 	return r
+}
+
+// rateText is r's rate, or each pod's, in MiB/s.
+func rateText(sc scenario, r result) string {
+	if sc.pods == nil {
+		return fmt.Sprintf("%7.1f MiB/s", r.mibps)
+	}
+	var parts []string
+	for i, p := range sc.pods {
+		parts = append(parts, fmt.Sprintf("pod %s %.1f MiB/s", p, r.podRates[i]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // rate is the application read rate between a and b, in MiB/s.
@@ -320,23 +456,6 @@ func rate(a, b counters) float64 {
 type counters struct {
 	at          time.Time
 	app, server uint64
-}
-
-// intoBounds waits for the agent just started to take the mount from the 128 KiB of a
-// fresh mount into its rule's bounds, as it does at once for a mount that appears while it
-// runs (a pod's volume is tuned before its first process): the readers start after that,
-// and the adaptive run's times count from them. Started together, the readers opened
-// their first files at 128 KiB while the agent started, and read them so for 20 to 40 s.
-func intoBounds(t *testing.T, dev string) {
-	t.Helper()
-	start := time.Now()
-	for readAhead(t, dev) == 128 {
-		if time.Since(start) > time.Minute {
-			t.Fatalf("the agent did not take %s into its bounds within a minute", dev)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Logf("the agent took %s into its bounds (%d KiB) %.1f s after it started", dev, readAhead(t, dev), time.Since(start).Seconds())
 }
 
 // readCounters reads the mount's application and server read bytes now
@@ -422,165 +541,6 @@ func drain(t *testing.T, dir string) {
 	}
 }
 
-// fixedUnderAgent returns the setup of a fixed value's run: kb written to the mount, and
-// the agent started with the adaptive rule in observe mode, which reads and decides as in
-// the adaptive run but writes nothing. The agent shares the guest's two emulated CPUs with
-// the readers (about 5 % of one CPU at a 5 s interval), so every row pays for it, as every
-// node that runs it does.
-func fixedUnderAgent(t *testing.T, bin string, m labtest.Mounted, kb int) func() {
-	return func() {
-		setReadAhead(t, m.Device, kb)
-		startAgent(t, bin, m.Dir, observe)
-	}
-}
-
-// The modes of startAgent's rule.
-const (
-	enforce = "enforce"
-	observe = "observe"
-)
-
-// startAgent runs `nfstune agent` with a policy that makes dir's mount adaptive, in mode
-// (enforce or observe), and leaves every other mount alone (observe), logging JSON to a
-// file whose path it returns.
-func startAgent(t *testing.T, bin, dir, mode string) string {
-	t.Helper()
-	tmp := t.TempDir()
-	cfg := filepath.Join(tmp, "policy.yaml")
-	policy := fmt.Sprintf(`apiVersion: nfstune.io/v1alpha1
-kind: Policy
-defaults:
-  mode: observe
-rules:
-  - match: {mountpoint: %q}
-    mode: %s
-    readAheadAdaptive: {}
-`, dir, mode)
-	if err := os.WriteFile(cfg, []byte(policy), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	logPath := filepath.Join(tmp, "agent.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "agent", "--pid", "0", "--config", cfg, "--listen", agentListen, "--log-format", "json", "--log-level", "debug")
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	running = append(running, agentProc{cmd: cmd, log: logPath, started: time.Now()})
-	t.Cleanup(func() { stopAgents(t); logFile.Close() })
-	return logPath
-}
-
-// inMemory copies the binary at path to a tmpfs, as a node has its agent on a local disk.
-// The guest's own files are the host's, over 9p: while 16 readers in a 64 MiB cgroup fault
-// their programs back in through it, the agent's first page faults from there waited for
-// more than the whole 90 s run (Linux 6.12: state D, not one line logged).
-func inMemory(t *testing.T, path string) string {
-	t.Helper()
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=128m", "ratable-bin", dir).CombinedOutput(); err != nil {
-		t.Fatalf("mounting a tmpfs for the agent: %v: %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", dir).Run() })
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dst := filepath.Join(dir, filepath.Base(path))
-	if err := os.WriteFile(dst, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
-
-// agentProc is an agent the table started, with its log.
-type agentProc struct {
-	cmd     *exec.Cmd
-	log     string
-	started time.Time
-}
-
-var running []agentProc
-
-// stopAgents stops the agents. One that has logged nothing yet is described first (its
-// state, wait channel and kernel stack, the load) and asked for its goroutines (SIGQUIT).
-func stopAgents(t *testing.T) {
-	for _, a := range running {
-		if fi, err := os.Stat(a.log); err == nil && fi.Size() == 0 {
-			pid := a.cmd.Process.Pid
-			var b strings.Builder
-			for _, f := range []string{fmt.Sprintf("/proc/%d/status", pid), fmt.Sprintf("/proc/%d/wchan", pid), fmt.Sprintf("/proc/%d/stack", pid), "/proc/loadavg", "/proc/pressure/cpu", "/proc/pressure/memory"} {
-				c, err := os.ReadFile(f)
-				fmt.Fprintf(&b, "%s: %s%v\n", f, c, err)
-			}
-			t.Logf("agent %d logged nothing:\n%s", pid, b.String())
-			_ = a.cmd.Process.Signal(syscall.SIGQUIT)
-			time.Sleep(2 * time.Second)
-		}
-		_ = a.cmd.Process.Signal(syscall.SIGTERM)
-		_ = a.cmd.Wait()
-		// The agent shares the guest's emulated CPUs with the readers it measures: its
-		// cost is a part of every row (fixedUnderAgent).
-		wall, cpu := time.Since(a.started), a.cmd.ProcessState.UserTime()+a.cmd.ProcessState.SystemTime()
-		t.Logf("agent %d: %.1f s of CPU in %s (%.1f %% of one CPU)", a.cmd.Process.Pid, cpu.Seconds(), wall.Round(time.Second), 100*cpu.Seconds()/wall.Seconds())
-	}
-	running = nil
-}
-
-// stopAgentAndRevert stops the agent and runs `nfstune revert`, which puts back the value
-// from before its first change.
-func stopAgentAndRevert(t *testing.T, dev string) {
-	t.Helper()
-	stopAgents(t)
-	r := labtest.RunNfstune(t, "revert")
-	if r.Code != 0 {
-		t.Fatalf("nfstune revert: exit %d: %s", r.Code, r.Stderr)
-	}
-	if got := readAhead(t, dev); got != 128 {
-		t.Errorf("after revert: read_ahead_kb %d, want the 128 it had before the agent", got)
-	}
-}
-
-// agentChanges reads the agent's "adaptive read-ahead changed" lines.
-func agentChanges(t *testing.T, logPath string, r result) []change {
-	t.Helper()
-	b, err := os.ReadFile(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []change
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var l struct {
-			Time   time.Time `json:"time"`
-			Level  string    `json:"level"`
-			Msg    string    `json:"msg"`
-			From   int       `json:"from_kb"`
-			To     int       `json:"to_kb"`
-			Reason string    `json:"reason"`
-		}
-		if json.Unmarshal(sc.Bytes(), &l) != nil {
-			t.Logf("agent: %s", sc.Text()) // not a log record: a panic's trace, say
-			continue
-		}
-		if strings.HasPrefix(l.Msg, "adaptive read-ahead") || l.Level == "WARN" || l.Level == "ERROR" {
-			t.Logf("agent: %s", sc.Text())
-		}
-		if l.Msg == "adaptive read-ahead changed" {
-			out = append(out, change{at: l.Time.Sub(r.begin), fromKB: l.From, toKB: l.To, reason: l.Reason})
-		}
-	}
-	if len(out) == 0 {
-		// Not one change: the whole log, to say why.
-		t.Logf("agent made no change; its log:\n%s", b)
-	}
-	return out
-}
-
 // fixedResult is a fixed setting's result with its value.
 type fixedResult struct {
 	kb    int
@@ -621,96 +581,165 @@ func lastMove(changes []change) (change, bool) {
 	return change{}, false
 }
 
-// render writes the table of docs/benchmarks.md. A scenario run with several adaptive
-// runs (NFSTUNE_LAB_PAIRS) shows their means, and each run's ratio, changes and settling.
-// Each pair's control (the best fixed value measured as the adaptive run) is given over the
-// same fixed run as the adaptive run: the spread of that ratio is the machine's, and a
-// share of runs at 95 % or more is to be read against the control's.
-func render(scenarios []scenario, fixed []int, results []result, kernel string, rsizeKB int) string {
+// render writes the table of docs/benchmarks.md: per scenario, one row per arm of nfstune,
+// with the fixed values' rates, the arm's mean over its runs as a share of the best fixed
+// value and of the untuned 128 KiB, and each run's ratio, changes and settling. Each run's
+// control (the reference fixed value measured as the arm's run is) is given over the same
+// fixed run as the arm's run: the spread of that ratio is the machine's, and a share of runs
+// at 95 % or more is to be read against the control's. A scenario of pods shows each pod's
+// rate and ratios.
+func render(scenarios []scenario, fixed []int, armList []arm, results []result, kernel string, rsizeKB int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Kernel %s, rsize %d KiB, link %s each way (%s round trip), %s; MiB/s of application reads (mountstats), over-read = server READ bytes / application bytes.\n\n",
-		kernel, rsizeKB, linkDelay, 2*linkDelay, linkRate)
-	b.WriteString("| workload |")
+	fmt.Fprintf(&b, "Kernel %s, rsize %d KiB, link %s each way (%s round trip), %s; each run measured over %s (a fixed value after %s, nfstune after %s). "+
+		"nfstune is `nfstune agent` with no configuration (the built-in policy), default+podio the same with --pod-io. "+
+		"MiB/s of application reads (mountstats) or, where the workload says so, of fio's own count; over-read = server READ bytes / bytes read.\n\n",
+		kernel, rsizeKB, linkDelay, 2*linkDelay, linkRate, window, warmup, adaptiveRun)
+	b.WriteString("| workload | nfstune |")
 	for _, kb := range fixed {
 		fmt.Fprintf(&b, " %d KiB |", kb)
 	}
-	b.WriteString(" adaptive | adaptive / best fixed | best fixed again, after each adaptive run | adaptive / mean of the best fixed value's runs | each adaptive run / the best fixed run after it | control: the best fixed value measured as the adaptive run, / the same fixed run | runs at 95 % or more: adaptive, control | changes (reasons) | settled |\n|---|")
+	b.WriteString(" nfstune | nfstune / best fixed | nfstune / 128 KiB (untuned) | reference again, after each run | each run / the reference run after it | control: the reference measured as the run, / the same fixed run | runs at 95 % or more: nfstune, control | changes (reasons) | settled | NFS006 |\n|---|---|")
 	for range fixed {
 		b.WriteString("---|")
 	}
-	b.WriteString("---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("---|---|---|---|---|---|---|---|---|---|\n")
 	for _, sc := range scenarios {
-		fmt.Fprintf(&b, "| %s: %s |", sc.name, sc.description)
-		var best result
-		var ads, agains, controls []result
+		names := podNames(sc)
+		var fixedRuns []result
+		best := make([]float64, len(names))
+		var untuned []float64
 		for _, r := range results {
-			if r.scenario != sc.name {
+			if _, err := strconv.Atoi(r.setting); r.scenario != sc.name || err != nil {
 				continue
 			}
-			switch r.setting {
-			case "adaptive":
-				ads = append(ads, r)
-				continue
-			case "again":
-				agains = append(agains, r)
-				continue
-			case "control":
-				controls = append(controls, r)
-				continue
+			fixedRuns = append(fixedRuns, r)
+			for i, v := range rates(r) {
+				best[i] = max(best[i], v)
 			}
-			if r.mibps > best.mibps {
-				best = r
+			if r.setting == strconv.Itoa(untunedKB) {
+				untuned = rates(r)
 			}
-			fmt.Fprintf(&b, " %.1f (%.2f) |", r.mibps, r.overRead)
 		}
-		var ends, paired, controlled, changes, settled []string
-		var adaptiveAt95, controlAt95 int
-		for i, ad := range ads {
-			ends = append(ends, strconv.Itoa(ad.finalKB))
-			if i < len(agains) && agains[i].mibps > 0 {
-				paired = append(paired, perRun(ad, agains[i], &adaptiveAt95))
-				if i < len(controls) {
-					controlled = append(controlled, perRun(controls[i], agains[i], &controlAt95))
+		for _, a := range armList {
+			var runs, agains, controls []result
+			for _, r := range results {
+				if r.scenario != sc.name {
+					continue
+				}
+				switch r.setting {
+				case a.name:
+					runs = append(runs, r)
+				case "again " + a.name:
+					agains = append(agains, r)
+				case "control " + a.name:
+					controls = append(controls, r)
 				}
 			}
-			changes = append(changes, changeSummary(ad.changes))
-			st := "-"
-			if _, ok := lastMove(ad.changes); ok {
-				st = fmt.Sprintf("%.0f s", ad.settled.Seconds())
-				if sc.phases != nil {
-					st += " after the switch"
+			if len(runs) == 0 {
+				continue
+			}
+			fmt.Fprintf(&b, "| %s: %s | %s |", sc.name, sc.description, a.label)
+			for _, r := range fixedRuns {
+				fmt.Fprintf(&b, " %s (%.2f) |", rateList(names, rates(r), "%.1f"), r.overRead)
+			}
+			var ends, paired, controlled, changes, settled, audits []string
+			var armAt95, controlAt95 int
+			for i, run := range runs {
+				ends = append(ends, strconv.Itoa(run.finalKB))
+				if i < len(agains) {
+					paired = append(paired, perRun(names, run, agains[i], &armAt95))
+					if i < len(controls) {
+						controlled = append(controlled, perRun(names, controls[i], agains[i], &controlAt95))
+					}
+				}
+				changes = append(changes, changeSummary(run.changes))
+				st := "-"
+				if _, ok := lastMove(run.changes); ok {
+					st = fmt.Sprintf("%.0f s", run.settled.Seconds())
+					if sc.phases != nil {
+						st += " after the switch"
+					}
+				}
+				settled = append(settled, st)
+				if run.audit != "" {
+					audits = append(audits, run.audit)
 				}
 			}
-			settled = append(settled, st)
+			armMean := meanRates(runs, len(names))
+			againKB := 0
+			if len(agains) > 0 {
+				againKB = agains[0].finalKB
+			}
+			fmt.Fprintf(&b, " %s (%.2f), ends at %s KiB | %s | %s | %d KiB: %s (%.2f) | %s | %s | %d of %d, %d of %d | %s | %s | %s |\n",
+				rateList(names, armMean, "%.1f"), meanOverRead(runs), strings.Join(ends, ", "),
+				percents(names, armMean, best), percents(names, armMean, untuned),
+				againKB, rateList(names, meanRates(agains, len(names)), "%.1f"), meanOverRead(agains),
+				strings.Join(paired, "; "), strings.Join(controlled, "; "), armAt95, len(paired), controlAt95, len(controlled),
+				strings.Join(changes, "; "), strings.Join(settled, ", "), strings.Join(audits, "; "))
 		}
-		// The best fixed value was measured before the adaptive runs and again right after
-		// each: their mean is its rate over the adaptive runs' time, when the load drifts.
-		adMean, againMean := meanRate(ads), meanRate(agains)
-		ratio, bracketed := 0.0, 0.0
-		if best.mibps > 0 {
-			ratio = adMean / best.mibps
-			bracketed = adMean / meanRate(append([]result{best}, agains...))
-		}
-		againKB := 0
-		if len(agains) > 0 {
-			againKB = agains[0].finalKB
-		}
-		fmt.Fprintf(&b, " %.1f (%.2f), ends at %s KiB | %.0f %% | %d KiB: %.1f (%.2f) | %.0f %% | %s | %s | %d of %d, %d of %d | %s | %s |\n",
-			adMean, meanOverRead(ads), strings.Join(ends, ", "), 100*ratio, againKB, againMean, meanOverRead(agains), 100*bracketed,
-			strings.Join(paired, ", "), strings.Join(controlled, ", "), adaptiveAt95, len(paired), controlAt95, len(controlled),
-			strings.Join(changes, "; "), strings.Join(settled, ", "))
 	}
 	return b.String()
 }
 
-// perRun is run's rate over the fixed run beside it, to a tenth of a percent (a whole
-// percent would show 94.6 as 95), counting it in *at95 when it is 95 % or more.
-func perRun(run, fixed result, at95 *int) string {
-	ratio := run.mibps / fixed.mibps
-	if ratio >= 0.95 {
+// podNames are the names render gives a scenario's rates: its pods', or one unnamed.
+func podNames(sc scenario) []string {
+	if sc.pods == nil {
+		return []string{""}
+	}
+	return sc.pods
+}
+
+// rates are r's rates in MiB/s: each pod's, or the workload's.
+func rates(r result) []float64 {
+	if r.podRates != nil {
+		return r.podRates
+	}
+	return []float64{r.mibps}
+}
+
+// rateList formats values with format, each after its pod's name when there are pods.
+func rateList(names []string, values []float64, format string) string {
+	parts := make([]string, len(names))
+	for i, n := range names {
+		v := 0.0
+		if i < len(values) {
+			v = values[i]
+		}
+		parts[i] = strings.TrimSpace(n + " " + fmt.Sprintf(format, v))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// percents is each of values over the same of refs, in whole percent; "-" without refs.
+func percents(names []string, values, refs []float64) string {
+	if len(refs) < len(names) {
+		return "-"
+	}
+	ratios := make([]float64, len(names))
+	for i := range names {
+		if refs[i] > 0 {
+			ratios[i] = 100 * values[i] / refs[i]
+		}
+	}
+	return rateList(names, ratios, "%.0f %%")
+}
+
+// perRun is run's rates over the fixed run beside it, to a tenth of a percent (a whole
+// percent would show 94.6 as 95), counting it in *at95 when every one is 95 % or more.
+func perRun(names []string, run, fixed result, at95 *int) string {
+	r, f := rates(run), rates(fixed)
+	ratios := make([]float64, len(names))
+	all := true
+	for i := range names {
+		if i < len(f) && f[i] > 0 && i < len(r) {
+			ratios[i] = 100 * r[i] / f[i]
+		}
+		all = all && ratios[i] >= 95
+	}
+	if all {
 		*at95++
 	}
-	return fmt.Sprintf("%.1f %%", 100*ratio)
+	return rateList(names, ratios, "%.1f %%")
 }
 
 // changeSummary is one adaptive run's changes: their number, the values it went through
@@ -742,9 +771,19 @@ func changeSummary(changes []change) string {
 	return fmt.Sprintf("%d: %s (%s)", len(changes), strings.Join(path, " -> "), strings.Join(parts, ", "))
 }
 
-// meanRate and meanOverRead are the means over runs, 0 for none.
-func meanRate(rs []result) float64 {
-	return mean(rs, func(r result) float64 { return r.mibps })
+// meanRates are the means of each of n rates over runs, and meanOverRead the mean
+// over-read; 0 for none.
+func meanRates(rs []result, n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = mean(rs, func(r result) float64 {
+			if v := rates(r); i < len(v) {
+				return v[i]
+			}
+			return 0
+		})
+	}
+	return out
 }
 
 func meanOverRead(rs []result) float64 {
