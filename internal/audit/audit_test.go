@@ -327,7 +327,12 @@ var ruleTests = map[string][]ruleCase{
 	"NFS006": {
 		{name: "a streaming pod and a thrashing one", classes: podClasses(readahead.StreamingRead, readahead.Thrashing, readahead.StreamingRead),
 			want: 1, severity: SeverityWarning, contains: []string{"pods a, c read files in order, pod b thrash", "nosharecache"}},
+		{name: "a streaming pod and a mapped random reader", classes: podClasses(readahead.StreamingRead, readahead.MappedRandom),
+			want: 1, severity: SeverityWarning, contains: []string{"pod a read files in order, pod b read a mapped file at random", "nosharecache", "MADV_RANDOM"}},
+		{name: "a model load through mmap beside a thrashing pod", classes: podClasses(readahead.MappedSequential, readahead.Thrashing),
+			want: 1, severity: SeverityWarning, contains: []string{"pod a read files in order, pod b thrash", "memory limit"}},
 		{name: "pods alike", classes: podClasses(readahead.StreamingRead, readahead.StreamingRead)},
+		{name: "mapped random readers alike", classes: podClasses(readahead.MappedRandom, readahead.MappedRandom)},
 		{name: "thrashing beside random read(2)s, which no window changes", classes: podClasses(readahead.RandomRead, readahead.Thrashing)},
 		{name: "a pod not seen is not assumed", classes: podClasses(readahead.StreamingRead, readahead.Unknown)},
 		{name: "no classes"},

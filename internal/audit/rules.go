@@ -231,38 +231,50 @@ func checkWindowBound(c *mountCtx) []Finding {
 }
 
 // checkSharedNeeds is NFS006: pods whose read traffic needs opposite read-ahead share the
-// superblock, and with it one read_ahead_kb: one reads files in order (streaming_read, a
-// larger window serves it), another thrashes its page cache under its memory limit (what
-// read-ahead brings in pushes out what it still needs). No value serves both; a superblock
-// for each does.
+// superblock, and with it one read_ahead_kb: one reads files in order (streaming_read, or
+// mapped_sequential: a larger window serves it), another thrashes its page cache under its
+// memory limit (what read-ahead brings in pushes out what it still needs) or reads a mapped
+// file at random (each fault reads the whole window around it). No value serves both; a
+// superblock for each does, or for mapped random readers madvise(MADV_RANDOM).
 func checkSharedNeeds(c *mountCtx) []Finding {
-	if c.classes == nil {
+	if c.classes == nil || c.m.ReadAheadKB == nil {
 		return nil
 	}
-	var wantLarger, wantSmaller []string
+	var wantLarger, thrashing, mappedRandom []string
 	for _, p := range c.classes.Pods {
 		switch p.Class {
-		case readahead.StreamingRead:
+		case readahead.StreamingRead, readahead.MappedSequential:
 			wantLarger = append(wantLarger, p.UID)
 		case readahead.Thrashing:
-			wantSmaller = append(wantSmaller, p.UID)
+			thrashing = append(thrashing, p.UID)
+		case readahead.MappedRandom:
+			mappedRandom = append(mappedRandom, p.UID)
 		}
 	}
-	if len(wantLarger) == 0 || len(wantSmaller) == 0 {
+	if len(wantLarger) == 0 || len(thrashing)+len(mappedRandom) == 0 {
 		return nil
 	}
+	var smaller, fixes []string
+	if len(thrashing) > 0 {
+		smaller = append(smaller, podList(thrashing)+" thrash their page cache under their memory limit")
+		fixes = append(fixes, "raise the thrashing pods' memory limit")
+	}
+	if len(mappedRandom) > 0 {
+		smaller = append(smaller, podList(mappedRandom)+" read a mapped file at random")
+		fixes = append(fixes, "have the programs that read a mapped file at random call madvise(MADV_RANDOM) on the mapping (the kernel then reads no window around their faults)")
+	}
 	f := c.finding("NFS006", SeverityWarning)
-	f.Message = fmt.Sprintf("pods with opposite read-ahead needs share this superblock: %s read files in order, %s thrash their page cache under their memory limit; one read_ahead_kb cannot serve both",
-		podList(wantLarger), podList(wantSmaller))
+	f.Message = fmt.Sprintf("pods with opposite read-ahead needs share this superblock: %s read files in order, %s; one read_ahead_kb cannot serve both",
+		podList(wantLarger), strings.Join(smaller, ", "))
 	f.Expected = "the pods of one superblock alike: streaming readers, or readers that a smaller window serves"
 	var actual []string
 	for _, p := range c.classes.Pods {
 		actual = append(actual, fmt.Sprintf("pod %s: %s (%s)", p.UID, p.Class, p.Why))
 	}
 	f.Actual = strings.Join(actual, "; ") + fmt.Sprintf("; read_ahead_kb = %d", *c.m.ReadAheadKB)
-	f.Fix = "give the thrashing pods' volume a superblock of its own, whose read-ahead nfstune then sets apart: add nosharecache to the mount options of its PersistentVolume (or StorageClass), or mount another export path; or raise those pods' memory limit. Where the cluster relabels volumes with SELinux mount options (the SELinuxMount feature), pods with different SELinux contexts get superblocks of their own already"
-	f.Reason = "read_ahead_kb belongs to the superblock (its bdi), and every pod that mounts the same export from the same server with the same options shares one superblock (nfs_compare_super): a window large enough for a streaming reader fills a memory-limited pod's cache with pages it never reads, and one small enough for that pod slows the streaming reader. The classes come from the agent's per-pod cgroup counters (docs/agent.md, traffic classes)"
-	f.Source = "Linux fs/nfs/super.c (nfs_compare_super, nosharecache), mm/readahead.c; docs/agent.md"
+	f.Fix = "give the volume of the pods a smaller window serves a superblock of its own, whose read-ahead nfstune then sets apart: add nosharecache to the mount options of its PersistentVolume (or StorageClass), or mount another export path; or " + strings.Join(fixes, "; or ") + ". Where the cluster relabels volumes with SELinux mount options (the SELinuxMount feature), pods with different SELinux contexts get superblocks of their own already"
+	f.Reason = "read_ahead_kb belongs to the superblock (its bdi), and every pod that mounts the same export from the same server with the same options shares one superblock (nfs_compare_super): a window large enough for a streaming reader fills a memory-limited pod's cache with pages it never reads and makes each fault of a random reader of a mapped file read the whole window, and one small enough for those slows the streaming reader. The classes come from the agent's per-pod cgroup counters and, for reads through mmap, its per-pod collector (docs/agent.md, traffic classes)"
+	f.Source = "Linux fs/nfs/super.c (nfs_compare_super, nosharecache), mm/readahead.c, mm/filemap.c (do_sync_mmap_readahead, VM_RAND_READ); docs/agent.md"
 	return []Finding{f}
 }
 
