@@ -368,7 +368,7 @@ func (c *Controller) judgeTable(f stepFacts) (Step, bool) {
 	case p == nil:
 		c.pending = nil // none, or a value someone else wrote since
 		return s, false
-	case f.after.Opens == 0:
+	case f.after.noOpens():
 		// Every file read since was opened before the change, at the old window.
 		return hold(HoldNoOpens, "no file opened since %d -> %d KiB: open files keep the window they were opened with, so the change is judged on files opened after it", p.step.FromKB, p.step.ToKB)
 	}
@@ -469,7 +469,7 @@ func (c *Controller) stepTable(f stepFacts) Step {
 		return decide(ReasonOverRead, "%s: over-read above %.1f", f.figures, ShrinkOverRead)
 	case !e.Streaming():
 		return decide(HoldSteady, "%s: not streaming (the average READ is under %.0f %% of what read-ahead makes)", f.figures, 100*StreamingREADs)
-	case grow && e.Opens == 0:
+	case grow && e.noOpens():
 		return decide(HoldNoOpens, "%s: streaming, but no file was opened in the interval: a larger window would reach none of the files being read", f.figures)
 	case grow && c.baseline:
 		c.baseline = false
@@ -477,7 +477,7 @@ func (c *Controller) stepTable(f stepFacts) Step {
 	case grow:
 		s.ToKB = min(cur*2, hi)
 		return decide(ReasonStreaming, "%s: streaming, over-read at most %.1f", f.figures, GrowOverRead)
-	case f.steady >= c.probeWait() && e.AppReadBytes >= MinJudgedBytes && half(cur) >= lo && e.Opens > 0:
+	case f.steady >= c.probeWait() && e.AppReadBytes >= MinJudgedBytes && half(cur) >= lo && !e.noOpens():
 		s.ToKB = half(cur)
 		return decide(ReasonProbe, "%s: streaming at %d KiB without growing for %s; trying half", f.figures, cur, f.steady.Round(time.Second))
 	case cur < hi:

@@ -15,7 +15,7 @@ const interval = 5 * time.Second
 // a second (a change reaches only files opened after it).
 func intervalAt(ra int, rateMiB, overRead float64, readKiB int) Evidence {
 	e := Evidence{Seconds: interval.Seconds(), ReadAheadKB: ra, RSize: 1 << 20,
-		AppReadBytes: uint64(rateMiB * interval.Seconds() * (1 << 20)), Opens: 5}
+		AppReadBytes: uint64(rateMiB * interval.Seconds() * (1 << 20)), Opens: 5, OpensCounted: true}
 	e.ServerReadBytes = uint64(float64(e.AppReadBytes) * overRead)
 	e.Reads = e.ServerReadBytes / uint64(readKiB<<10)
 	e.ReadRTTSeconds = 0.004 * float64(e.Reads)
@@ -760,5 +760,21 @@ func TestControllerThrashingBelowRsize(t *testing.T) {
 	})
 	runScript(t, newTestController(), []scriptStep{
 		{e: seqAt(1024, 20, 2.0), kb: 1024, reason: HoldLimit},
+	})
+}
+
+// TestControllerNFSv4OpensNotCounted: NFSv4 counts no file opens in mountstats (vfsopen is
+// directory opens there), so an interval without counted opens says nothing: a streaming
+// reader's window grows and its rise is judged after settling, as for NFSv3 readers who
+// open files. With NFSv3's counter at zero the same intervals hold.
+func TestControllerNFSv4OpensNotCounted(t *testing.T) {
+	v4 := func(e Evidence) Evidence { e.Opens, e.OpensCounted = 0, false; return e }
+	runScript(t, newTestController(), []scriptStep{
+		{e: v4(seqAt(1024, 50, 1.0)), kb: 2048, reason: ReasonStreaming},
+		{e: v4(seqAt(2048, 90, 1.0)), kb: 2048, reason: HoldSettling},
+		{e: v4(seqAt(2048, 90, 1.0)), kb: 4096, reason: ReasonStreaming},
+	})
+	runScript(t, newTestController(), []scriptStep{
+		{e: noOpens(seqAt(1024, 50, 1.0)), kb: 1024, reason: HoldNoOpens},
 	})
 }

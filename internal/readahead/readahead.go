@@ -12,6 +12,7 @@
 package readahead
 
 import (
+	"strings"
 	"time"
 
 	"github.com/nfstune/nfstune/internal/inventory"
@@ -124,6 +125,12 @@ type Evidence struct {
 	// change reaches only files opened after it: with no open in an interval, the interval's
 	// reads all ran at windows set before it.
 	Opens uint64 `json:"opens"`
+	// OpensCounted says whether the mount's protocol counts file opens in vfsopen: NFSv2
+	// and v3 do (fs/nfs/file.c nfs_file_open); NFSv4 opens a file in atomic_open or
+	// nfs4_file_open (fs/nfs/dir.c, fs/nfs/nfs4file.c), which leave the counter alone, and
+	// there it counts only directory opens (nfs_opendir). Without it, no interval can be
+	// told to have had no opens.
+	OpensCounted bool `json:"opens_counted"`
 	// Faults is what the mapped readers' page faults did, from the per-pod collector (agent
 	// --pod-io); nil without it.
 	Faults *FaultEvidence `json:"faults,omitempty"`
@@ -150,6 +157,10 @@ type Evidence struct {
 	AppBytesPerSecond float64 `json:"app_read_bytes_per_second"`
 }
 
+// noOpens reports whether the interval is known to have had no file opened: its protocol
+// counts opens (OpensCounted) and it counted none.
+func (e Evidence) noOpens() bool { return e.OpensCounted && e.Opens == 0 }
+
 // Measure returns the evidence of mount m between prev, a sample of its statistics taken
 // elapsed earlier, and m.Stats now. With prev nil, or counters lower than prev's (the device
 // number now names another superblock), it measures since the mount. m.Stats must not be nil.
@@ -168,6 +179,7 @@ func Measure(m *inventory.Mount, prev *inventory.Stats, elapsed time.Duration) E
 	e.ReadPageEvents = delta(cur.Events.VFSReadPage, prev.Events.VFSReadPage)
 	e.ReadaheadEvents = delta(cur.Events.VFSReadPages, prev.Events.VFSReadPages)
 	e.Opens = delta(cur.Events.VFSOpen, prev.Events.VFSOpen)
+	e.OpensCounted = !strings.HasPrefix(m.Version, "4")
 	reads, rttMS := readRow(cur)
 	preads, prttMS := readRow(prev)
 	e.Reads = delta(reads, preads)
@@ -191,6 +203,7 @@ func combine(a, b Evidence) Evidence {
 		ReadPageEvents:  a.ReadPageEvents + b.ReadPageEvents,
 		ReadaheadEvents: a.ReadaheadEvents + b.ReadaheadEvents,
 		Opens:           a.Opens + b.Opens,
+		OpensCounted:    a.OpensCounted && b.OpensCounted,
 	}
 	if a.Faults != nil && b.Faults != nil {
 		e.Faults = &FaultEvidence{ReadBytes: a.Faults.ReadBytes + b.Faults.ReadBytes, Faults: a.Faults.Faults + b.Faults.Faults}
