@@ -63,6 +63,9 @@ func startAgent(t *testing.T, resync time.Duration) *labAgent {
 		Load: func() (*agent.Policy, error) {
 			pol := policy.Default()
 			pol.Workload = policy.WorkloadSequentialRead
+			// A fixed value: these tests time how fast the agent writes the profile's
+			// read-ahead, which an adaptive start would replace with its floor.
+			pol.Adaptive = nil
 			return &agent.Policy{Resolve: func(m *inventory.Mount) agent.Desired {
 				r := pol.Resolve(m)
 				return agent.Desired{ReadAheadKB: r.ReadAheadKB, Mode: r.Mode}

@@ -53,6 +53,20 @@ func Cgroup2(t *testing.T) string {
 	return dir
 }
 
+// HostCgroup mounts the cgroup v2 hierarchy on /sys/fs/cgroup when nothing is there, until
+// the end of the test: the agent finds pods' cgroups there, and a cgroup made under
+// Cgroup2's mount is the same directory in it (cgroup v2 has one hierarchy).
+func HostCgroup(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.procs"); err == nil {
+		return
+	}
+	if out, err := exec.Command("mount", "-t", "cgroup2", "cgroup2", "/sys/fs/cgroup").CombinedOutput(); err != nil {
+		t.Fatalf("mounting cgroup2 on /sys/fs/cgroup: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "/sys/fs/cgroup").Run() })
+}
+
 // PodCgroup creates the cgroup rel (and its parents) under the hierarchy at root, and
 // removes them, deepest first, at the end of the test. A parent that another PodCgroup
 // still uses is left to that one's cleanup.

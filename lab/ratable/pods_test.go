@@ -39,7 +39,7 @@ const minTrafficInterval = 10 * time.Second
 // prepare makes the pods' cgroups and volumes, removed at the end of the test.
 func (p *sharedPods) prepare(t *testing.T) {
 	t.Helper()
-	hostCgroup(t)
+	labtest.HostCgroup(t)
 	const cg = "/sys/fs/cgroup"
 	if err := os.WriteFile(filepath.Join(cg, "cgroup.subtree_control"), []byte("+memory"), 0o644); err != nil {
 		t.Fatalf("enabling the memory controller: %v", err)
@@ -186,19 +186,6 @@ func (p *sharedPods) classes(t *testing.T) string {
 		parts = append(parts, []string{"b", "e"}[i]+" "+c)
 	}
 	return strings.Join(parts, ", ")
-}
-
-// hostCgroup mounts the cgroup v2 hierarchy on /sys/fs/cgroup when nothing is there, until
-// the end of the test: the agent reads pods' cgroups and names cgroups there.
-func hostCgroup(t *testing.T) {
-	t.Helper()
-	if _, err := os.Stat("/sys/fs/cgroup/cgroup.procs"); err == nil {
-		return
-	}
-	if out, err := exec.Command("mount", "-t", "cgroup2", "cgroup2", "/sys/fs/cgroup").CombinedOutput(); err != nil {
-		t.Fatalf("mounting cgroup2 on /sys/fs/cgroup: %v: %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", "/sys/fs/cgroup").Run() })
 }
 
 // mountTracefs mounts tracefs on /sys/kernel/tracing when neither place the collector looks

@@ -142,7 +142,7 @@ func TestReadAheadTable(t *testing.T) {
 	if slices.ContainsFunc(armList, func(a arm) bool { return a.podIO }) {
 		// The collector names cgroups from the hierarchy at /sys/fs/cgroup and attaches to
 		// the nfs trace events.
-		hostCgroup(t)
+		labtest.HostCgroup(t)
 		mountTracefs(t)
 	}
 
