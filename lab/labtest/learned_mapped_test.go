@@ -5,13 +5,11 @@ package labtest
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/nfstune/nfstune/internal/podio"
 	"github.com/nfstune/nfstune/internal/readahead"
 	"github.com/nfstune/nfstune/internal/tune"
 )
@@ -31,11 +29,7 @@ import (
 // controller could not tell it from a reader in order and would rightly hold.
 func TestAgentMappedLearnedSecondMount(t *testing.T) {
 	RequireGuest(t)
-	if _, err := podio.FindTracefs(); err != nil {
-		if out, err := exec.Command("mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing").CombinedOutput(); err != nil {
-			t.Fatalf("mounting tracefs: %v: %s", err, out)
-		}
-	}
+	Tracefs(t)
 	HostCgroup(t) // the agent names the readers' cgroups from /sys/fs/cgroup
 	learnedFile := filepath.Join("/", tune.LearnedPath)
 	_ = os.Remove(learnedFile)

@@ -27,15 +27,7 @@ import (
 // layouts tracefs_test.go's fixtures come from).
 func TestPodIO(t *testing.T) {
 	RequireGuest(t)
-	tracefs, err := podio.FindTracefs()
-	if err != nil {
-		if out, err := exec.Command("mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing").CombinedOutput(); err != nil {
-			t.Fatalf("mounting tracefs: %v: %s", err, out)
-		}
-		if tracefs, err = podio.FindTracefs(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tracefs := Tracefs(t)
 	for _, ev := range []string{"nfs_initiate_read", "nfs_readpage_done"} {
 		b, _ := os.ReadFile(filepath.Join(tracefs, "events", "nfs", ev, "format"))
 		t.Logf("%s format:\n%s", ev, b)
@@ -156,17 +148,8 @@ func TestPodIO(t *testing.T) {
 // the pod's bytes (within 5 %), and the collector's three parts loaded.
 func TestAgentPodIO(t *testing.T) {
 	RequireGuest(t)
-	if _, err := os.Stat("/sys/fs/cgroup/cgroup.procs"); err != nil {
-		if out, err := exec.Command("mount", "-t", "cgroup2", "cgroup2", "/sys/fs/cgroup").CombinedOutput(); err != nil {
-			t.Fatalf("mounting cgroup2 on /sys/fs/cgroup: %v: %s", err, out)
-		}
-		t.Cleanup(func() { _ = exec.Command("umount", "/sys/fs/cgroup").Run() })
-	}
-	if _, err := podio.FindTracefs(); err != nil {
-		if out, err := exec.Command("mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing").CombinedOutput(); err != nil {
-			t.Fatalf("mounting tracefs: %v: %s", err, out)
-		}
-	}
+	HostCgroup(t)
+	Tracefs(t)
 	m := Mount(t, MountSpec{Version: "4.2", Options: "rsize=1048576"})
 	file := layout(t, m.Dir, 1, 64)[0]
 	if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0o644); err != nil {
@@ -224,15 +207,7 @@ func grepMetrics(s, prefix string) string {
 // not rates, which the host's load does not set.
 func TestPodIOMappedOverRead(t *testing.T) {
 	RequireGuest(t)
-	tracefs, err := podio.FindTracefs()
-	if err != nil {
-		if out, err := exec.Command("mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing").CombinedOutput(); err != nil {
-			t.Fatalf("mounting tracefs: %v: %s", err, out)
-		}
-		if tracefs, err = podio.FindTracefs(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tracefs := Tracefs(t)
 	m := Mount(t, MountSpec{Version: "4.2", Options: "rsize=1048576,nosharecache"})
 	file := layout(t, m.Dir, 1, 256)[0]
 	col, err := podio.Load(tracefs)

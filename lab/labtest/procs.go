@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nfstune/nfstune/internal/podio"
 )
 
 // StartAgent starts `nfstune agent --pid 0` with args, its output on the test's stderr,
@@ -65,6 +67,25 @@ func HostCgroup(t *testing.T) {
 		t.Fatalf("mounting cgroup2 on /sys/fs/cgroup: %v: %s", err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("umount", "/sys/fs/cgroup").Run() })
+}
+
+// Tracefs returns the tracefs directory the per-pod collector reads (podio.FindTracefs),
+// mounting tracefs on /sys/kernel/tracing, until the end of the test, when neither place
+// has it.
+func Tracefs(t *testing.T) string {
+	t.Helper()
+	if dir, err := podio.FindTracefs(); err == nil {
+		return dir
+	}
+	if out, err := exec.Command("mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing").CombinedOutput(); err != nil {
+		t.Fatalf("mounting tracefs: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "/sys/kernel/tracing").Run() })
+	dir, err := podio.FindTracefs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // PodCgroup creates the cgroup rel (and its parents) under the hierarchy at root, and

@@ -109,7 +109,9 @@ func (r run) per10k() float64 {
 
 func TestPodIOOverhead(t *testing.T) {
 	labtest.RequireGuest(t)
-	hostCgroups(t)
+	// The agent attributes cgroups to pods from /sys/fs/cgroup; the collector reads tracefs.
+	labtest.HostCgroup(t)
+	labtest.Tracefs(t)
 	m := labtest.Mount(t, labtest.MountSpec{Version: "4.2"})
 	before := labtest.ReadAheadKB(t, m.Device)
 	setReadAhead(t, m.Device, readAheadKB)
@@ -227,23 +229,6 @@ func measure(t *testing.T, bin string, m labtest.Mounted, pod string, w workload
 		}
 	}
 	return r
-}
-
-// hostCgroups mounts cgroup v2 on /sys/fs/cgroup when the guest has not (the agent
-// attributes cgroups to pods there) and tracefs (the collector's tracepoints).
-func hostCgroups(t *testing.T) {
-	t.Helper()
-	if _, err := os.Stat("/sys/fs/cgroup/cgroup.procs"); err != nil {
-		if out, err := exec.Command("mount", "-t", "cgroup2", "cgroup2", "/sys/fs/cgroup").CombinedOutput(); err != nil {
-			t.Fatalf("mounting cgroup2 on /sys/fs/cgroup: %v: %s", err, out)
-		}
-		t.Cleanup(func() { _ = exec.Command("umount", "/sys/fs/cgroup").Run() })
-	}
-	if _, err := podio.FindTracefs(); err != nil {
-		if out, err := exec.Command("mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing").CombinedOutput(); err != nil {
-			t.Fatalf("mounting tracefs: %v: %s", err, out)
-		}
-	}
 }
 
 // podCgroup makes the readers' cgroup, named as kubelet names a container's, in a pod

@@ -187,18 +187,3 @@ func (p *sharedPods) classes(t *testing.T) string {
 	}
 	return strings.Join(parts, ", ")
 }
-
-// mountTracefs mounts tracefs on /sys/kernel/tracing when neither place the collector looks
-// (internal/podio.TracefsDirs) has it, until the end of the test.
-func mountTracefs(t *testing.T) {
-	t.Helper()
-	for _, dir := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
-		if _, err := os.Stat(filepath.Join(dir, "events")); err == nil {
-			return
-		}
-	}
-	if out, err := exec.Command("mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing").CombinedOutput(); err != nil {
-		t.Fatalf("mounting tracefs: %v: %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", "/sys/kernel/tracing").Run() })
-}

@@ -143,7 +143,7 @@ func TestReadAheadTable(t *testing.T) {
 		// The collector names cgroups from the hierarchy at /sys/fs/cgroup and attaches to
 		// the nfs trace events.
 		labtest.HostCgroup(t)
-		mountTracefs(t)
+		labtest.Tracefs(t)
 	}
 
 	seqOne := func(t *testing.T) func() { return labtest.StartReaders(t, "", labtest.SeqReaderLoop(files)) }
