@@ -231,6 +231,9 @@ func (n *node) startControlPlane() (*api, error) {
 		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file", st("sa.key"), "--service-account-signing-key-file", st("sa.key"),
 		"--token-auth-file", st("tokens.csv"), "--authorization-mode", "Node,RBAC",
+		// The node's name resolves nowhere in the guest: pods/log and exec reach kubelet by
+		// its InternalIP, not by the Hostname address the API server tries first.
+		"--kubelet-preferred-address-types", "InternalIP",
 		"--enable-admission-plugins", "NodeRestriction",
 		"--service-cluster-ip-range", "10.96.0.0/16",
 		"--enable-priority-and-fairness=false")
