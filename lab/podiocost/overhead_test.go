@@ -7,7 +7,9 @@
 // for several rounds. It reports the readers' throughput with the collector against
 // without it, and the agent's CPU per 10,000 READs a second (make podio-overhead). The
 // eBPF programs run in the readers' context, so their cost shows in the throughput; the
-// agent's own CPU is the maps' reading and the series' export.
+// agent's own CPU is the maps' reading and the series' export. The programs' own run time
+// is read from the kernel (BPF_ENABLE_STATS, held over the whole test): what they cost
+// each READ, whichever way the host's load moves the throughput.
 //
 // Nothing here fails on a rate: the emulating host's load moves the figures from minute
 // to minute. The test fails only when a run did not happen as described: the collector
@@ -16,6 +18,7 @@ package podiocost
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -29,6 +32,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 
 	"github.com/nfstune/nfstune/internal/fio"
 	"github.com/nfstune/nfstune/internal/podio"
@@ -91,6 +97,11 @@ type run struct {
 	wall time.Duration
 	// cpu is the agent's utime+stime over the run; zero without an agent.
 	cpu time.Duration
+	// progTime and progRuns are the collector's programs' run time and runs over fio's
+	// run, as the kernel counts them (bpf_prog_info run_time_ns and run_cnt); zero
+	// without the collector.
+	progTime time.Duration
+	progRuns uint64
 }
 
 // readsPerSec is the READ rate the readers reached.
@@ -106,6 +117,18 @@ func (r run) per10k() float64 {
 	}
 	return r.cpuShare() / (r.readsPerSec() / 10000)
 }
+
+// progPerRead is the collector's programs' run time per READ the mount sent.
+func (r run) progPerRead() time.Duration {
+	if r.reads == 0 {
+		return 0
+	}
+	return r.progTime / time.Duration(r.reads)
+}
+
+// progPer10k is the CPU, in CPUs, that the collector's programs take at 10,000 READs a
+// second, at this run's cost per READ: 10,000 x its seconds per READ.
+func (r run) progPer10k() float64 { return 10000 * r.progPerRead().Seconds() }
 
 func TestPodIOOverhead(t *testing.T) {
 	labtest.RequireGuest(t)
@@ -125,6 +148,7 @@ func TestPodIOOverhead(t *testing.T) {
 	t.Cleanup(func() { os.Remove(file) })
 	pod := podCgroup(t)
 	bin := inMemory(t, labtest.Bin(t))
+	enableProgramStats(t)
 
 	secs := int(runtime.Seconds())
 	// --invalidate=1 drops the file's pages when fio opens it, fadvise_hint=0 leaves the
@@ -156,8 +180,9 @@ func TestPodIOOverhead(t *testing.T) {
 				a := arms[(i+round-1)%len(arms)]
 				r := measure(t, bin, m, pod, w, a)
 				r.round = round
-				t.Logf("round %d, %s, %s: %.1f MiB/s, %.0f IOPS, %d READs in fio's %s (%.0f/s), agent CPU %s in %s (%.2f %% of one CPU, %.3f %% per 10,000 READs/s)",
-					round, w.name, a.name, r.mibps, r.iops, r.reads, r.fioTime, r.readsPerSec(), r.cpu, r.wall.Round(10*time.Millisecond), 100*r.cpuShare(), 100*r.per10k())
+				t.Logf("round %d, %s, %s: %.1f MiB/s, %.0f IOPS, %d READs in fio's %s (%.0f/s), agent CPU %s in %s (%.2f %% of one CPU, %.3f %% per 10,000 READs/s); collector's programs %d runs, %s (%s per READ)",
+					round, w.name, a.name, r.mibps, r.iops, r.reads, r.fioTime, r.readsPerSec(), r.cpu, r.wall.Round(10*time.Millisecond), 100*r.cpuShare(), 100*r.per10k(),
+					r.progRuns, r.progTime, r.progPerRead())
 				runs = append(runs, r)
 			}
 		}
@@ -183,15 +208,22 @@ func measure(t *testing.T, bin string, m labtest.Mounted, pod string, w workload
 	r := run{workload: w.name, arm: a.name}
 	var pid int
 	var stopScrapes func()
+	var progs []*ebpf.Program
 	if a.agent {
+		before := programIDs(t)
 		var stop func()
 		pid, stop = startAgent(t, bin, a.args)
 		defer stop()
+		if slices.Contains(a.args, "--pod-io") {
+			progs = newPrograms(t, before)
+			defer closeAll(progs)
+		}
 		stopScrapes = scrapeLoop(t)
 		time.Sleep(settle)
 	}
 	out := filepath.Join(t.TempDir(), "fio.json")
 	cpu0 := agentCPU(t, pid)
+	prog0, runs0 := programStats(t, progs)
 	reads0 := readOps(t, m.Dir)
 	start := time.Now()
 	cmd := exec.Command("sh", "-c", "echo $$ > "+labtest.ShellQuote(pod+"/cgroup.procs")+" && exec fio "+w.fio+" --output="+labtest.ShellQuote(out))
@@ -201,6 +233,8 @@ func measure(t *testing.T, bin string, m labtest.Mounted, pod string, w workload
 	r.wall = time.Since(start)
 	r.reads = readOps(t, m.Dir) - reads0
 	r.cpu = agentCPU(t, pid) - cpu0
+	prog1, runs1 := programStats(t, progs)
+	r.progTime, r.progRuns = prog1-prog0, runs1-runs0
 	if stopScrapes != nil {
 		stopScrapes()
 	}
@@ -227,8 +261,85 @@ func measure(t *testing.T, bin string, m labtest.Mounted, pod string, w workload
 		if v := scrapeSeries(t, series); v <= 0 {
 			t.Fatalf("%s = %v after the run: the collector counted nothing", series, v)
 		}
+		if r.progRuns == 0 || r.progTime <= 0 {
+			t.Fatalf("the collector's %d programs: %d runs, %s over the run: the kernel's statistics counted nothing", len(progs), r.progRuns, r.progTime)
+		}
 	}
 	return r
+}
+
+// enableProgramStats turns on the kernel's run time and run count of every BPF program
+// (BPF_ENABLE_STATS, Linux 5.8; what sysctl kernel.bpf_stats_enabled=1 does) until the
+// test ends. It adds two clock reads to each program's run, which count against the
+// collector.
+func enableProgramStats(t *testing.T) {
+	t.Helper()
+	c, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	if err != nil {
+		t.Fatalf("BPF_ENABLE_STATS: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+}
+
+// programIDs returns the IDs of the BPF programs loaded now.
+func programIDs(t *testing.T) map[ebpf.ProgramID]bool {
+	t.Helper()
+	ids := map[ebpf.ProgramID]bool{}
+	for id := ebpf.ProgramID(0); ; {
+		next, err := ebpf.ProgramGetNextID(id)
+		if errors.Is(err, os.ErrNotExist) {
+			return ids
+		}
+		if err != nil {
+			t.Fatalf("BPF_PROG_GET_NEXT_ID: %v", err)
+		}
+		ids[next] = true
+		id = next
+	}
+}
+
+// newPrograms opens the programs loaded since before was taken: the agent's collector,
+// the only loader in the guest meanwhile.
+func newPrograms(t *testing.T, before map[ebpf.ProgramID]bool) []*ebpf.Program {
+	t.Helper()
+	var progs []*ebpf.Program
+	for id := range programIDs(t) {
+		if before[id] {
+			continue
+		}
+		p, err := ebpf.NewProgramFromID(id)
+		if err != nil {
+			closeAll(progs)
+			t.Fatalf("program %d: %v", id, err)
+		}
+		progs = append(progs, p)
+	}
+	if len(progs) == 0 {
+		t.Fatal("the agent with --pod-io loaded no BPF program")
+	}
+	return progs
+}
+
+func closeAll(progs []*ebpf.Program) {
+	for _, p := range progs {
+		p.Close()
+	}
+}
+
+// programStats sums the programs' run time and run count since they were loaded.
+func programStats(t *testing.T, progs []*ebpf.Program) (time.Duration, uint64) {
+	t.Helper()
+	var d time.Duration
+	var n uint64
+	for _, p := range progs {
+		s, err := p.Stats()
+		if err != nil {
+			t.Fatalf("program statistics: %v", err)
+		}
+		d += s.Runtime
+		n += s.RunCount
+	}
+	return d, n
 }
 
 // podCgroup makes the readers' cgroup, named as kubelet names a container's, in a pod
@@ -502,20 +613,28 @@ func medianOf(runs []run, w, a string, f func(run) float64) float64 {
 func render(workloads []workload, runs []run, kernel string, rounds int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Per-pod NFS I/O collector overhead, Linux %s, one boot, %d runs of %s per cell (medians), alternately, each round starting with the next arm\n\n", kernel, rounds, runtime)
-	fmt.Fprintf(&b, "| workload | MiB/s: no agent / agent / agent --pod-io | --pod-io / no agent | --pod-io / agent | READs/s: no agent / agent / --pod-io | agent CPU, %% of one CPU: agent / --pod-io | per 10,000 READs/s: agent / --pod-io |\n")
-	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| workload | MiB/s: no agent / agent / agent --pod-io | --pod-io / no agent | --pod-io / agent | READs/s: no agent / agent / --pod-io | agent CPU, %% of one CPU: agent / --pod-io | per 10,000 READs/s: agent / --pod-io | collector's programs: runs per READ, time per READ, %% of one CPU at 10,000 READs/s |\n")
+	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|\n")
 	mibps := func(r run) float64 { return r.mibps }
+	runsPerRead := func(r run) float64 { return float64(r.progRuns) / float64(max(r.reads, 1)) }
+	perRead := func(r run) float64 { return float64(r.progPerRead()) }
 	for _, w := range workloads {
 		none, agent, pio := medianOf(runs, w.name, arms[0].name, mibps), medianOf(runs, w.name, arms[1].name, mibps), medianOf(runs, w.name, arms[2].name, mibps)
-		fmt.Fprintf(&b, "| %s: %s | %.1f / %.1f / %.1f | %.1f %% | %.1f %% | %.0f / %.0f / %.0f | %.2f / %.2f | %.3f / %.3f %% |\n",
+		fmt.Fprintf(&b, "| %s: %s | %.1f / %.1f / %.1f | %.1f %% | %.1f %% | %.0f / %.0f / %.0f | %.2f / %.2f | %.3f / %.3f %% | %.1f, %s, %.3f %% |\n",
 			w.name, w.description, none, agent, pio, 100*pio/none, 100*pio/agent,
 			medianOf(runs, w.name, arms[0].name, run.readsPerSec), medianOf(runs, w.name, arms[1].name, run.readsPerSec), medianOf(runs, w.name, arms[2].name, run.readsPerSec),
 			100*medianOf(runs, w.name, arms[1].name, run.cpuShare), 100*medianOf(runs, w.name, arms[2].name, run.cpuShare),
-			100*medianOf(runs, w.name, arms[1].name, run.per10k), 100*medianOf(runs, w.name, arms[2].name, run.per10k))
+			100*medianOf(runs, w.name, arms[1].name, run.per10k), 100*medianOf(runs, w.name, arms[2].name, run.per10k),
+			medianOf(runs, w.name, arms[2].name, runsPerRead), time.Duration(medianOf(runs, w.name, arms[2].name, perRead)).Round(10*time.Nanosecond),
+			100*medianOf(runs, w.name, arms[2].name, run.progPer10k))
 	}
-	fmt.Fprintf(&b, "\nEach run (round, workload, arm: MiB/s, IOPS, READs/s, agent CPU %% of one CPU):\n\n")
+	fmt.Fprintf(&b, "\nEach run (round, workload, arm: MiB/s, IOPS, READs/s, agent CPU %% of one CPU; with the collector, its programs' runs and time per READ):\n\n")
 	for _, r := range runs {
-		fmt.Fprintf(&b, "- %d, %s, %s: %.1f, %.0f, %.0f, %.2f\n", r.round, r.workload, r.arm, r.mibps, r.iops, r.readsPerSec(), 100*r.cpuShare())
+		fmt.Fprintf(&b, "- %d, %s, %s: %.1f, %.0f, %.0f, %.2f", r.round, r.workload, r.arm, r.mibps, r.iops, r.readsPerSec(), 100*r.cpuShare())
+		if r.progRuns > 0 {
+			fmt.Fprintf(&b, "; %.1f, %s", float64(r.progRuns)/float64(max(r.reads, 1)), r.progPerRead())
+		}
+		b.WriteString("\n")
 	}
 	return b.String()
 }
