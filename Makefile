@@ -301,8 +301,9 @@ readahead-table: lab-setup
 # podio-overhead measures the per-pod NFS I/O collector's cost in one boot (lab/podiocost,
 # docs/benchmarks.md): a sequential reader and 16 KiB random reads without an agent, under
 # `nfstune agent --observe` and under `nfstune agent --observe --pod-io`, alternately,
-# NFSTUNE_LAB_ROUNDS rounds (4), with the collector's programs' run time per READ. About a quarter of an hour under emulation, not part of
-# check; the table goes to lab/.cache/podio-overhead-<kernel>.md.
+# NFSTUNE_LAB_ROUNDS rounds (4), with the collector's programs' run time per READ (the
+# kernel's BPF statistics). About a quarter of an hour under emulation, not part of check;
+# the table goes to lab/.cache/podio-overhead-<kernel>.md.
 podio-overhead: lab-setup
 	LAB_PACKAGES=./lab/podiocost GO=$(GO) bash lab/test.sh -run '^TestPodIOOverhead$$'
 
