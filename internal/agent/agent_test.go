@@ -559,7 +559,7 @@ func benchReactionWorkUnder(b *testing.B, n int, load LoadFunc) {
 	}
 	root := hostfs.Root(dir)
 	// As the agent runs: reconciles read the mount table and read-ahead themselves.
-	read := func(context.Context) (*inventory.Inventory, error) { return ReadMountTable(root, 0) }
+	read := NewMountTable(root, 0).Read
 	a, err := New(Config{Root: root, PID: 0, Read: read, ReconcileRead: read, Load: load})
 	if err != nil {
 		b.Fatal(err)
@@ -578,9 +578,32 @@ func benchReactionWorkUnder(b *testing.B, n int, load LoadFunc) {
 	if err != nil || want == 128 {
 		b.Fatalf("read_ahead_kb after the start = %d (%v), want it moved from 128", want, err)
 	}
-	for b.Loop() {
+	// Each op's mount table differs from the last in the new superblock's line (its
+	// per-mount options), as a real one does after a mount: the read builds that
+	// superblock again and reuses the others.
+	infoPath := root.Proc("1", "mountinfo")
+	info, err := os.ReadFile(infoPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const line = "100 21 0:100 / "
+	i := bytes.Index(info, []byte(line))
+	if i < 0 {
+		b.Fatalf("%s has no line %q", infoPath, line)
+	}
+	end := i + bytes.IndexByte(info[i:], '\n')
+	tables := [2][]byte{info, slices.Concat(info[:i], bytes.Replace(info[i:end], []byte(" rw,relatime "), []byte(" rw,noatime "), 1), info[end:])}
+	if bytes.Equal(tables[0], tables[1]) {
+		b.Fatalf("line %q has no per-mount rw,relatime to change", line)
+	}
+	for op := 0; b.Loop(); op++ {
 		// The superblock is new to the agent, with the kernel's default read-ahead, as
 		// right after its mount.
+		b.StopTimer()
+		if err := os.WriteFile(infoPath, tables[op%2], 0o644); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
 		if err := os.WriteFile(p, []byte("128\n"), 0o644); err != nil {
 			b.Fatal(err)
 		}

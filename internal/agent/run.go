@@ -98,9 +98,7 @@ func Run(ctx context.Context, opts Options) error {
 		Read: func(context.Context) (*inventory.Inventory, error) {
 			return inventory.Read(root, inventory.ReadOptions{PID: pid, Hostname: opts.Node})
 		},
-		ReconcileRead: func(context.Context) (*inventory.Inventory, error) {
-			return ReadMountTable(root, pid)
-		},
+		ReconcileRead: NewMountTable(root, pid).Read,
 		StatisticsRead: func(context.Context) (*inventory.Inventory, error) {
 			return inventory.Read(root, inventory.ReadOptions{PID: pid, StatisticsOnly: true})
 		},

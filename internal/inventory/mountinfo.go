@@ -2,10 +2,12 @@ package inventory
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/moby/sys/mountinfo"
@@ -122,52 +124,210 @@ func DeviceAt(b []byte, mountPoint string) (string, bool) {
 
 // mountsFromInfo builds one Mount per device from mountinfo entries.
 func mountsFromInfo(infos []*mountinfo.Info) []Mount {
-	byDev := map[string]*Mount{}
-	perMount := map[string]string{}
+	groups := groupByDevice(infos)
+	out := make([]Mount, 0, len(groups))
+	for _, g := range groups {
+		out = append(out, buildMount(g))
+	}
+	return out
+}
+
+// deviceEntries are the mountinfo entries of one superblock, in file order.
+type deviceEntries struct {
+	major, minor int
+	infos        []*mountinfo.Info
+}
+
+// groupByDevice groups entries by device, sorted by device.
+func groupByDevice(infos []*mountinfo.Info) []deviceEntries {
+	type devNum struct{ major, minor int }
+	byDev := make(map[devNum]int, len(infos))
+	var groups []deviceEntries
 	for _, in := range infos {
-		dev := fmt.Sprintf("%d:%d", in.Major, in.Minor)
-		m, ok := byDev[dev]
+		dev := devNum{in.Major, in.Minor}
+		i, ok := byDev[dev]
 		if !ok {
-			m = &Mount{Device: dev, FSType: in.FSType}
-			m.Server, m.Export = splitSource(in.Source)
-			m.Options = parseOptions(in.VFSOptions)
-			byDev[dev] = m
-			perMount[dev] = in.Options
+			i = len(groups)
+			byDev[dev] = i
+			groups = append(groups, deviceEntries{major: in.Major, minor: in.Minor})
 		}
+		groups[i].infos = append(groups[i].infos, in)
+	}
+	slices.SortFunc(groups, func(a, b deviceEntries) int {
+		return cmp.Or(cmp.Compare(a.major, b.major), cmp.Compare(a.minor, b.minor))
+	})
+	return groups
+}
+
+// buildMount is the Mount of one superblock's entries: the first entry's superblock and
+// per-mount options, every entry's mount point.
+func buildMount(g deviceEntries) Mount {
+	first := g.infos[0]
+	m := &Mount{Device: strconv.Itoa(g.major) + ":" + strconv.Itoa(g.minor), FSType: first.FSType}
+	m.Server, m.Export = splitSource(first.Source)
+	m.Options = parseOptions(first.VFSOptions)
+	m.MountPoints = make([]string, 0, len(g.infos))
+	for _, in := range g.infos {
 		m.MountPoints = append(m.MountPoints, in.Mountpoint)
 	}
-	out := make([]Mount, 0, len(byDev))
-	for dev, m := range byDev {
-		// Sorted, then each mount point once: a path seen twice (a mount propagated into
-		// another namespace) is one. Linear in the bind mounts of a superblock, where a
-		// lookup per line was quadratic.
-		sort.Strings(m.MountPoints)
-		m.MountPoints = slices.Compact(m.MountPoints)
-		mergePerMountOptions(m.Options, perMount[dev])
-		m.ServerAddr = m.Options["addr"]
-		m.Version = nfsVersion(m.FSType, m.Options)
-		m.RSize = atoiOr0(m.Options["rsize"])
-		m.WSize = atoiOr0(m.Options["wsize"])
-		m.NConnect = atoiOr0(m.Options["nconnect"])
-		m.TransportSecurity = transportSecurity(m.Options)
-		m.Backend = DetectBackend(m.Server)
-		if isLonghorn(m) {
-			m.Backend = backendLonghorn
-		}
-		if port := loopbackPort(m); port > 0 {
-			m.Proxy = &Proxy{Kind: ProxyLoopback, Port: port}
-		}
-		m.ClientGroup = groupKey(m)
-		out = append(out, *m)
+	// Sorted, then each mount point once: a path seen twice (a mount propagated into
+	// another namespace) is one. Linear in the bind mounts of a superblock, where a
+	// lookup per line was quadratic.
+	sort.Strings(m.MountPoints)
+	m.MountPoints = slices.Compact(m.MountPoints)
+	mergePerMountOptions(m.Options, first.Options)
+	m.ServerAddr = m.Options["addr"]
+	m.Version = nfsVersion(m.FSType, m.Options)
+	m.RSize = atoiOr0(m.Options["rsize"])
+	m.WSize = atoiOr0(m.Options["wsize"])
+	m.NConnect = atoiOr0(m.Options["nconnect"])
+	m.TransportSecurity = transportSecurity(m.Options)
+	m.Backend = DetectBackend(m.Server)
+	if isLonghorn(m) {
+		m.Backend = backendLonghorn
 	}
-	slices.SortFunc(out, func(a, b Mount) int { return CompareDevices(a.Device, b.Device) })
-	return out
+	if port := loopbackPort(m); port > 0 {
+		m.Proxy = &Proxy{Kind: ProxyLoopback, Port: port}
+	}
+	m.ClientGroup = groupKey(m)
+	return *m
+}
+
+// MountInfoParser is ParseMountInfo for a caller that reads one mountinfo file again and
+// again, as the agent's reconcile does on every change of the mount table. It keeps each
+// line's entry and each superblock's Mount with the entries it was built from, and parses
+// again only the lines, and builds again only the superblocks, that changed: a host's
+// 10,000th mount then costs the file's scan, not 10,000 parses, before it is tuned. Its
+// results equal ParseMountInfo's. The Mounts it returns share their Options maps and
+// MountPoints slices with its memory, so callers must not change them (each Proxy is a
+// copy: AttributeProxies fills it in). Not safe for concurrent use.
+type MountInfoParser struct {
+	lines  map[string]*mountinfo.Info // by line; nil for a line of another file system
+	mounts map[string]Mount           // by the key of the entries it was built from (deviceKey)
+}
+
+// Parse is ParseMountInfo.
+func (p *MountInfoParser) Parse(b []byte) ([]Mount, []string) {
+	infos, warnings := p.entries(b)
+	groups := groupByDevice(infos)
+	mounts := make(map[string]Mount, len(groups))
+	out := make([]Mount, 0, len(groups))
+	for _, g := range groups {
+		key := deviceKey(g)
+		m, ok := p.mounts[key]
+		if !ok {
+			m = buildMount(g)
+		}
+		mounts[key] = m
+		if m.Proxy != nil {
+			proxy := *m.Proxy
+			m.Proxy = &proxy
+		}
+		out = append(out, m)
+	}
+	p.mounts = mounts
+	return out, warnings
+}
+
+// entries is parseMountInfo(b, nfsOnly) that parses only the lines the last call did not
+// see. The new lines go to moby/sys/mountinfo together, and one by one when it rejects
+// them together, so that, as in parseMountInfo, a bad line drops itself alone.
+func (p *MountInfoParser) entries(b []byte) ([]*mountinfo.Info, []string) {
+	type warning struct {
+		line int
+		text string
+	}
+	var (
+		lines    = bytes.Split(b, []byte("\n"))
+		parsed   = make([]*mountinfo.Info, len(lines))
+		known    = make(map[string]*mountinfo.Info, len(lines))
+		fresh    []int // indexes of the lines to parse
+		warnings []warning
+	)
+	for n, line := range lines {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if in, ok := p.lines[string(line)]; ok {
+			parsed[n], known[string(line)] = in, in
+			continue
+		}
+		if badDevice(line) {
+			dev, _ := thirdField(line)
+			warnings = append(warnings, warning{n, fmt.Sprintf("mountinfo line %d dropped: bad device %q (want major:minor)", n+1, shorten(string(dev), 40))})
+			continue
+		}
+		fresh = append(fresh, n)
+	}
+	if len(fresh) > 0 {
+		batch := make([][]byte, len(fresh))
+		for i, n := range fresh {
+			batch[i] = lines[n]
+		}
+		got, err := mountinfo.GetMountsFromReader(bytes.NewReader(bytes.Join(batch, []byte("\n"))), nil)
+		if err != nil || len(got) != len(fresh) {
+			got = make([]*mountinfo.Info, len(fresh))
+			for i, n := range fresh {
+				one, err := mountinfo.GetMountsFromReader(bytes.NewReader(lines[n]), nil)
+				if err != nil || len(one) != 1 {
+					warnings = append(warnings, warning{n, fmt.Sprintf("mountinfo line %d dropped: %s", n+1, shorten(fmt.Sprint(err), 200))})
+					continue
+				}
+				got[i] = one[0]
+			}
+		}
+		for i, n := range fresh {
+			if got[i] == nil {
+				continue // dropped with a warning
+			}
+			in := got[i]
+			if skip, _ := nfsOnly(in); skip {
+				in = nil
+			}
+			parsed[n], known[string(lines[n])] = in, in
+		}
+	}
+	p.lines = known
+	infos := make([]*mountinfo.Info, 0, len(parsed))
+	for _, in := range parsed {
+		if in != nil {
+			infos = append(infos, in)
+		}
+	}
+	slices.SortFunc(warnings, func(a, b warning) int { return cmp.Compare(a.line, b.line) })
+	var texts []string
+	for _, w := range warnings {
+		texts = append(texts, w.text)
+	}
+	return infos, texts
+}
+
+// deviceKey is everything buildMount reads from a superblock's entries, in file order,
+// each field prefixed by its length so that no two sets of entries share a key.
+func deviceKey(g deviceEntries) string {
+	b := make([]byte, 0, 256)
+	b = strconv.AppendInt(b, int64(g.major), 10)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, int64(g.minor), 10)
+	for _, in := range g.infos {
+		for _, f := range [...]string{in.FSType, in.Source, in.VFSOptions, in.Options, in.Mountpoint} {
+			b = append(b, ' ')
+			b = strconv.AppendInt(b, int64(len(f)), 10)
+			b = append(b, ':')
+			b = append(b, f...)
+		}
+	}
+	return string(b)
 }
 
 // mergePerMountOptions adds the per-mount options (mountinfo field 6, e.g. "ro,relatime")
 // to the superblock options. A read-only mount point or superblock makes the result "ro".
 func mergePerMountOptions(opts map[string]string, perMount string) {
-	for k, v := range parseOptions(perMount) {
+	for o := range strings.SplitSeq(perMount, ",") {
+		if o == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(o, "=")
 		if _, ok := opts[k]; !ok {
 			opts[k] = v
 		}

@@ -57,9 +57,7 @@ func startAgent(t *testing.T, resync time.Duration) *labAgent {
 		Read: func(context.Context) (*inventory.Inventory, error) {
 			return inventory.Read(root, inventory.ReadOptions{})
 		},
-		ReconcileRead: func(context.Context) (*inventory.Inventory, error) {
-			return agent.ReadMountTable(root, 0)
-		},
+		ReconcileRead: agent.NewMountTable(root, 0).Read,
 		Load: func() (*agent.Policy, error) {
 			pol := policy.Default()
 			pol.Workload = policy.WorkloadSequentialRead
