@@ -648,7 +648,7 @@ func BenchmarkAgentHeap(b *testing.B) {
 				Read: func(context.Context) (*inventory.Inventory, error) {
 					return inventory.Read(root, inventory.ReadOptions{})
 				},
-				ReconcileRead: func(context.Context) (*inventory.Inventory, error) { return ReadMountTable(root, 0) },
+				ReconcileRead: NewMountTable(root, 0).Read,
 				StatisticsRead: func(context.Context) (*inventory.Inventory, error) {
 					return inventory.Read(root, inventory.ReadOptions{StatisticsOnly: true})
 				},
@@ -1025,7 +1025,7 @@ func BenchmarkAdaptStep(b *testing.B) {
 				Read: func(context.Context) (*inventory.Inventory, error) {
 					return inventory.Read(root, inventory.ReadOptions{})
 				},
-				ReconcileRead: func(context.Context) (*inventory.Inventory, error) { return ReadMountTable(root, 0) },
+				ReconcileRead: NewMountTable(root, 0).Read,
 				Load:          func() (*Policy, error) { return LoadPolicy("", "", false) },
 			})
 			if err != nil {

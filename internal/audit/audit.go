@@ -319,15 +319,27 @@ func foldCauses(fs []Finding) []Finding {
 // SortFindings orders findings worst first, then by device ("major:minor" numerically,
 // host-wide findings first), then by ID.
 func SortFindings(fs []Finding) {
-	slices.SortStableFunc(fs, func(a, b Finding) int {
-		if c := cmp.Compare(SeverityRank(b.Severity), SeverityRank(a.Severity)); c != 0 {
-			return c
-		}
-		if c := inventory.CompareDevices(a.Device, b.Device); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.ID, b.ID)
+	// Sorted by keys computed once, then moved once: a finding is a large value, and a
+	// node with a thousand mounts has thousands of them.
+	type key struct {
+		rank, major, minor int
+		device, id         string
+		at                 int // the finding's index: ties keep their order
+	}
+	keys := make([]key, len(fs))
+	for i, f := range fs {
+		maj, min := inventory.DeviceNumbers(f.Device)
+		keys[i] = key{SeverityRank(f.Severity), maj, min, f.Device, f.ID, i}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		return cmp.Or(cmp.Compare(b.rank, a.rank), cmp.Compare(a.major, b.major), cmp.Compare(a.minor, b.minor),
+			cmp.Compare(a.device, b.device), cmp.Compare(a.id, b.id), cmp.Compare(a.at, b.at))
 	})
+	sorted := make([]Finding, len(fs))
+	for i, k := range keys {
+		sorted[i] = fs[k.at]
+	}
+	copy(fs, sorted)
 }
 
 // kernelVersion is the major.minor of the running kernel; known is false when
@@ -390,7 +402,7 @@ func hasOpt(m *inventory.Mount, key string) bool {
 	return ok
 }
 
-func kib(n int) string { return fmt.Sprintf("%d KiB", n) }
+func kib(n int) string { return strconv.Itoa(n) + " KiB" }
 
 // noEffectOptions are the atime options nfs(5) says NFS ignores; generated fstab lines
 // leave them out.
@@ -419,22 +431,30 @@ func fstabLine(m *inventory.Mount, set map[string]string, drop ...string) string
 	delete(opts, "defaults")
 	maps.Copy(opts, spec.Set)
 	maps.Copy(opts, set)
-	var words []string
-	for _, k := range slices.Sorted(maps.Keys(opts)) {
-		if v := opts[k]; v != "" {
-			words = append(words, k+"="+v)
-		} else {
-			words = append(words, k)
-		}
-	}
-	if len(words) == 0 {
-		words = []string{"defaults"}
-	}
 	mp := "<mountpoint>"
 	if len(m.MountPoints) > 0 {
 		mp = escapeFstab(m.MountPoints[0])
 	}
-	return fmt.Sprintf("%s:%s %s %s %s 0 0", spec.Server, escapeFstab(spec.Export), mp, spec.FSType, strings.Join(words, ","))
+	var b strings.Builder
+	b.Grow(128)
+	for _, s := range []string{spec.Server, ":", escapeFstab(spec.Export), " ", mp, " ", spec.FSType, " "} {
+		b.WriteString(s)
+	}
+	if len(opts) == 0 {
+		b.WriteString("defaults")
+	}
+	for i, k := range slices.Sorted(maps.Keys(opts)) {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(k)
+		if v := opts[k]; v != "" {
+			b.WriteByte('=')
+			b.WriteString(v)
+		}
+	}
+	b.WriteString(" 0 0")
+	return b.String()
 }
 
 // escapeFstab octal-escapes the characters fstab(5) cannot hold literally.

@@ -726,15 +726,18 @@ func TestSortFindings(t *testing.T) {
 		{ID: "NFS001", Severity: SeverityWarning, Device: "0:100"},
 		{ID: "NFS060", Severity: SeverityInfo},
 		{ID: "NFS030", Severity: SeverityError, Device: "0:9"},
-		{ID: "NFS001", Severity: SeverityWarning, Device: "0:53"},
+		{ID: "NFS001", Severity: SeverityWarning, Device: "0:53", Message: "first"},
 		{ID: "NFS010", Severity: SeverityWarning, Device: "0:53"},
+		{ID: "NFS001", Severity: SeverityWarning, Device: "0:53", Message: "second"},
 	}
 	SortFindings(fs)
 	var got []string
 	for _, f := range fs {
-		got = append(got, f.Severity+" "+f.Device+" "+f.ID)
+		got = append(got, strings.TrimSpace(f.Severity+" "+f.Device+" "+f.ID+" "+f.Message))
 	}
-	want := []string{"error 0:9 NFS030", "warning 0:53 NFS001", "warning 0:53 NFS010", "warning 0:100 NFS001", "info  NFS060", "info 0:53 NFS070"}
+	// Findings of one severity, device and ID keep their order.
+	want := []string{"error 0:9 NFS030", "warning 0:53 NFS001 first", "warning 0:53 NFS001 second", "warning 0:53 NFS010",
+		"warning 0:100 NFS001", "info  NFS060", "info 0:53 NFS070"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

@@ -6,6 +6,7 @@ package display
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -62,13 +63,21 @@ func Args(args []any) []any {
 	for i, a := range args {
 		switch v := a.(type) {
 		case string:
-			out[i] = Text(v)
-		case []string:
-			s := make([]string, len(v))
-			for j := range v {
-				s[j] = Text(v[j])
+			// The argument itself when Text changed nothing, the common case: a new
+			// interface value for the same string would be an allocation per argument.
+			out[i] = a
+			if t := Text(v); t != v {
+				out[i] = t
 			}
-			out[i] = s
+		case []string:
+			out[i] = a
+			if slices.ContainsFunc(v, func(s string) bool { return Text(s) != s }) {
+				s := make([]string, len(v))
+				for j := range v {
+					s[j] = Text(v[j])
+				}
+				out[i] = s
+			}
 		case error:
 			out[i] = Text(v.Error())
 		case fmt.Stringer:

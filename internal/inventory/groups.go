@@ -76,15 +76,17 @@ func buildGroups(mounts []Mount) []Group {
 
 // CompareDevices orders "major:minor" numerically.
 func CompareDevices(a, b string) int {
-	amaj, amin, _ := strings.Cut(a, ":")
-	bmaj, bmin, _ := strings.Cut(b, ":")
-	if c := cmp.Compare(atoiOr0(amaj), atoiOr0(bmaj)); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(atoiOr0(amin), atoiOr0(bmin)); c != 0 {
-		return c
-	}
-	return cmp.Compare(a, b)
+	amaj, amin := DeviceNumbers(a)
+	bmaj, bmin := DeviceNumbers(b)
+	return cmp.Or(cmp.Compare(amaj, bmaj), cmp.Compare(amin, bmin), cmp.Compare(a, b))
+}
+
+// DeviceNumbers are the major and minor numbers of a "major:minor" device, 0 for a part
+// that is not a number: what CompareDevices compares first, for a sort that computes them
+// once per element.
+func DeviceNumbers(dev string) (major, minor int) {
+	maj, min, _ := strings.Cut(dev, ":")
+	return atoiOr0(maj), atoiOr0(min)
 }
 
 func atoiOr0(s string) int {
