@@ -138,9 +138,11 @@ type deviceEntries struct {
 	infos        []*mountinfo.Info
 }
 
+// devNum is a device's major and minor numbers.
+type devNum struct{ major, minor int }
+
 // groupByDevice groups entries by device, sorted by device.
 func groupByDevice(infos []*mountinfo.Info) []deviceEntries {
-	type devNum struct{ major, minor int }
 	byDev := make(map[devNum]int, len(infos))
 	var groups []deviceEntries
 	for _, in := range infos {
@@ -203,22 +205,30 @@ func buildMount(g deviceEntries) Mount {
 // copy: AttributeProxies fills it in). Not safe for concurrent use.
 type MountInfoParser struct {
 	lines  map[string]*mountinfo.Info // by line; nil for a line of another file system
-	mounts map[string]Mount           // by the key of the entries it was built from (deviceKey)
+	mounts map[devNum]builtMount
+}
+
+// builtMount is a Mount with the entries it was built from: a later read whose entries for
+// the device are these same ones (the same lines, so the same *Info) reuses it.
+type builtMount struct {
+	infos []*mountinfo.Info
+	mount Mount
 }
 
 // Parse is ParseMountInfo.
 func (p *MountInfoParser) Parse(b []byte) ([]Mount, []string) {
 	infos, warnings := p.entries(b)
 	groups := groupByDevice(infos)
-	mounts := make(map[string]Mount, len(groups))
+	mounts := make(map[devNum]builtMount, len(groups))
 	out := make([]Mount, 0, len(groups))
 	for _, g := range groups {
-		key := deviceKey(g)
-		m, ok := p.mounts[key]
-		if !ok {
-			m = buildMount(g)
+		dev := devNum{g.major, g.minor}
+		built, ok := p.mounts[dev]
+		if !ok || !slices.Equal(built.infos, g.infos) {
+			built = builtMount{infos: g.infos, mount: buildMount(g)}
 		}
-		mounts[key] = m
+		mounts[dev] = built
+		m := built.mount
 		if m.Proxy != nil {
 			proxy := *m.Proxy
 			m.Proxy = &proxy
@@ -300,24 +310,6 @@ func (p *MountInfoParser) entries(b []byte) ([]*mountinfo.Info, []string) {
 		texts = append(texts, w.text)
 	}
 	return infos, texts
-}
-
-// deviceKey is everything buildMount reads from a superblock's entries, in file order,
-// each field prefixed by its length so that no two sets of entries share a key.
-func deviceKey(g deviceEntries) string {
-	b := make([]byte, 0, 256)
-	b = strconv.AppendInt(b, int64(g.major), 10)
-	b = append(b, ':')
-	b = strconv.AppendInt(b, int64(g.minor), 10)
-	for _, in := range g.infos {
-		for _, f := range [...]string{in.FSType, in.Source, in.VFSOptions, in.Options, in.Mountpoint} {
-			b = append(b, ' ')
-			b = strconv.AppendInt(b, int64(len(f)), 10)
-			b = append(b, ':')
-			b = append(b, f...)
-		}
-	}
-	return string(b)
 }
 
 // mergePerMountOptions adds the per-mount options (mountinfo field 6, e.g. "ro,relatime")
