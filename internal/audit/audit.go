@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/parallel"
 	"github.com/nfstune/nfstune/internal/policy"
 	"github.com/nfstune/nfstune/internal/readahead"
 	"github.com/nfstune/nfstune/internal/shell"
@@ -181,12 +182,12 @@ func Run(inv *inventory.Inventory, pol *policy.Policy) Report {
 
 // RunWith is Run with the evidence of a window of traffic (Options).
 func RunWith(inv *inventory.Inventory, pol *policy.Policy, opts Options) Report {
-	return run(inv, pol, opts, foldCauses)
+	return run(inv, pol, opts, foldCauses, 0)
 }
 
-// run audits with fold applied to each mount's findings: foldCauses, or, for the tests of
-// single rules, nothing.
-func run(inv *inventory.Inventory, pol *policy.Policy, opts Options, fold func([]Finding) []Finding) Report {
+// run audits with fold applied to each mount's findings (foldCauses, or, for the tests of
+// single rules, nothing), in at most workers goroutines (0: one per CPU).
+func run(inv *inventory.Inventory, pol *policy.Policy, opts Options, fold func([]Finding) []Finding, workers int) Report {
 	rep := Report{
 		Mounts:       slices.Clone(inv.Mounts),
 		Desired:      make(map[string]policy.Resolved, len(inv.Mounts)),
@@ -210,40 +211,56 @@ func run(inv *inventory.Inventory, pol *policy.Policy, opts Options, fold func([
 	}
 	kernel := parseKernel(inv.KernelRelease)
 	checks := mountChecks()
-	groupCache := map[string]groupWords{}
 	resolved := make([]policy.Resolved, len(rep.Mounts))
-	// Findings are large values: room for a few per mount up front, and one buffer for a
-	// mount's findings before they are folded.
-	rep.Findings = make([]Finding, 0, 3*len(rep.Mounts))
-	var found []Finding
-	for i := range rep.Mounts {
-		m := &rep.Mounts[i]
-		res := pol.Resolve(m)
-		resolved[i] = res
-		m.Backend = res.Backend
-		rep.Desired[m.Device] = res
-		b, _ := pol.Backend(res.Backend)
-		c := &mountCtx{inv: inv, m: m, res: res, backend: b, kernel: kernel, group: groups[m.ClientGroup], byDev: byDev, volumes: volumes,
-			groupCache: groupCache}
-		if e, ok := opts.Traffic[m.Device]; ok {
-			c.traffic = &e
+	perMount := make([][]Finding, len(rep.Mounts))
+	origins := make([][]OptionOrigin, len(rep.Mounts))
+	// Each mount's audit reads only the inventory and writes only its own slots, so the
+	// mounts are audited in contiguous ranges, one per CPU, with the report assembled in
+	// mount order afterwards: on a node with thousands of mounts the rules are most of an
+	// audit's work.
+	auditRange := func(lo, hi int) {
+		groupCache := map[string]groupWords{}
+		var found []Finding // one buffer for a mount's findings before they are folded
+		for i := lo; i < hi; i++ {
+			m := &rep.Mounts[i]
+			res := pol.Resolve(m)
+			resolved[i] = res
+			m.Backend = res.Backend
+			b, _ := pol.Backend(res.Backend)
+			c := &mountCtx{inv: inv, m: m, res: res, backend: b, kernel: kernel, group: groups[m.ClientGroup], byDev: byDev, volumes: volumes,
+				groupCache: groupCache}
+			if e, ok := opts.Traffic[m.Device]; ok {
+				c.traffic = &e
+			}
+			if cl, ok := opts.Classes[m.Device]; ok {
+				c.classes = &cl
+			}
+			c.mapped = opts.MappedReaders[m.Device]
+			found = found[:0]
+			for _, check := range checks {
+				found = append(found, check(c)...)
+			}
+			// The option changes apply plans go to the findings that report them, the rest to
+			// NFS033; then one finding per cause (causes).
+			perMount[i] = fold(c.claimOptionChanges(found))
+			origins[i] = optionOrigins(inv, m, res.Mount)
 		}
-		if cl, ok := opts.Classes[m.Device]; ok {
-			c.classes = &cl
-		}
-		c.mapped = opts.MappedReaders[m.Device]
-		found = found[:0]
-		for _, check := range checks {
-			found = append(found, check(c)...)
-		}
-		// The option changes apply plans go to the findings that report them, the rest to
-		// NFS033; then one finding per cause (causes).
-		rep.Findings = append(rep.Findings, fold(c.claimOptionChanges(found))...)
-		if o := optionOrigins(inv, m, res.Mount); len(o) > 0 {
+	}
+	parallel.Do(len(rep.Mounts), workers, minMountsPerWorker, auditRange)
+	// Findings are large values: room for all at once.
+	n := 0
+	for _, fs := range perMount {
+		n += len(fs)
+	}
+	rep.Findings = make([]Finding, 0, n+8)
+	for i, m := range rep.Mounts {
+		rep.Desired[m.Device] = resolved[i]
+		rep.Findings = append(rep.Findings, perMount[i]...)
+		if len(origins[i]) > 0 {
 			if rep.Origins == nil {
 				rep.Origins = map[string][]OptionOrigin{}
 			}
-			rep.Origins[m.Device] = o
+			rep.Origins[m.Device] = origins[i]
 		}
 	}
 	rep.Findings = append(rep.Findings, checkSysctls(inv, rep.Mounts, resolved)...)
@@ -252,6 +269,10 @@ func run(inv *inventory.Inventory, pol *policy.Policy, opts Options, fold func([
 	SortFindings(rep.Findings)
 	return rep
 }
+
+// minMountsPerWorker is the fewest mounts a worker of run audits: below it, starting one
+// costs more than it saves.
+const minMountsPerWorker = 64
 
 // causes group the rules that report one cause of one mount with one fix, strongest first:
 // a mount gets one finding per cause, the first of the group that fired, and the others

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/procfs"
 
 	"github.com/nfstune/nfstune/internal/golden"
+	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/policy"
 	"github.com/nfstune/nfstune/internal/readahead"
@@ -682,7 +683,7 @@ func TestRules(t *testing.T) {
 						opts.Traffic = map[string]readahead.Evidence{m0(inv).Device: *tc.traffic}
 					}
 					// Each rule on its own: foldCauses is TestFoldCauses's.
-					rep := run(inv, pol, opts, slices.Clone[[]Finding])
+					rep := run(inv, pol, opts, slices.Clone[[]Finding], 1)
 					var got []Finding
 					for _, f := range rep.Findings {
 						if f.ID == id {
@@ -994,6 +995,26 @@ func TestProfileConflictSpellings(t *testing.T) {
 	} {
 		if got := profileConflict(tc.want, tc.opt); got != tc.conflict {
 			t.Errorf("profileConflict(%q, %q) = %v, want %v", tc.want, tc.opt, got, tc.conflict)
+		}
+	}
+}
+
+// TestRunWorkersAgree audits a synthetic host of 1,000 mounts in one goroutine and in
+// several: the reports are the same, findings in the same order.
+func TestRunWorkersAgree(t *testing.T) {
+	t.Parallel()
+	dir, pol := synthHost(t)
+	inv, err := inventory.Read(hostfs.Root(dir), inventory.ReadOptions{SkipOperations: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := run(inv, pol, Options{}, foldCauses, 1)
+	if len(one.Findings) < len(inv.Mounts) {
+		t.Fatalf("%d findings for %d mounts: the synthetic host should give every mount some", len(one.Findings), len(inv.Mounts))
+	}
+	for _, workers := range []int{2, 7} {
+		if diff := cmp.Diff(one, run(inv, pol, Options{}, foldCauses, workers)); diff != "" {
+			t.Errorf("%d workers differ from one (-one +%d):\n%s", workers, workers, diff)
 		}
 	}
 }

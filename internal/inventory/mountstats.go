@@ -8,13 +8,16 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/moby/sys/mountinfo"
 	"github.com/prometheus/procfs"
 
 	"github.com/nfstune/nfstune/internal/hostfs"
+	"github.com/nfstune/nfstune/internal/parallel"
 )
 
 // mountStatsEntry is one "device ..." entry of /proc/<pid>/mountstats.
@@ -63,37 +66,62 @@ func parseMountStats(b []byte) ([]mountStatsEntry, []string) {
 	for i := range chunks {
 		chunks[i].text = padOldEvents(chunks[i].text)
 	}
-	p, err := newTempProc()
-	if err != nil {
-		return rawEntries(chunks), []string{fmt.Sprintf("parsing mountstats: %v", err)}
+	// The entries are parsed in contiguous ranges, one per CPU, each through a temporary
+	// proc tree of its own: on a node with thousands of mounts the parse is most of a read.
+	type part struct {
+		lo, hi   int
+		proc     *tempProc
+		warnings []string
 	}
-	defer p.close()
-
-	entries := make([]mountStatsEntry, len(chunks))
-	var warnings []string
-	var parse func(lo, hi int)
-	parse = func(lo, hi int) {
-		mounts, err := p.parse(chunks[lo:hi])
-		if err == nil && len(mounts) == hi-lo {
-			for i, m := range mounts {
-				entries[lo+i] = entryFromProcfs(chunks[lo+i], m)
+	var parts []part
+	for lo, hi := range parallel.Ranges(len(chunks), runtime.GOMAXPROCS(0), minEntriesPerWorker) {
+		p, err := newTempProc()
+		if err != nil {
+			for _, q := range parts {
+				q.proc.close()
 			}
-			return
+			return rawEntries(chunks), []string{fmt.Sprintf("parsing mountstats: %v", err)}
 		}
-		if err == nil {
-			err = fmt.Errorf("procfs returned %d entries for %d", len(mounts), hi-lo)
-		}
-		if hi-lo == 1 {
-			entries[lo] = chunks[lo].raw()
-			warnings = append(warnings, fmt.Sprintf("mountstats entry for %q dropped: %s",
-				chunks[lo].mountPoint, shorten(err.Error(), 200)))
-			return
-		}
-		mid := (lo + hi) / 2
-		parse(lo, mid)
-		parse(mid, hi)
+		parts = append(parts, part{lo: lo, hi: hi, proc: p})
 	}
-	parse(0, len(chunks))
+	entries := make([]mountStatsEntry, len(chunks))
+	parseRange := func(q *part) {
+		var parse func(lo, hi int)
+		parse = func(lo, hi int) {
+			mounts, err := q.proc.parse(chunks[lo:hi])
+			if err == nil && len(mounts) == hi-lo {
+				for i, m := range mounts {
+					entries[lo+i] = entryFromProcfs(chunks[lo+i], m)
+				}
+				return
+			}
+			if err == nil {
+				err = fmt.Errorf("procfs returned %d entries for %d", len(mounts), hi-lo)
+			}
+			if hi-lo == 1 {
+				entries[lo] = chunks[lo].raw()
+				q.warnings = append(q.warnings, fmt.Sprintf("mountstats entry for %q dropped: %s",
+					chunks[lo].mountPoint, shorten(err.Error(), 200)))
+				return
+			}
+			mid := (lo + hi) / 2
+			parse(lo, mid)
+			parse(mid, hi)
+		}
+		parse(q.lo, q.hi)
+	}
+	var wg sync.WaitGroup
+	for i := range parts {
+		wg.Go(func() {
+			defer parts[i].proc.close()
+			parseRange(&parts[i])
+		})
+	}
+	wg.Wait()
+	var warnings []string
+	for _, q := range parts {
+		warnings = append(warnings, q.warnings...)
+	}
 	for _, e := range entries {
 		if isNFSType(e.FSType) && e.Stats == nil && !chunkDropped(warnings, e.MountPoint) {
 			warnings = append(warnings, fmt.Sprintf("mountstats entry for %q has no NFS statistics", e.MountPoint))
@@ -101,6 +129,10 @@ func parseMountStats(b []byte) ([]mountStatsEntry, []string) {
 	}
 	return entries, warnings
 }
+
+// minEntriesPerWorker is the fewest mountstats entries a worker of parseMountStats parses:
+// below it, a second temporary proc tree costs more than it saves.
+const minEntriesPerWorker = 128
 
 func chunkDropped(warnings []string, mountPoint string) bool {
 	prefix := fmt.Sprintf("mountstats entry for %q dropped", mountPoint)

@@ -163,15 +163,19 @@ func TestParseMountStatsOldEvents(t *testing.T) {
 }
 
 // TestParseMountStatsManyBad checks the bisection keeps every good entry whatever the
-// position of the bad ones.
+// position of the bad ones, and that the warnings name the bad ones in file order: with
+// more entries than one worker parses (minEntriesPerWorker), the ranges are parsed apart.
 func TestParseMountStatsManyBad(t *testing.T) {
 	t.Parallel()
+	const n = 2*minEntriesPerWorker + 45
 	var b strings.Builder
 	want := map[string]int{}
-	for i := range 37 {
-		mp := "/m" + strings.Repeat("x", i)
+	var bad []string
+	for i := range n {
+		mp := fmt.Sprintf("/m%03d", i)
 		if i%5 == 2 {
 			b.WriteString(statsEntry(mp, "1.2", goodEvents, tcpLine, goodRead))
+			bad = append(bad, mp)
 			continue
 		}
 		b.WriteString(statsEntry(mp, "1.1", goodEvents, tcpLine, goodRead))
@@ -185,8 +189,13 @@ func TestParseMountStatsManyBad(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	if len(warnings) != 37-len(want) {
-		t.Errorf("%d warnings, want %d: %q", len(warnings), 37-len(want), warnings)
+	if len(warnings) != len(bad) {
+		t.Fatalf("%d warnings, want %d: %q", len(warnings), len(bad), warnings)
+	}
+	for i, mp := range bad {
+		if !strings.HasPrefix(warnings[i], fmt.Sprintf("mountstats entry for %q dropped", mp)) {
+			t.Errorf("warning %d = %q, want one for %s", i, warnings[i], mp)
+		}
 	}
 }
 

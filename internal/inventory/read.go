@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nfstune/nfstune/internal/hostfs"
+	"github.com/nfstune/nfstune/internal/parallel"
 )
 
 // ReadOptions select whose view of the mounts Read takes.
@@ -180,6 +181,14 @@ func completeMounts(root hostfs.Root, mounts []Mount, stats map[string]mountStat
 	for _, v := range volumes {
 		vols[v.Device] = v
 	}
+	// Read-ahead is a sysfs file per superblock: read on every CPU, a node's thousands of
+	// open and read calls are a good part of a read.
+	readAheads := make([]readAheadValue, len(mounts))
+	parallel.Do(len(mounts), 0, minBDIReadsPerWorker, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			readAheads[i] = readReadAheadKB(root, mounts[i].Device)
+		}
+	})
 	for i := range mounts {
 		m := &mounts[i]
 		dev := m.Device
@@ -202,13 +211,10 @@ func completeMounts(root hostfs.Root, mounts []Mount, stats map[string]mountStat
 				m.Proxy.BypassPort = v.Port
 			}
 		}
-		if bdi, err := root.BDI(dev); err == nil {
-			if v, err := hostfs.ReadInt(filepath.Join(bdi, "read_ahead_kb")); err == nil {
-				ra := int(v)
-				m.ReadAheadKB = &ra
-			} else {
-				warn(fmt.Sprintf("reading read_ahead_kb of %s: %v", dev, err))
-			}
+		if ra := readAheads[i]; ra.err != nil {
+			warn(fmt.Sprintf("reading read_ahead_kb of %s: %v", dev, ra.err))
+		} else {
+			m.ReadAheadKB = ra.kb
 		}
 		if stats != nil {
 			if e, ok := stats[dev]; ok {
@@ -221,6 +227,29 @@ func completeMounts(root hostfs.Root, mounts []Mount, stats map[string]mountStat
 		m.Requested = req.forMount(m.Server, m.MountPoints)
 	}
 	return mounts
+}
+
+// minBDIReadsPerWorker is the fewest read_ahead_kb files a worker of completeMounts reads.
+const minBDIReadsPerWorker = 128
+
+// readAheadValue is a superblock's read_ahead_kb: nil kb for a device with no valid name
+// (nothing is read), err when the file could not be read.
+type readAheadValue struct {
+	kb  *int
+	err error
+}
+
+func readReadAheadKB(root hostfs.Root, dev string) readAheadValue {
+	bdi, err := root.BDI(dev)
+	if err != nil {
+		return readAheadValue{}
+	}
+	v, err := hostfs.ReadInt(filepath.Join(bdi, "read_ahead_kb"))
+	if err != nil {
+		return readAheadValue{err: err}
+	}
+	kb := int(v)
+	return readAheadValue{kb: &kb}
 }
 
 // mountPort is the port a mount asked for: its port= option, else the NFS port.

@@ -1,0 +1,38 @@
+// Package parallel runs one loop over independent elements on every CPU: the audit's rules
+// and the parse of mountstats on nodes with thousands of mounts. Each call splits the
+// elements into contiguous ranges, so that results written by index keep their order
+// without a lock.
+package parallel
+
+import (
+	"iter"
+	"runtime"
+	"sync"
+)
+
+// Ranges splits [0, n) into at most workers contiguous ranges of at least least elements
+// each (one range when n is smaller), in order.
+func Ranges(n, workers, least int) iter.Seq2[int, int] {
+	parts := max(min(workers, n/max(least, 1)), 1)
+	return func(yield func(int, int) bool) {
+		for p := range parts {
+			lo, hi := n*p/parts, n*(p+1)/parts
+			if lo < hi && !yield(lo, hi) {
+				return
+			}
+		}
+	}
+}
+
+// Do calls f on the ranges of Ranges(n, workers, least), each in a goroutine of its own,
+// and returns when all have returned. workers below 1 means one per CPU (GOMAXPROCS).
+func Do(n, workers, least int, f func(lo, hi int)) {
+	if workers < 1 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	var wg sync.WaitGroup
+	for lo, hi := range Ranges(n, workers, least) {
+		wg.Go(func() { f(lo, hi) })
+	}
+	wg.Wait()
+}
