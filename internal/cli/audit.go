@@ -114,6 +114,7 @@ type auditOutput struct {
 }
 
 func runAudit(ctx context.Context, g *globals, streams IOStreams, flags *auditFlags) error {
+	defer batchGC()()
 	threshold := 0
 	if flags.failOn != failOnNone {
 		if threshold = audit.SeverityRank(flags.failOn); threshold == 0 {
