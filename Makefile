@@ -70,13 +70,14 @@ test:
 	$(GO) test -count=1 ./...
 
 # bench-smoke runs once each benchmark of a host with many mounts (docs/benchmarks.md):
-# the audit of 1,000 and 10,000 mounts, the agent's reaction to a new superblock and its
-# heap beside 10,000, and nfstune's default-tier scrape of 10,000 (node_exporter's takes
-# minutes there: the comparison is run by hand). It asserts no time, which the machine's
-# load moves; it keeps the benchmarks building and running, with their own checks of what
-# each read, and their figures in the log.
+# the audit of 1,000 and 10,000 mounts (the library's and the command's), the agent's
+# reaction to a new superblock and its heap beside 10,000, and nfstune's default-tier
+# scrape of 10,000 (node_exporter's takes minutes there: the comparison is run by hand).
+# It asserts no time, which the machine's load moves; it keeps the benchmarks building and
+# running, with their own checks of what each read, and their figures in the log.
 bench-smoke:
 	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkAudit(1000|10000)$$' -benchtime 1x -benchmem ./internal/audit
+	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkAuditCommand(1000|10000)$$' -benchtime 1x -benchmem ./internal/cli
 	$(GO) test -count=1 -run '^$$' -bench '^Benchmark(ReactionWork10000|ReactionWorkAdaptive10000|AgentHeap|AdaptStep)$$' -benchtime 1x -benchmem ./internal/agent
 	cd perf/scrape && $(GO) test -count=1 -run '^$$' -bench '^BenchmarkScrape10000$$/^nfstune' -benchtime 1x -benchmem .
 
