@@ -556,7 +556,11 @@ func checkCaching(c *mountCtx) []Finding {
 		found = append(found, "nocto")
 	}
 	for _, k := range []string{"actimeo", "acregmin", "acregmax", "acdirmin", "acdirmax"} {
-		if n, err := strconv.Atoi(c.m.Options[k]); err == nil && n > acLimit {
+		v, ok := c.m.Options[k]
+		if !ok {
+			continue
+		}
+		if n, err := strconv.Atoi(v); err == nil && n > acLimit {
 			found = append(found, fmt.Sprintf("%s=%d", k, n))
 		}
 	}

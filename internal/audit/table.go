@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/kubelet"
+	"github.com/nfstune/nfstune/internal/parallel"
 	"github.com/nfstune/nfstune/internal/printer"
 )
 
@@ -52,33 +54,21 @@ func WriteTable(w io.Writer, rep Report) error {
 		counts[f.Severity]++
 	}
 	ew.Printf("%d NFS mount(s): %d error(s), %d warning(s), %d info\n", len(rep.Mounts), counts[SeverityError], counts[SeverityWarning], counts[SeverityInfo])
-	for _, i := range order {
-		m := &rep.Mounts[i]
-		res := rep.Desired[m.Device]
-		server := m.Server
-		if strings.Contains(server, ":") {
-			server = "[" + server + "]"
+	// Each worker renders a contiguous range of the sorted mounts; in range order the
+	// pieces are the table in that order.
+	pieces := parallel.Gather(len(order), 0, minMountsPerWorker, func(lo, hi int) []byte {
+		var buf bytes.Buffer
+		buf.Grow((hi - lo) * typicalBlockBytes)
+		pw := printer.New(&buf)
+		var cols tabwriter.Writer
+		for _, i := range order[lo:hi] {
+			m := &rep.Mounts[i]
+			writeMount(pw, &cols, rep, m, byDev[m.Device])
 		}
-		ew.Printf("\n%s  %s:%s  (%s)\n", strings.Join(m.MountPoints, ", "), server, m.Export, m.Device)
-		cols := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-		tw := printer.New(cols)
-		tw.Printf("  version\t%s\trsize/wsize\t%s/%s\n", orDash(m.Version), size(m.RSize), size(m.WSize))
-		tw.Printf("  nconnect\t%s\tconnections\t%s\n", num(m.NConnect), num(m.Connections))
-		tw.Printf("  read-ahead\t%s\tprofile\t%s/%s (%s)\n", readAhead(m), orDash(res.Backend), orDash(res.Workload), orDash(res.Rule))
-		if p := m.Proxy; p != nil {
-			tw.Printf("  proxy\t%s\tserver\t%s\n", proxyKind(p), orDash(upstream(p)))
-		}
-		if m.UsesTLS() {
-			tw.Printf("  xprtsec\t%s\ttlshd\t%s\n", m.TransportSecurity, tlshdState(rep.TLSHandshake))
-		}
-		if err := cols.Flush(); err != nil {
-			return err
-		}
-		fs := byDev[m.Device]
-		if len(fs) == 0 {
-			ew.Printf("  ok\n")
-		}
-		writeFindings(ew, fs)
+		return buf.Bytes()
+	})
+	for _, p := range pieces {
+		_, _ = ew.Write(p) // ew keeps the first error for ew.Err below
 	}
 	if len(host) > 0 {
 		ew.Printf("\nhost\n")
@@ -94,15 +84,60 @@ func WriteTable(w io.Writer, rep Report) error {
 	return bw.Flush()
 }
 
+// typicalBlockBytes is about the size of one mount's block in the table, with a few
+// findings: enough that a range's buffer rarely grows more than once.
+const typicalBlockBytes = 1536
+
+// writeMount writes one mount's block: its header, its settings in columns (cols, reset
+// here, so that one tabwriter serves a whole range) and its findings fs. A bytes.Buffer
+// under ew cannot fail, so neither can the flush.
+func writeMount(ew *printer.Writer, cols *tabwriter.Writer, rep Report, m *inventory.Mount, fs []Finding) {
+	res := rep.Desired[m.Device]
+	server := m.Server
+	if strings.Contains(server, ":") {
+		server = "[" + server + "]"
+	}
+	ew.Printf("\n%s  %s:%s  (%s)\n", strings.Join(m.MountPoints, ", "), server, m.Export, m.Device)
+	cols.Init(ew, 0, 0, 2, ' ', 0)
+	tw := printer.New(cols)
+	tw.Printf("  version\t%s\trsize/wsize\t%s/%s\n", orDash(m.Version), size(m.RSize), size(m.WSize))
+	tw.Printf("  nconnect\t%s\tconnections\t%s\n", num(m.NConnect), num(m.Connections))
+	tw.Printf("  read-ahead\t%s\tprofile\t%s/%s (%s)\n", readAhead(m), orDash(res.Backend), orDash(res.Workload), orDash(res.Rule))
+	if p := m.Proxy; p != nil {
+		tw.Printf("  proxy\t%s\tserver\t%s\n", proxyKind(p), orDash(upstream(p)))
+	}
+	if m.UsesTLS() {
+		tw.Printf("  xprtsec\t%s\ttlshd\t%s\n", m.TransportSecurity, tlshdState(rep.TLSHandshake))
+	}
+	_ = cols.Flush()
+	if len(fs) == 0 {
+		ew.Printf("  ok\n")
+	}
+	writeFindings(ew, fs)
+}
+
 func writeFindings(ew *printer.Writer, fs []Finding) {
 	for _, f := range fs {
-		ew.Printf("  %-7s %s %s\n", strings.ToUpper(f.Severity), f.ID, f.Message)
+		ew.Printf("  %-7s %s %s\n", severityLabel(f.Severity), f.ID, f.Message)
 		ew.Printf("          expected: %s; actual: %s\n", f.Expected, f.Actual)
 		ew.Printf("          fix: %s\n", f.Fix)
 		for _, e := range f.Evidence {
 			ew.Printf("          also: %s\n", e)
 		}
 	}
+}
+
+// severityLabel is the severity as the table prints it: "WARNING".
+func severityLabel(s string) string {
+	switch s {
+	case SeverityError:
+		return "ERROR"
+	case SeverityWarning:
+		return "WARNING"
+	case SeverityInfo:
+		return "INFO"
+	}
+	return strings.ToUpper(s)
 }
 
 // proxyKind is the helper's kind, local port and whether it encrypts: "efs-proxy :20049 TLS".

@@ -2,14 +2,72 @@ package audit
 
 import (
 	"bytes"
+	"cmp"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
 
+	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
 )
+
+// TestWriteTableManyMounts: a table long enough to be rendered in parallel ranges still
+// lists every mount once, worst findings first and by device number within a severity,
+// each block with its own findings.
+func TestWriteTableManyMounts(t *testing.T) {
+	t.Parallel()
+	dir, pol := synthHostN(t, 3*minMountsPerWorker+5)
+	inv, err := inventory.Read(hostfs.Root(dir), inventory.ReadOptions{SkipOperations: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := Run(inv, pol)
+	var out bytes.Buffer
+	if err := WriteTable(&out, rep); err != nil {
+		t.Fatal(err)
+	}
+	worst := map[string]int{}
+	want := map[string]int{}
+	for _, f := range rep.Findings {
+		worst[f.Device] = max(worst[f.Device], SeverityRank(f.Severity))
+		want[f.Device]++
+	}
+	header := regexp.MustCompile(`^\S.*  \((\d+:\d+)\)$`)
+	var devices []string
+	got := map[string]int{}
+	block := "" // the device whose block the line is in; "" in the summary and the host block
+	for line := range strings.Lines(out.String()) {
+		line = strings.TrimSuffix(line, "\n")
+		switch m := header.FindStringSubmatch(line); {
+		case m != nil:
+			devices = append(devices, m[1])
+			block = m[1]
+		case line != "" && !strings.HasPrefix(line, " "):
+			block = ""
+		case strings.HasPrefix(line, "  WARNING ") || strings.HasPrefix(line, "  ERROR ") || strings.HasPrefix(line, "  INFO "):
+			got[block]++
+		}
+	}
+	if len(devices) != len(rep.Mounts) {
+		t.Fatalf("%d mount blocks for %d mounts", len(devices), len(rep.Mounts))
+	}
+	sorted := slices.SortedFunc(slices.Values(devices), func(a, b string) int {
+		if c := cmp.Compare(worst[b], worst[a]); c != 0 {
+			return c
+		}
+		return inventory.CompareDevices(a, b)
+	})
+	if diff := gocmp.Diff(sorted, devices); diff != "" {
+		t.Errorf("mount blocks out of order (-want +got):\n%s", diff)
+	}
+	if diff := gocmp.Diff(want, got); diff != "" {
+		t.Errorf("findings per mount block (-want +got):\n%s", diff)
+	}
+}
 
 // TestWriteTableStalled: a stalled server shows each of its transports, so one stuck
 // connection among several is visible, and its mounts list the processes using them.
@@ -51,7 +109,7 @@ processes using the stalled mounts
     4300  S      0          cwd     sh           -                                     -
   /mnt/idle (0:53), server 10.0.0.1: none found
 `
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := gocmp.Diff(want, got); diff != "" {
 		t.Errorf("stalled sections (-want +got):\n%s", diff)
 	}
 }
@@ -101,7 +159,7 @@ func TestWriteTableMounting(t *testing.T) {
     10   D      1m35s    mount.nfs4  10.0.0.9  /exports/a  /var/lib/kubelet/pods/` + pod + `/volumes/kubernetes.io~nfs/pv-a  ` + pod + `  -
     14   D      3s       umount      -         -           /mnt/x\tforged                                                                             -                                     -
 `
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := gocmp.Diff(want, got); diff != "" {
 		t.Errorf("mounting section (-want +got):\n%s", diff)
 	}
 }

@@ -57,40 +57,57 @@ func Text(s string) string {
 func printable(r rune) bool { return r != utf8.RuneError && unicode.IsPrint(r) }
 
 // Args returns printf arguments with Text applied to every string, []string, error and
-// fmt.Stringer, and to values of named string types; other values are kept.
+// fmt.Stringer, and to values of named string types; other values are kept. When Text
+// changes nothing, the common case, it returns args itself: a copy per call would be an
+// allocation per printed line.
 func Args(args []any) []any {
-	out := make([]any, len(args))
+	var out []any
 	for i, a := range args {
-		switch v := a.(type) {
-		case string:
-			// The argument itself when Text changed nothing, the common case: a new
-			// interface value for the same string would be an allocation per argument.
-			out[i] = a
-			if t := Text(v); t != v {
-				out[i] = t
-			}
-		case []string:
-			out[i] = a
-			if slices.ContainsFunc(v, func(s string) bool { return Text(s) != s }) {
-				s := make([]string, len(v))
-				for j := range v {
-					s[j] = Text(v[j])
-				}
-				out[i] = s
-			}
-		case error:
-			out[i] = Text(v.Error())
-		case fmt.Stringer:
-			out[i] = Text(v.String())
-		default:
-			if rv := reflect.ValueOf(a); rv.Kind() == reflect.String {
-				out[i] = Text(rv.String())
-			} else {
-				out[i] = a
-			}
+		v, changed := displayArg(a)
+		if out == nil && !changed {
+			continue
 		}
+		if out == nil {
+			out = make([]any, len(args))
+			copy(out, args[:i])
+		}
+		out[i] = v
+	}
+	if out == nil {
+		return args
 	}
 	return out
+}
+
+// displayArg is a with Text applied, and whether that changed it. (Values such as a
+// []string cannot be compared with ==, so the answer is given rather than found.)
+func displayArg(a any) (any, bool) {
+	switch v := a.(type) {
+	case string:
+		// The argument itself when Text changed nothing: a new interface value for the
+		// same string would be an allocation per argument.
+		if t := Text(v); t != v {
+			return t, true
+		}
+		return a, false
+	case []string:
+		if !slices.ContainsFunc(v, func(s string) bool { return Text(s) != s }) {
+			return a, false
+		}
+		s := make([]string, len(v))
+		for j := range v {
+			s[j] = Text(v[j])
+		}
+		return s, true
+	case error:
+		return Text(v.Error()), true
+	case fmt.Stringer:
+		return Text(v.String()), true
+	}
+	if rv := reflect.ValueOf(a); rv.Kind() == reflect.String {
+		return Text(rv.String()), true
+	}
+	return a, false
 }
 
 // Error returns err's text with Text applied, keeping the line breaks of errors.Join (one

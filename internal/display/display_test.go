@@ -44,6 +44,21 @@ func TestArgs(t *testing.T) {
 	}
 }
 
+// TestArgsKeepsTheSlice checks that printable arguments come back as the same slice (no
+// copy per printed line) and that a changed argument leaves the caller's slice alone.
+func TestArgsKeepsTheSlice(t *testing.T) {
+	t.Parallel()
+	clean := []any{"a", []string{"b"}, 42}
+	if got := Args(clean); &got[0] != &clean[0] {
+		t.Errorf("Args copied %v although nothing changed", clean)
+	}
+	dirty := []any{"a", "b\n", 42}
+	got := Args(dirty)
+	if &got[0] == &dirty[0] || dirty[1] != "b\n" || got[0] != "a" || got[1] != `b\n` || got[2] != 42 {
+		t.Errorf("Args(%q) = %q; want a new slice with the second argument escaped and the input kept", dirty, got)
+	}
+}
+
 func FuzzText(f *testing.F) {
 	for _, s := range []string{"/mnt/a\n", "\x1b[2J", "a\xffb", "\u202e", ""} {
 		f.Add(s)

@@ -90,6 +90,10 @@ func DeviceNumbers(dev string) (major, minor int) {
 }
 
 func atoiOr0(s string) int {
+	if s == "" {
+		// Most options are absent: no error value to build and drop.
+		return 0
+	}
 	n, err := strconv.Atoi(s)
 	if err != nil {
 		return 0

@@ -36,3 +36,24 @@ func Do(n, workers, least int, f func(lo, hi int)) {
 	}
 	wg.Wait()
 }
+
+// Gather is Do for work that returns a result: it calls f on the ranges of Ranges(n,
+// workers, least), each in a goroutine of its own, and returns the results in the
+// ranges' order (so a sequence cut into ranges comes back whole in its order).
+func Gather[T any](n, workers, least int, f func(lo, hi int) T) []T {
+	if workers < 1 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	type span struct{ lo, hi int }
+	var spans []span
+	for lo, hi := range Ranges(n, workers, least) {
+		spans = append(spans, span{lo, hi})
+	}
+	out := make([]T, len(spans))
+	var wg sync.WaitGroup
+	for i, s := range spans {
+		wg.Go(func() { out[i] = f(s.lo, s.hi) })
+	}
+	wg.Wait()
+	return out
+}

@@ -47,3 +47,26 @@ func TestDo(t *testing.T) {
 		}
 	}
 }
+
+func TestGather(t *testing.T) {
+	t.Parallel()
+	for _, workers := range []int{0, 1, 3, 16} {
+		parts := Gather(1000, workers, 10, func(lo, hi int) []int {
+			var out []int
+			for i := lo; i < hi; i++ {
+				out = append(out, i)
+			}
+			return out
+		})
+		var got []int
+		for _, p := range parts {
+			got = append(got, p...)
+		}
+		if len(got) != 1000 || !slices.IsSorted(got) || got[0] != 0 || got[999] != 999 {
+			t.Errorf("workers %d: %d ranges gave %d indexes, first %v; want 0..999 in order", workers, len(parts), len(got), got[:min(3, len(got))])
+		}
+	}
+	if got := Gather(0, 2, 10, func(lo, hi int) int { return 1 }); len(got) != 0 {
+		t.Errorf("Gather over nothing = %v, want no results", got)
+	}
+}
