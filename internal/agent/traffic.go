@@ -26,9 +26,10 @@ const (
 )
 
 // trafficClasses classifies each superblock's read traffic, and its pods', over the interval
-// between two reads of the statistics (readahead.Classify): the mount's mountstats and
-// the cgroup counters (podcgroup.Read) of the pods that mount it, as kubelet's mount paths
-// name them. It keeps the last sample and the last classes in memory only.
+// between two reads of the statistics (readahead.Classify): the mount's mountstats, the
+// cgroup counters (podcgroup.Read) of the pods that mount it, as kubelet's mount paths
+// name them, and, with the per-pod collector, each pod's own faults, READs and read(2)
+// bytes on it. It keeps the last sample and the last classes in memory only.
 type trafficClasses struct {
 	root      hostfs.Root
 	pageBytes int
@@ -37,6 +38,7 @@ type trafficClasses struct {
 	last    map[string]*inventory.Stats              // device -> statistics at lastAt
 	pods    map[string]*podcgroup.Counters           // pod UID -> counters at lastAt (nil: unreadable)
 	faults  map[podio.PodKey]readahead.FaultEvidence // the per-pod collector's, cumulative, at lastAt
+	reads   map[podio.PodKey]readahead.PodReads      // the same collector's READs and read(2) bytes
 	lastAt  time.Time
 	classes map[string]readahead.Classification
 }
@@ -57,7 +59,7 @@ func (t *trafficClasses) observe(inv *inventory.Inventory, io *podio.Snapshot, n
 		return
 	}
 	elapsed := now.Sub(t.lastAt)
-	faults := cumulativeFaults(io)
+	faults, reads := cumulativeFaults(io), cumulativeReads(io)
 	pods := make(map[string]*podcgroup.Counters)
 	classes := make(map[string]readahead.Classification, len(inv.Mounts))
 	last := make(map[string]*inventory.Stats, len(inv.Mounts))
@@ -78,7 +80,9 @@ func (t *trafficClasses) observe(inv *inventory.Inventory, io *podio.Snapshot, n
 				pods[pv.PodUID] = cur
 			}
 			act := readahead.PodBetween(pv.PodUID, t.pods[pv.PodUID], cur, elapsed, t.pageBytes)
-			act.Faults = faultsBetween(t.faults, faults, podio.PodKey{PodUID: pv.PodUID, Device: m.Device})
+			k := podio.PodKey{PodUID: pv.PodUID, Device: m.Device}
+			act.Faults = faultsBetween(t.faults, faults, k)
+			act.Reads = readsBetween(t.reads, reads, k)
 			acts = append(acts, act)
 		}
 		prev := t.last[m.Device]
@@ -92,7 +96,7 @@ func (t *trafficClasses) observe(inv *inventory.Inventory, io *podio.Snapshot, n
 		e.Faults = faultsBetween(t.faults, faults, podio.PodKey{Device: m.Device, PodUID: allPods})
 		classes[m.Device] = readahead.Classify(e, acts)
 	}
-	t.last, t.pods, t.faults, t.lastAt, t.classes = last, pods, faults, now, classes
+	t.last, t.pods, t.faults, t.reads, t.lastAt, t.classes = last, pods, faults, reads, now, classes
 }
 
 // allPods is the pod UID under which cumulativeFaults keeps a superblock's sum over every
@@ -107,11 +111,12 @@ func cumulativeFaults(io *podio.Snapshot) map[podio.PodKey]readahead.FaultEviden
 	}
 	out := make(map[podio.PodKey]readahead.FaultEvidence, 2*len(io.Pods))
 	for _, p := range io.Pods {
-		f := readahead.FaultEvidence{ReadBytes: p.FaultReadBytes, Faults: max(p.MapFaults, p.Faults)}
+		f := readahead.FaultEvidence{ReadBytes: p.FaultReadBytes, Faults: max(p.MapFaults, p.Faults), MajorFaults: p.MajorFaults}
 		out[podio.PodKey{PodUID: p.PodUID, Device: p.Device}] = f
 		sum := out[podio.PodKey{PodUID: allPods, Device: p.Device}]
 		sum.ReadBytes += f.ReadBytes
 		sum.Faults += f.Faults
+		sum.MajorFaults += f.MajorFaults
 		out[podio.PodKey{PodUID: allPods, Device: p.Device}] = sum
 	}
 	return out
@@ -125,7 +130,34 @@ func faultsBetween(prev, cur map[podio.PodKey]readahead.FaultEvidence, k podio.P
 		return nil
 	}
 	c, p := cur[k], prev[k]
-	return &readahead.FaultEvidence{ReadBytes: rise(c.ReadBytes, p.ReadBytes), Faults: rise(c.Faults, p.Faults)}
+	return &readahead.FaultEvidence{ReadBytes: rise(c.ReadBytes, p.ReadBytes), Faults: rise(c.Faults, p.Faults),
+		MajorFaults: rise(c.MajorFaults, p.MajorFaults)}
+}
+
+// cumulativeReads are the collector's READ and read(2) figures by pod and superblock; nil
+// without the collector, before it loaded, or without the part that counts read(2) or the
+// one that counts READs: a pod is classified by its own figures only when it has all of
+// them, since the READ payload without read(2)'s share would pass for reading through mmap.
+func cumulativeReads(io *podio.Snapshot) map[podio.PodKey]readahead.PodReads {
+	if io == nil || !io.Loaded || io.Missing[podio.PartFileIO] != "" || io.Missing[podio.PartRPC] != "" {
+		return nil
+	}
+	out := make(map[podio.PodKey]readahead.PodReads, len(io.Pods))
+	for _, p := range io.Pods {
+		out[podio.PodKey{PodUID: p.PodUID, Device: p.Device}] = readahead.PodReads{
+			ServerReadBytes: p.ServerReadBytes, AppReadBytes: p.ReadBytes, Reads: p.ReadRPCs}
+	}
+	return out
+}
+
+// readsBetween is k's READ figures between two cumulative readings, as faultsBetween.
+func readsBetween(prev, cur map[podio.PodKey]readahead.PodReads, k podio.PodKey) *readahead.PodReads {
+	if prev == nil || cur == nil {
+		return nil
+	}
+	c, p := cur[k], prev[k]
+	return &readahead.PodReads{ServerReadBytes: rise(c.ServerReadBytes, p.ServerReadBytes),
+		AppReadBytes: rise(c.AppReadBytes, p.AppReadBytes), Reads: rise(c.Reads, p.Reads)}
 }
 
 func rise(cur, prev uint64) uint64 {

@@ -152,7 +152,26 @@ func TestTrafficClassesWithFaults(t *testing.T) {
 func TestAuditNamesSharedNeeds(t *testing.T) {
 	t.Parallel()
 	root := hostfs.Root(t.TempDir())
-	// The other pod: no memory limit, nothing refaulted.
+	writeOtherCgroup(t, root)
+	inv := streamingInventory(time.Hour+time.Minute, 1400)
+	a := auditingAgent(t, root, inv, nil)
+	a.traffic.pageBytes = 4096
+	writeCgroup(t, root, 1000, 5, 1)
+	a.traffic.observe(streamingInventory(time.Hour, 1000), nil, time.Now().Add(-time.Minute))
+	writeCgroup(t, root, 1000+200<<20/4096, 60, 20)
+	v, err := a.read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := findingNFS006(t, v)
+	if !strings.Contains(found.Message, "pod "+trafficOther+" read files in order, pod "+trafficPod+" thrash") {
+		t.Errorf("NFS006 message %q does not name both pods", found.Message)
+	}
+}
+
+// writeOtherCgroup writes the other pod's cgroup files: no memory limit, nothing refaulted.
+func writeOtherCgroup(t *testing.T, root hostfs.Root) {
+	t.Helper()
 	otherDir := root.Sys("fs", "cgroup", "kubepods/besteffort/pod"+trafficOther)
 	if err := os.MkdirAll(otherDir, 0o755); err != nil {
 		t.Fatal(err)
@@ -166,12 +185,17 @@ func TestAuditNamesSharedNeeds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// auditingAgent is an agent under the default policy that reads inv, and the per-pod
+// collector through podIO (nil: without it).
+func auditingAgent(t *testing.T, root hostfs.Root, inv *inventory.Inventory, podIO func(time.Time) podio.Snapshot) *Agent {
+	t.Helper()
 	policyFile := filepath.Join(t.TempDir(), "policy.yaml")
 	if err := os.WriteFile(policyFile, []byte("apiVersion: nfstune.io/v1alpha1\nkind: Policy\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	inv := streamingInventory(time.Hour+time.Minute, 1400)
-	a, err := New(Config{Root: root, PID: 1,
+	a, err := New(Config{Root: root, PID: 1, PodIO: podIO,
 		Read: func(context.Context) (*inventory.Inventory, error) { return inv, nil },
 		Load: func() (*Policy, error) { return LoadPolicy(policyFile, "", false) }})
 	if err != nil {
@@ -180,24 +204,95 @@ func TestAuditNamesSharedNeeds(t *testing.T) {
 	if err := a.loadPolicy(); err != nil {
 		t.Fatal(err)
 	}
-	a.traffic.pageBytes = 4096
-	writeCgroup(t, root, 1000, 5, 1)
-	a.traffic.observe(streamingInventory(time.Hour, 1000), nil, time.Now().Add(-time.Minute))
-	writeCgroup(t, root, 1000+200<<20/4096, 60, 20)
+	return a
+}
+
+// findingNFS006 is the read's NFS006 finding; the test fails without one.
+func findingNFS006(t *testing.T, v *view) *audit.Finding {
+	t.Helper()
+	for i, f := range v.report.Findings {
+		if f.ID == "NFS006" {
+			return &v.report.Findings[i]
+		}
+	}
+	t.Fatalf("no NFS006 among %d findings; classes %+v", len(v.report.Findings), v.snap.TrafficClasses)
+	return nil
+}
+
+// sharedReading is the per-pod collector's cumulative reading of two pods on one
+// superblock: the other pod streams with read(2), streamMiB in READs of 1 MiB; the pod reads
+// a mapped file at random, its faults (each a major one) each reading a 2 MiB window, and
+// maps 64 KiB per fault.
+func sharedReading(streamMiB, randomFaults uint64) *podio.Snapshot {
+	return &podio.Snapshot{Loaded: true, Pods: []podio.PodIO{
+		{PodUID: trafficOther, Device: "0:60", Counters: podio.Counters{ReadBytes: streamMiB << 20, Reads: streamMiB * 8,
+			ReadRPCs: streamMiB, ServerReadBytes: streamMiB << 20}},
+		{PodUID: trafficPod, Device: "0:60", Counters: podio.Counters{MapFaults: randomFaults, Faults: randomFaults, MajorFaults: randomFaults,
+			ReadRPCs: 2 * randomFaults, ServerReadBytes: randomFaults << 21, FaultReadBytes: randomFaults << 21}},
+	}}
+}
+
+// TestTrafficClassesOwnFigures: two pods on one superblock, one streaming 390 MiB with
+// read(2), the other reading a mapped file at random whose 5 faults in the interval start
+// only 10 MiB of READs. With the collector each pod is classified by its own figures: the
+// random reader's few faults read a window each (mapped_random), not the superblock's
+// streaming. Without the collector's read(2) and READ counts (a part not loaded) it takes
+// the superblock's figures, as it does without the collector.
+func TestTrafficClassesOwnFigures(t *testing.T) {
+	t.Parallel()
+	root := hostfs.Root(t.TempDir())
+	writeCgroup(t, root, 0, 0, 0)
+	writeOtherCgroup(t, root)
+	t0 := time.Unix(1_800_000_000, 0)
+	for _, tt := range []struct {
+		name    string
+		missing map[podio.Part]string
+		want    readahead.Class
+	}{
+		{"the collector whole", nil, readahead.MappedRandom},
+		{"no read(2) counts", map[podio.Part]string{podio.PartFileIO: "kprobes refused"}, readahead.StreamingRead},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tc := newTrafficClasses(root)
+			reading := func(streamMiB, randomFaults uint64) *podio.Snapshot {
+				s := sharedReading(streamMiB, randomFaults)
+				s.Missing = tt.missing
+				return s
+			}
+			tc.observe(streamingInventory(time.Hour, 1000), reading(990, 40), t0)
+			tc.observe(streamingInventory(time.Hour+30*time.Second, 1400), reading(1380, 45), t0.Add(30*time.Second))
+			got := tc.latest()["0:60"]
+			want := map[string]readahead.Class{trafficOther: readahead.StreamingRead, trafficPod: tt.want}
+			if len(got.Pods) != 2 {
+				t.Fatalf("classes = %+v, want two pods", got)
+			}
+			for _, p := range got.Pods {
+				if p.Class != want[p.UID] {
+					t.Errorf("pod %s: %s (%s), want %s", p.UID, p.Class, p.Why, want[p.UID])
+				}
+			}
+		})
+	}
+}
+
+// TestAuditNamesSharedNeedsMapped: the agent's audit reports (NFS006) a superblock whose
+// one pod streams and whose other reads a mapped file at random, though the random reader's
+// own READ payload is below the classifier's minimum.
+func TestAuditNamesSharedNeedsMapped(t *testing.T) {
+	t.Parallel()
+	root := hostfs.Root(t.TempDir())
+	writeCgroup(t, root, 0, 0, 0)
+	writeOtherCgroup(t, root)
+	a := auditingAgent(t, root, streamingInventory(time.Hour+time.Minute, 1400),
+		func(time.Time) podio.Snapshot { return *sharedReading(1380, 45) })
+	a.traffic.observe(streamingInventory(time.Hour, 1000), sharedReading(990, 40), time.Now().Add(-time.Minute))
 	v, err := a.read(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var found *audit.Finding
-	for i, f := range v.report.Findings {
-		if f.ID == "NFS006" {
-			found = &v.report.Findings[i]
-		}
-	}
-	if found == nil {
-		t.Fatalf("no NFS006 among %d findings; classes %+v", len(v.report.Findings), v.snap.TrafficClasses)
-	}
-	if !strings.Contains(found.Message, "pod "+trafficOther+" read files in order, pod "+trafficPod+" thrash") {
+	found := findingNFS006(t, v)
+	if !strings.Contains(found.Message, "pod "+trafficOther+" read files in order, pod "+trafficPod+" read a mapped file at random") {
 		t.Errorf("NFS006 message %q does not name both pods", found.Message)
 	}
 }

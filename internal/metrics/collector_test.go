@@ -640,7 +640,7 @@ func TestCollectorTrafficClasses(t *testing.T) {
 # HELP nfstune_mount_readahead_traffic_class The class of the mount's read traffic over the agent's last interval (value 1): streaming_read, random_read, mapped_random, thrashing, mixed (its pods differ) or unknown (docs/agent.md, Read traffic classes).
 # TYPE nfstune_mount_readahead_traffic_class gauge
 nfstune_mount_readahead_traffic_class{backend="generic",class="mixed",device="0:52",export="/export/data",mountpoint="/mnt/data",server="files.example",version="4.2"} 1
-# HELP nfstune_mount_pod_readahead_traffic_class The class of a pod's read traffic on the mount over the agent's last interval (value 1), from the mount's statistics and the pod's cgroup counters (docs/agent.md, Read traffic classes).
+# HELP nfstune_mount_pod_readahead_traffic_class The class of a pod's read traffic on the mount over the agent's last interval (value 1), from the mount's statistics, the pod's cgroup counters and, with the per-pod collector, the pod's own READs, read(2) bytes and faults (docs/agent.md, Read traffic classes).
 # TYPE nfstune_mount_pod_readahead_traffic_class gauge
 nfstune_mount_pod_readahead_traffic_class{backend="generic",class="streaming_read",device="0:52",export="/export/data",mountpoint="/mnt/data",pod_uid="pod-b",server="files.example",version="4.2"} 1
 nfstune_mount_pod_readahead_traffic_class{backend="generic",class="thrashing",device="0:52",export="/export/data",mountpoint="/mnt/data",pod_uid="pod-a",server="files.example",version="4.2"} 1

@@ -9,8 +9,8 @@ import (
 	"github.com/nfstune/nfstune/internal/podcgroup"
 )
 
-// Class is the kind of a mount's read traffic over an interval, as its mountstats and the
-// cgroup counters of the pods that use it tell it.
+// Class is the kind of a mount's read traffic over an interval, as its mountstats, the
+// cgroup counters of the pods that use it and, where it runs, the per-pod collector tell it.
 type Class string
 
 // The classes, a fixed set: label values of nfstune_mount_readahead_traffic_class.
@@ -61,6 +61,21 @@ const (
 	// memory (memory.pressure "some" total; Documentation/accounting/psi.rst) that, with
 	// refaults, says the cache loss costs the pod time: a tenth.
 	ThrashMemoryStall = 0.10
+	// MinRandomMajorFaults is the major faults (FaultEvidence.MajorFaults) that, with an
+	// over-read above MappedRandomOverRead, class a pod MappedRandom although its own READ
+	// payload is below MinClassifyBytes. A fault that finds its page nowhere in the page
+	// cache reads the window around itself (mm/filemap.c, filemap_fault and
+	// do_sync_mmap_readahead). A reader in order takes one such fault where it starts, and
+	// reads on in faults that find their pages: the next window is read when it reaches the
+	// marker page a quarter of a window before the end (do_async_mmap_readahead). Until it
+	// has mapped a quarter of its first window its over-read is above MappedRandomOverRead
+	// too, but over that one major fault; a reader at random takes one at each page it
+	// misses. A count of read faults cannot stand in: with the over-read above
+	// MappedRandomOverRead, 64 read faults already start MinClassifyBytes, and a reader in
+	// order within the first quarter of a 15 MiB window (NFS's default with a 1 MiB rsize)
+	// can have taken up to 60. Four leaves room for a few readers in order starting on the
+	// superblock in one pod within one interval.
+	MinRandomMajorFaults = 4
 )
 
 // PodActivity is one pod's cgroup counters over an interval: the differences of two
@@ -87,6 +102,22 @@ type PodActivity struct {
 	// Faults is what the pod's page faults on this mount did over the interval, from the
 	// per-pod collector; nil without it.
 	Faults *FaultEvidence `json:"faults,omitempty"`
+	// Reads is the pod's own read traffic on this mount over the interval, from the per-pod
+	// collector; nil without it (or without its read(2) or RPC counts).
+	Reads *PodReads `json:"reads,omitempty"`
+}
+
+// PodReads is what mountstats counts for a whole superblock, counted for one pod's tasks
+// by the per-pod collector (package podio): the READs started in them and what read(2)
+// returned to them, over an interval.
+type PodReads struct {
+	// ServerReadBytes is the READ payload of the READs the pod's tasks started: their
+	// read(2) misses, their read-ahead and their page faults.
+	ServerReadBytes uint64 `json:"server_read_bytes"`
+	// AppReadBytes is what read(2) and its kin returned to the pod's tasks.
+	AppReadBytes uint64 `json:"app_read_bytes"`
+	// Reads is the number of those READs.
+	Reads uint64 `json:"reads"`
 }
 
 // PodBetween returns pod uid's activity between prev, a sample taken elapsed earlier, and
@@ -136,27 +167,42 @@ type PodClass struct {
 // Classify returns the class of a mount's traffic over an interval, e its evidence, and of
 // each pod in pods (the pods that use it, with their activity over the same interval).
 //
-// mountstats counts per superblock, not per pod, so every pod of a mount shares its
-// read(2) and mmap figures; what sets a pod apart is its own cgroup: its refaults, limit
-// events and stalls (thrashing). Those count all of a pod's files, not only this mount's.
+// mountstats counts per superblock, not per pod, so without the per-pod collector every pod
+// of a mount shares its read(2) and mmap figures; what sets a pod apart is its own cgroup:
+// its refaults, limit events and stalls (thrashing). Those count all of a pod's files, not
+// only this mount's. With the collector's figures (PodActivity.Reads, .Faults) each pod is
+// classified by its own traffic instead.
 //
 // A mount without pods (a host mount) is classified from mountstats alone. A mount with
 // pods takes their class when they all agree, and is Mixed when they do not (an
-// unreadable pod's Unknown included: what cannot be seen is not assumed alike).
+// unreadable pod's Unknown included: what cannot be seen is not assumed alike). A pod
+// whose own figures show too little traffic is left out: it was seen, and says nothing of
+// the mount's traffic; when every pod is, the mount is Unknown as they are.
 func Classify(e Evidence, pods []PodActivity) Classification {
 	if len(pods) == 0 {
 		c, why := classify(mountFacts(e, nil))
 		return Classification{Class: c, Why: why}
 	}
 	out := Classification{}
+	var reading []PodClass // the pods not left out
 	for _, p := range slices.SortedFunc(slices.Values(pods), func(a, b PodActivity) int { return cmp.Compare(a.UID, b.UID) }) {
-		c, why := classify(mountFacts(e, &p))
+		f := mountFacts(e, &p)
+		c, why := classify(f)
 		out.Pods = append(out.Pods, PodClass{UID: p.UID, Class: c, Why: why})
+		if c != Unknown || !f.own || f.enough {
+			reading = append(reading, out.Pods[len(out.Pods)-1])
+		}
 	}
-	out.Class, out.Why = out.Pods[0].Class, out.Pods[0].Why
-	for _, p := range out.Pods[1:] {
+	if len(reading) == 0 {
+		reading = out.Pods
+	}
+	out.Class, out.Why = reading[0].Class, reading[0].Why
+	for _, p := range reading[1:] {
 		if p.Class != out.Class {
-			out.Class, out.Why = Mixed, fmt.Sprintf("its %d pods' traffic differs", len(out.Pods))
+			out.Class, out.Why = Mixed, fmt.Sprintf("its %d pods' traffic differs", len(reading))
+			if idle := len(out.Pods) - len(reading); idle > 0 {
+				out.Why += fmt.Sprintf(" (%d more with too little traffic of their own)", idle)
+			}
 			break
 		}
 	}
@@ -167,6 +213,7 @@ func Classify(e Evidence, pods []PodActivity) Classification {
 // its pods or from the mount alone.
 type trafficFacts struct {
 	serverBytes, appBytes uint64
+	own                   bool // the READ figures are the pod's own (PodActivity.Reads)
 	enough                bool // serverBytes >= MinClassifyBytes
 	mapped                bool // most READ payload was not read(2)'s (Evidence.Mapped's rule)
 	fullREADs             bool // READs as large as read-ahead makes them (Evidence.Streaming)
@@ -180,13 +227,20 @@ type trafficFacts struct {
 	limitEvents  uint64
 	memoryStall  float64
 
-	// faults is the pod's own page faults on the mount, else the mount's, from the per-pod
-	// collector; nil without it.
+	// faults is the pod's own page faults on the mount, else (without its own READ
+	// figures) the mount's, from the per-pod collector; nil without it.
 	faults *FaultEvidence
 }
 
-// mountFacts gathers the facts of e, seen from pod p (nil: from the mount alone).
+// mountFacts gathers the facts of e, seen from pod p (nil: from the mount alone). A pod with
+// its own READ figures (PodActivity.Reads) is seen by them instead of the mount's, so that
+// a pod with little traffic of its own does not take the class of the others' traffic on
+// the superblock.
 func mountFacts(e Evidence, p *PodActivity) trafficFacts {
+	own := p != nil && p.Reads != nil
+	if own {
+		e = podEvidence(e, *p.Reads)
+	}
 	f := trafficFacts{
 		serverBytes: e.ServerReadBytes,
 		appBytes:    e.AppReadBytes,
@@ -199,9 +253,10 @@ func mountFacts(e Evidence, p *PodActivity) trafficFacts {
 	if p == nil {
 		return f
 	}
-	if p.Faults != nil {
+	if p.Faults != nil || own {
 		f.faults = p.Faults
 	}
+	f.own = own
 	f.pod, f.podSeen = true, p.Seen
 	f.limited, f.limitEvents, f.memoryStall = p.Limited, p.LimitEvents, p.MemoryStall
 	if e.ServerReadBytes > 0 {
@@ -210,16 +265,36 @@ func mountFacts(e Evidence, p *PodActivity) trafficFacts {
 	return f
 }
 
+// podEvidence is e with the pod's own READ figures r in place of the superblock's. rsize
+// and read_ahead_kb stay e's: they are the superblock's settings, the same for every pod,
+// and what a READ of read-ahead's size is measured against (Evidence.Streaming). The faults
+// are the caller's to set. The READs' round trips are the superblock's only, so the
+// figures derived from them are left out.
+func podEvidence(e Evidence, r PodReads) Evidence {
+	own := Evidence{Seconds: e.Seconds, ReadAheadKB: e.ReadAheadKB, RSize: e.RSize,
+		AppReadBytes: r.AppReadBytes, ServerReadBytes: r.ServerReadBytes, Reads: r.Reads}
+	own.derive()
+	return own
+}
+
 // classify is the decision table: the first row whose conditions hold gives the class.
-// The rows read in the order a person would check them: is there enough to go on, can the
-// pod be seen, is its cache thrashing (which matters whatever the access pattern), then
-// mmap before read(2), since mmap reads hide in the READ payload: first what the per-pod
-// collector saw the faults do (which needs no cgroup), then what mountstats shows without it.
+// The rows read in the order a person would check them: is there enough to go on (or, with
+// little, do the faults show reading at random plainly), can the pod be seen, is its cache
+// thrashing (which matters whatever the access pattern), then mmap before read(2), since
+// mmap reads hide in the READ payload: first what the per-pod collector saw the faults do
+// (which needs no cgroup), then what the READ figures show without it.
 func classify(f trafficFacts) (Class, string) {
 	mapped := delta(f.serverBytes, f.appBytes)
+	whose := ""
+	if f.own {
+		whose = " of its own"
+	}
 	switch {
+	case !f.enough && f.faults != nil && f.faults.OverRead() > MappedRandomOverRead && f.faults.MajorFaults >= MinRandomMajorFaults:
+		return MappedRandom, fmt.Sprintf("little traffic%s (%s of READ payload), but %d major faults each read the window around a page not in the cache, and the faults started %.1f times the 64 KiB each of their %d read faults maps: the windows are mostly evicted unused",
+			whose, mib(f.serverBytes), f.faults.MajorFaults, f.faults.OverRead(), f.faults.Faults)
 	case !f.enough:
-		return Unknown, fmt.Sprintf("too little traffic: %s of READ payload, %s needed", mib(f.serverBytes), mib(MinClassifyBytes))
+		return Unknown, fmt.Sprintf("too little traffic%s: %s of READ payload, %s needed", whose, mib(f.serverBytes), mib(MinClassifyBytes))
 	case f.pod && f.podSeen && f.limited && f.refaultShare >= ThrashRefaultShare && (f.limitEvents > 0 || f.memoryStall >= ThrashMemoryStall):
 		return Thrashing, fmt.Sprintf("memory-limited; refaulted file pages %.0f %% of the READ payload, %d limit events, memory stall %.0f %% of the time",
 			100*f.refaultShare, f.limitEvents, 100*f.memoryStall)

@@ -188,3 +188,107 @@ func TestPodBetweenCountersBack(t *testing.T) {
 		t.Errorf("PodBetween = %+v, want zero rises", a)
 	}
 }
+
+// ownReads gives a pod the per-pod collector's READ figures: serverMiB of READ payload in
+// reads READs started in its tasks, appMiB returned to its read(2)s.
+func ownReads(p PodActivity, serverMiB, appMiB, reads uint64) PodActivity {
+	p.Reads = &PodReads{ServerReadBytes: serverMiB << 20, AppReadBytes: appMiB << 20, Reads: reads}
+	return p
+}
+
+// ownFaults gives a pod the per-pod collector's fault figures: readMiB of READs started in
+// faults read faults, majors of which found their page nowhere in the page cache.
+func ownFaults(p PodActivity, readMiB, faults, majors uint64) PodActivity {
+	p.Faults = &FaultEvidence{ReadBytes: readMiB << 20, Faults: faults, MajorFaults: majors}
+	return p
+}
+
+// TestClassifySharedSuperblock: two pods on one superblock, each classified by its own
+// figures when the per-pod collector has them; a pod with too little traffic of its own is
+// left out of the superblock's class. Over 10 s at a 2048 KiB window, pod b's 16
+// readers stream 800 MiB with read(2) in READs of 1 MiB, and pod e reads 16 KiB at random
+// offsets through mmap: 5 faults, each a major one that reads the 2 MiB window around it, 10
+// MiB in READs of 1 MiB, 32 times the 64 KiB each fault maps. The superblock's own figures
+// are b's: 810 MiB fetched for 800 MiB read(2) in 810 READs of 1 MiB.
+func TestClassifySharedSuperblock(t *testing.T) {
+	t.Parallel()
+	g := evidence(2048, nfsSample{1000, 1000, 1000}, nfsSample{1800, 1810, 1810})
+	b := ownFaults(ownReads(quietPod("b"), 800, 800, 800), 0, 0, 0)
+	e := ownFaults(ownReads(quietPod("e"), 10, 0, 10), 10, 5, 5)
+	for _, tt := range []struct {
+		name  string
+		ev    Evidence
+		pods  []PodActivity
+		mount Class
+		want  map[string]Class
+	}{
+		{"each pod by its own figures", g, []PodActivity{b, e},
+			Mixed, map[string]Class{"b": StreamingRead, "e": MappedRandom}},
+		// Without the collector both pods have the superblock's figures only, as before.
+		{"no collector: the superblock's figures", g, []PodActivity{quietPod("b"), quietPod("e")},
+			StreamingRead, map[string]Class{"b": StreamingRead, "e": StreamingRead}},
+		// Faults without the pod's READ and read(2) counts (a part of the collector not
+		// loaded): the pod's faults are below the minimum, so the superblock's figures rule,
+		// as before.
+		{"e's faults without its READ figures", g, []PodActivity{b, ownFaults(quietPod("e"), 10, 5, 5)},
+			StreamingRead, map[string]Class{"b": StreamingRead, "e": StreamingRead}},
+		// One reader in order that has just started on a file it opened at 15360 KiB: its
+		// first fault read the window, and 20 read faults have used 1.25 MiB of it, an
+		// over-read of 12 over a single major fault. Too little to tell, not random.
+		{"e starting to read in order", g, []PodActivity{b, ownFaults(ownReads(quietPod("e"), 15, 0, 15), 15, 20, 1)},
+			StreamingRead, map[string]Class{"b": StreamingRead, "e": Unknown}},
+		// Reading slowly in order: 2 MiB in 32 read faults, each used whole.
+		{"e reading little in order", g, []PodActivity{b, ownFaults(ownReads(quietPod("e"), 2, 0, 2), 2, 32, 1)},
+			StreamingRead, map[string]Class{"b": StreamingRead, "e": Unknown}},
+		// Random faults, but only 3 major ones: not enough to tell them from readers in order
+		// starting.
+		{"e with few major faults", g, []PodActivity{b, ownFaults(ownReads(quietPod("e"), 6, 0, 6), 6, 3, 3)},
+			StreamingRead, map[string]Class{"b": StreamingRead, "e": Unknown}},
+		// A pod that reads nothing of its own (it writes, or idles) no longer takes b's class,
+		// and is left out of the superblock's: b's alone.
+		{"e reads nothing", g, []PodActivity{b, ownFaults(ownReads(quietPod("e"), 0, 0, 0), 0, 0, 0)},
+			StreamingRead, map[string]Class{"b": StreamingRead, "e": Unknown}},
+		// The superblock's average READ is small (b's 800 READs of 1 MiB among e's 4096 of
+		// 16 KiB read(2)s): each pod's own READs tell b streaming and e random.
+		{"random read(2) beside streaming", evidence(1024, nfsSample{1000, 1000, 1000}, nfsSample{1864, 1864, 1000 + 4896}),
+			[]PodActivity{b, ownFaults(ownReads(quietPod("e"), 64, 64, 4096), 0, 0, 0)},
+			Mixed, map[string]Class{"b": StreamingRead, "e": RandomRead}},
+		// Pod a at its 64 MiB limit streams 200 MiB, of which 100 MiB are pages it had and
+		// lost: half its own READ payload, though a fourteenth of the superblock's 1400 MiB.
+		{"thrashing by its own READ payload", evidence(15360, nfsSample{1000, 1000, 1000}, nfsSample{2400, 2400, 2400}),
+			[]PodActivity{ownFaults(ownReads(quietPod("b"), 1200, 1200, 1200), 0, 0, 0),
+				ownFaults(ownReads(pod("a", cgroupSample{limitMiB: 64}, cgroupSample{refaultPages: 100 << 20 / pageBytes, limitEvents: 50, limitMiB: 64}),
+					200, 200, 200), 0, 0, 0)},
+			Mixed, map[string]Class{"a": Thrashing, "b": StreamingRead}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := Classify(tt.ev, tt.pods)
+			if got.Class != tt.mount || len(got.Pods) != len(tt.want) {
+				t.Errorf("Classify = %s (%s) over %d pods, want %s over %d", got.Class, got.Why, len(got.Pods), tt.mount, len(tt.want))
+			}
+			for _, p := range got.Pods {
+				if p.Class != tt.want[p.UID] || p.Why == "" {
+					t.Errorf("pod %s = %s (%s), want %s with a reason", p.UID, p.Class, p.Why, tt.want[p.UID])
+				}
+			}
+		})
+	}
+}
+
+// TestClassifyIdlePods: pods whose own figures show too little traffic are left out of the
+// superblock's class, but not out of a disagreement's count; when all are, it is Unknown.
+func TestClassifyIdlePods(t *testing.T) {
+	t.Parallel()
+	e := evidence(2048, nfsSample{1000, 1000, 1000}, nfsSample{1800, 1810, 1810})
+	idle := func(uid string) PodActivity { return ownFaults(ownReads(quietPod(uid), 0, 0, 0), 0, 0, 0) }
+	if got := Classify(e, []PodActivity{idle("a"), idle("b")}); got.Class != Unknown || !strings.Contains(got.Why, "too little traffic of its own") {
+		t.Errorf("all idle: Classify = %s (%s), want unknown for too little traffic", got.Class, got.Why)
+	}
+	streaming := ownFaults(ownReads(quietPod("s"), 800, 800, 800), 0, 0, 0)
+	random := ownFaults(ownReads(quietPod("r"), 10, 0, 10), 10, 5, 5)
+	got := Classify(e, []PodActivity{idle("a"), streaming, random})
+	if got.Class != Mixed || !strings.Contains(got.Why, "2 pods") || !strings.Contains(got.Why, "1 more") || len(got.Pods) != 3 {
+		t.Errorf("Classify = %+v, want mixed over 2 pods, 1 more idle", got)
+	}
+}

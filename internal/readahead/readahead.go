@@ -75,6 +75,11 @@ type FaultEvidence struct {
 	// Faults are the read faults: calls of the mapping's .map_pages (each read fault
 	// tries the page cache there first), or of .fault on a kernel without fault-around.
 	Faults uint64 `json:"faults"`
+	// MajorFaults are the faults that found their page nowhere in the page cache
+	// (filemap_fault's VM_FAULT_MAJOR): each reads the window around itself
+	// (do_sync_mmap_readahead, mm/filemap.c), or a single page once the kernel has stopped
+	// reading around the mapping's faults (MMAP_LOTSAMISS, VM_RAND_READ).
+	MajorFaults uint64 `json:"major_faults"`
 }
 
 // OverRead is the READ payload the faults started per FaultAroundBytes of read faults; 0
@@ -206,7 +211,8 @@ func combine(a, b Evidence) Evidence {
 		OpensCounted:    a.OpensCounted && b.OpensCounted,
 	}
 	if a.Faults != nil && b.Faults != nil {
-		e.Faults = &FaultEvidence{ReadBytes: a.Faults.ReadBytes + b.Faults.ReadBytes, Faults: a.Faults.Faults + b.Faults.Faults}
+		e.Faults = &FaultEvidence{ReadBytes: a.Faults.ReadBytes + b.Faults.ReadBytes, Faults: a.Faults.Faults + b.Faults.Faults,
+			MajorFaults: a.Faults.MajorFaults + b.Faults.MajorFaults}
 	}
 	e.derive()
 	return e
