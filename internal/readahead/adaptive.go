@@ -171,7 +171,8 @@ type Controller struct {
 	// nearest bound.
 	start int
 	// mappedLow is set while the value is below MinKB for mapped random readers
-	// (ReasonMappedRandom): the bounds let it stay there until read(2) traffic shows.
+	// (ReasonMappedRandom): the bounds let it stay there until read(2) traffic shows while
+	// those readers have stopped (stepFacts.mappedAtWork).
 	mappedLow bool
 	// thrashLow lets the value stay below MinKB for a while after an over-read halving took
 	// it there for a thrashing pod: a smaller window that stops the thrashing would
@@ -289,6 +290,12 @@ type stepFacts struct {
 	// uses the mount thrashes its page cache (Evidence.Thrashing).
 	mappedRandom bool
 	floor        int
+	// mappedAtWork is set while the value is below MinKB for mapped random readers and
+	// their faults still miss the page cache (MinRandomMajorFaults major faults in the
+	// interval): read(2) traffic of other readers on the superblock then neither lifts the
+	// floor nor grows the window, since a larger window would cost the mapped readers its
+	// whole size at each fault, and the kernel's default window is what both had before.
+	mappedAtWork bool
 }
 
 func (c *Controller) facts(e Evidence, now time.Time, stalled bool) stepFacts {
@@ -309,8 +316,9 @@ func (c *Controller) facts(e Evidence, now time.Time, stalled bool) stepFacts {
 	f.figures = fmt.Sprintf("over-read %.2f, average READ %.0f KiB (rsize %d KiB), %.1f READs in flight, application reads %.1f MiB/s",
 		e.OverRead, e.AvgReadBytes/1024, e.RSize/1024, e.InFlight, e.AppBytesPerSecond/(1<<20))
 	f.mappedRandom = e.Faults != nil && e.Faults.Random(MinStepBytes)
+	f.mappedAtWork = c.mappedLow && e.Faults != nil && e.Faults.MajorFaults >= MinRandomMajorFaults
 	f.floor = c.MinKB
-	if f.mappedRandom || e.Thrashing || c.thrashLow.active(now) || (c.mappedLow && e.AppReadBytes < MinStepBytes) {
+	if f.mappedRandom || e.Thrashing || c.thrashLow.active(now) || (c.mappedLow && (e.AppReadBytes < MinStepBytes || f.mappedAtWork)) {
 		f.floor = c.lowest()
 	}
 	if c.floor.active(now) {
@@ -416,6 +424,10 @@ func (c *Controller) judgeTable(f stepFacts) (Step, bool) {
 
 // stepTable takes the interval's step once no pending change decided it. Rows, in order:
 //
+//	mapped readers at random, above the floor        lower to what their faults touch (mapped_random)
+//	mapped readers at random, at the floor           hold (learned_limit)
+//	below one rsize for them, their faults still missing the cache (mappedAtWork)
+//	                                                 hold (mapped_reads), whatever read(2) does
 //	under MinStepBytes read, the rest through mmap   hold (mapped_reads)
 //	under MinStepBytes read                          hold (too_little_traffic)
 //	over-read above ShrinkOverRead                   halve, not below the floor (else hold: learned_limit);
@@ -457,6 +469,9 @@ func (c *Controller) stepTable(f stepFacts) Step {
 			mib(e.Faults.ReadBytes), e.Faults.OverRead(), FaultAroundBytes>>10, e.Faults.Faults, s.ToKB)
 	case f.mappedRandom:
 		return decide(HoldLimit, "mapped readers at random, at the floor of %d KiB", f.floor)
+	case f.mappedAtWork:
+		return decide(HoldMapped, "the mapped readers' faults still miss the page cache (%d major faults): the window stays at %d KiB, where they fetch what they touch, whatever read(2) reads",
+			e.Faults.MajorFaults, cur)
 	case e.AppReadBytes < MinStepBytes && e.mappedOver(MinStepBytes):
 		// Reads through mmap: what they used is not counted, so no step can be judged.
 		return decide(HoldMapped, "the server sent %s of READs in %.0f s, applications read %s with read(2): the rest was read through mmap, which mountstats does not count", mib(e.ServerReadBytes), e.Seconds, mib(e.AppReadBytes))

@@ -742,6 +742,43 @@ func TestControllerMappedRandom(t *testing.T) {
 	})
 }
 
+// sharedAt is an interval of a superblock two pods share: one reads its files in order with
+// read(2) at 100 MiB/s, the other a mapped file at random, faultsPerSecond read faults a
+// second, each missing the page cache (a major fault) and reading the window around it.
+func sharedAt(ra int, faultsPerSecond float64) Evidence {
+	e := seqAt(ra, 100, 1.0)
+	faults := uint64(faultsPerSecond * e.Seconds)
+	mapped := faults * uint64(min(ra, 15360)<<10)
+	e.ServerReadBytes += mapped
+	e.Faults = &FaultEvidence{ReadBytes: mapped, Faults: faults, MajorFaults: faults}
+	e.derive()
+	return e
+}
+
+// TestControllerMappedRandomShared: on a superblock shared with a pod that streams with
+// read(2), the window lowered below one rsize for a pod reading a mapped file at random
+// stays there while that pod's faults keep missing the page cache: the streaming pod's
+// read(2) neither takes it back to the rule's floor nor grows it. Once the faults stop,
+// the floor comes back.
+func TestControllerMappedRandomShared(t *testing.T) {
+	runScript(t, newTestController(), []scriptStep{
+		{e: sharedAt(1024, 6), kb: 128, reason: ReasonMappedRandom},
+		{e: sharedAt(128, 60), kb: 128, reason: HoldSettling},
+		// Ten times the faults served: kept; at 128 KiB the faults fetch twice what they
+		// map, no longer "random" by over-read, but they still miss the cache.
+		{e: sharedAt(128, 60), kb: 128, reason: HoldMapped},
+		{e: sharedAt(128, 60), kb: 128, reason: HoldMapped},
+		{e: seqAt(128, 100, 1.0), kb: 1024, reason: ReasonBounds},
+	})
+	// A reader in order through mmap takes a major fault only where it starts: the
+	// streaming pod's read(2) takes the window back to the floor.
+	inOrder := func(e Evidence) Evidence { e.Faults.MajorFaults = 1; return e }
+	runScript(t, newTestController(), []scriptStep{
+		{e: sharedAt(1024, 6), kb: 128, reason: ReasonMappedRandom},
+		{e: inOrder(sharedAt(128, 60)), kb: 1024, reason: ReasonBounds},
+	})
+}
+
 // TestControllerThrashingBelowRsize: readers in a pod that thrashes its page cache
 // (Evidence.Thrashing) and waste at one rsize have their window halved below it, down to
 // MappedFloorKB; the smaller window stays for a learned while after the pod stops
