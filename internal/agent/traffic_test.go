@@ -236,8 +236,9 @@ func sharedReading(streamMiB, randomFaults uint64) *podio.Snapshot {
 // read(2), the other reading a mapped file at random whose 5 faults in the interval start
 // only 10 MiB of READs. With the collector each pod is classified by its own figures: the
 // random reader's few faults read a window each (mapped_random), not the superblock's
-// streaming. Without the collector's read(2) and READ counts (a part not loaded) it takes
-// the superblock's figures, as it does without the collector.
+// streaming. Without the collector's read(2) and READ counts (a part not loaded) the
+// superblock's figures stand for its traffic, and its own faults, each a miss, still tell
+// that it reads at random.
 func TestTrafficClassesOwnFigures(t *testing.T) {
 	t.Parallel()
 	root := hostfs.Root(t.TempDir())
@@ -250,7 +251,11 @@ func TestTrafficClassesOwnFigures(t *testing.T) {
 		want    readahead.Class
 	}{
 		{"the collector whole", nil, readahead.MappedRandom},
-		{"no read(2) counts", map[podio.Part]string{podio.PartFileIO: "kprobes refused"}, readahead.StreamingRead},
+		{"no read(2) counts", map[podio.Part]string{podio.PartFileIO: "kprobes refused"}, readahead.MappedRandom},
+		// Without the fault counts the pod's own READs, 10 MiB, are too little to tell; the
+		// superblock's streaming is not its class.
+		{"no fault counts", map[podio.Part]string{podio.PartFaults: "trampolines refused"}, readahead.Unknown},
+		{"neither", map[podio.Part]string{podio.PartFaults: "trampolines refused", podio.PartFileIO: "kprobes refused"}, readahead.StreamingRead},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

@@ -76,7 +76,32 @@ const (
 	// can have taken up to 60. Four leaves room for a few readers in order starting on the
 	// superblock in one pod within one interval.
 	MinRandomMajorFaults = 4
+	// RandomMissShare is the share of a pod's read faults that are major faults above which
+	// it reads a mapped file at random whatever the window: a reader at random misses the
+	// page cache at nearly every access it has not made before, while a reader in order
+	// misses only where it starts and where it outruns the read-ahead it triggers from the
+	// marker page (mm/filemap.c, do_async_mmap_readahead); the rest of its faults find their
+	// pages. Unlike the over-read, the share does not fall when the window is lowered to
+	// what the faults touch, so a pod's class does not flip once the controller has fitted
+	// the window to it. A half lies between the two.
+	RandomMissShare = 0.5
 )
+
+// faultsAtRandom reports whether faults read a mapped file at random, over at least
+// MinRandomMajorFaults misses of the page cache: they fetch more than MappedRandomOverRead
+// times what they map, or a RandomMissShare or more of them miss.
+func faultsAtRandom(f *FaultEvidence) bool {
+	if f == nil || f.MajorFaults < MinRandomMajorFaults {
+		return false
+	}
+	return f.OverRead() > MappedRandomOverRead || float64(f.MajorFaults) >= RandomMissShare*float64(f.Faults)
+}
+
+// randomWhy is the reason the faults f read at random, for a class's why.
+func randomWhy(f *FaultEvidence) string {
+	return fmt.Sprintf("%d of its %d read faults missed the page cache, and the faults started %s of READs, %.1f times the 64 KiB each maps",
+		f.MajorFaults, f.Faults, mib(f.ReadBytes), f.OverRead())
+}
 
 // PodActivity is one pod's cgroup counters over an interval: the differences of two
 // podcgroup.Counters samples (PodBetween). Seen is false when its cgroup could not be read
@@ -290,9 +315,8 @@ func classify(f trafficFacts) (Class, string) {
 		whose = " of its own"
 	}
 	switch {
-	case !f.enough && f.faults != nil && f.faults.OverRead() > MappedRandomOverRead && f.faults.MajorFaults >= MinRandomMajorFaults:
-		return MappedRandom, fmt.Sprintf("little traffic%s (%s of READ payload), but %d major faults each read the window around a page not in the cache, and the faults started %.1f times the 64 KiB each of their %d read faults maps: the windows are mostly evicted unused",
-			whose, mib(f.serverBytes), f.faults.MajorFaults, f.faults.OverRead(), f.faults.Faults)
+	case !f.enough && faultsAtRandom(f.faults):
+		return MappedRandom, fmt.Sprintf("little traffic%s (%s of READ payload), but faults at random: %s", whose, mib(f.serverBytes), randomWhy(f.faults))
 	case !f.enough:
 		return Unknown, fmt.Sprintf("too little traffic%s: %s of READ payload, %s needed", whose, mib(f.serverBytes), mib(MinClassifyBytes))
 	case f.pod && f.podSeen && f.limited && f.refaultShare >= ThrashRefaultShare && (f.limitEvents > 0 || f.memoryStall >= ThrashMemoryStall):
@@ -301,6 +325,8 @@ func classify(f trafficFacts) (Class, string) {
 	case f.faults != nil && f.faults.Random(MinClassifyBytes):
 		return MappedRandom, fmt.Sprintf("page faults started %s of READs, %.1f times the 64 KiB each of their %d read faults maps: the window around each fault is mostly evicted unused",
 			mib(f.faults.ReadBytes), f.faults.OverRead(), f.faults.Faults)
+	case faultsAtRandom(f.faults):
+		return MappedRandom, "faults at random: " + randomWhy(f.faults)
 	case f.faults != nil && f.faults.ReadBytes >= MinClassifyBytes:
 		return MappedSequential, fmt.Sprintf("page faults started %s of READs, %.1f times the 64 KiB each of their %d read faults maps: the faults use what they bring in",
 			mib(f.faults.ReadBytes), f.faults.OverRead(), f.faults.Faults)

@@ -228,10 +228,10 @@ func TestClassifySharedSuperblock(t *testing.T) {
 		{"no collector: the superblock's figures", g, []PodActivity{quietPod("b"), quietPod("e")},
 			StreamingRead, map[string]Class{"b": StreamingRead, "e": StreamingRead}},
 		// Faults without the pod's READ and read(2) counts (a part of the collector not
-		// loaded): the pod's faults are below the minimum, so the superblock's figures rule,
-		// as before.
+		// loaded): the superblock's figures are enough, and the pod's own faults, each a miss
+		// fetching 32 times what it maps, say it reads a mapped file at random.
 		{"e's faults without its READ figures", g, []PodActivity{b, ownFaults(quietPod("e"), 10, 5, 5)},
-			StreamingRead, map[string]Class{"b": StreamingRead, "e": StreamingRead}},
+			Mixed, map[string]Class{"b": StreamingRead, "e": MappedRandom}},
 		// One reader in order that has just started on a file it opened at 15360 KiB: its
 		// first fault read the window, and 20 read faults have used 1.25 MiB of it, an
 		// over-read of 12 over a single major fault. Too little to tell, not random.
@@ -244,6 +244,16 @@ func TestClassifySharedSuperblock(t *testing.T) {
 		// starting.
 		{"e with few major faults", g, []PodActivity{b, ownFaults(ownReads(quietPod("e"), 6, 0, 6), 6, 3, 3)},
 			StreamingRead, map[string]Class{"b": StreamingRead, "e": Unknown}},
+		// e once the window fits it (160 KiB): its faults fetch less than they map, but
+		// 450 of its 500 read faults missed the cache, little traffic or much.
+		{"e at a window that fits it", g, []PodActivity{b, ownFaults(ownReads(quietPod("e"), 8, 0, 8), 8, 500, 450)},
+			Mixed, map[string]Class{"b": StreamingRead, "e": MappedRandom}},
+		{"e at a window that fits it, busier", g, []PodActivity{b, ownFaults(ownReads(quietPod("e"), 40, 0, 40), 40, 2500, 2250)},
+			Mixed, map[string]Class{"b": StreamingRead, "e": MappedRandom}},
+		// A reader in order at a small window: an eighth of its faults missed, where it
+		// outran the read-ahead.
+		{"e reading in order at a small window", g, []PodActivity{b, ownFaults(ownReads(quietPod("e"), 20, 0, 20), 20, 320, 40)},
+			Mixed, map[string]Class{"b": StreamingRead, "e": MappedSequential}},
 		// A pod that reads nothing of its own (it writes, or idles) no longer takes b's class,
 		// and is left out of the superblock's: b's alone.
 		{"e reads nothing", g, []PodActivity{b, ownFaults(ownReads(quietPod("e"), 0, 0, 0), 0, 0, 0)},
