@@ -111,12 +111,13 @@ func cumulativeFaults(io *podio.Snapshot) map[podio.PodKey]readahead.FaultEviden
 	}
 	out := make(map[podio.PodKey]readahead.FaultEvidence, 2*len(io.Pods))
 	for _, p := range io.Pods {
-		f := readahead.FaultEvidence{ReadBytes: p.FaultReadBytes, Faults: max(p.MapFaults, p.Faults), MajorFaults: p.MajorFaults}
+		f := readahead.FaultEvidence{ReadBytes: p.FaultReadBytes, Faults: max(p.MapFaults, p.Faults), MajorFaults: p.MajorFaults, FilemapFaults: p.Faults}
 		out[podio.PodKey{PodUID: p.PodUID, Device: p.Device}] = f
 		sum := out[podio.PodKey{PodUID: allPods, Device: p.Device}]
 		sum.ReadBytes += f.ReadBytes
 		sum.Faults += f.Faults
 		sum.MajorFaults += f.MajorFaults
+		sum.FilemapFaults += f.FilemapFaults
 		out[podio.PodKey{PodUID: allPods, Device: p.Device}] = sum
 	}
 	return out
@@ -131,7 +132,7 @@ func faultsBetween(prev, cur map[podio.PodKey]readahead.FaultEvidence, k podio.P
 	}
 	c, p := cur[k], prev[k]
 	return &readahead.FaultEvidence{ReadBytes: rise(c.ReadBytes, p.ReadBytes), Faults: rise(c.Faults, p.Faults),
-		MajorFaults: rise(c.MajorFaults, p.MajorFaults)}
+		MajorFaults: rise(c.MajorFaults, p.MajorFaults), FilemapFaults: rise(c.FilemapFaults, p.FilemapFaults)}
 }
 
 // cumulativeReads are the collector's READ and read(2) figures by pod and superblock; nil

@@ -25,6 +25,12 @@ const (
 	// MinStepBytes is the application read bytes an interval needs before the controller
 	// acts on it: below, the mount is idle or nearly so and its read-ahead is held.
 	MinStepBytes = 16 << 20
+	// MinStepMajorFaults is the major faults an interval needs before the controller lowers
+	// the window for faults that mostly miss the page cache (FaultEvidence.MissesAtRandom)
+	// although they fetch little more than they map: a program started from the mount faults
+	// in tens of pages of its text and data once, and finds them in the cache after, while a
+	// reader of a mapped file at random keeps missing.
+	MinStepMajorFaults = 32
 	// MinStepReads is the READs an interval needs before its average READ counts: 16 MiB
 	// of reads at the largest rsize (1 MiB).
 	MinStepReads = 16
@@ -315,7 +321,8 @@ func (c *Controller) facts(e Evidence, now time.Time, stalled bool) stepFacts {
 	}
 	f.figures = fmt.Sprintf("over-read %.2f, average READ %.0f KiB (rsize %d KiB), %.1f READs in flight, application reads %.1f MiB/s",
 		e.OverRead, e.AvgReadBytes/1024, e.RSize/1024, e.InFlight, e.AppBytesPerSecond/(1<<20))
-	f.mappedRandom = e.Faults != nil && e.Faults.Random(MinStepBytes)
+	f.mappedRandom = e.Faults != nil && (e.Faults.Random(MinStepBytes) ||
+		(e.Faults.MissesAtRandom() && e.Faults.MajorFaults >= MinStepMajorFaults))
 	f.mappedAtWork = c.mappedLow && e.Faults != nil && e.Faults.MajorFaults >= MinRandomMajorFaults
 	f.floor = c.MinKB
 	if f.mappedRandom || e.Thrashing || c.thrashLow.active(now) || (c.mappedLow && (e.AppReadBytes < MinStepBytes || f.mappedAtWork)) {
@@ -463,10 +470,12 @@ func (c *Controller) stepTable(f stepFacts) Step {
 	grow := e.OverRead <= GrowOverRead && cur < hi
 	switch {
 	case f.mappedRandom && cur > f.floor:
-		s.ToKB = mappedWindow(cur, e.Faults.OverRead(), f.floor)
+		// At least halved: faults that miss at random with little over-read (a window
+		// near what they map) still fetch a window at each miss.
+		s.ToKB = min(mappedWindow(cur, e.Faults.OverRead(), f.floor), max(half(cur), f.floor))
 		c.mappedLow = s.ToKB < c.MinKB
-		return decide(ReasonMappedRandom, "the mapped readers' faults started %s of READs, %.1f times the %d KiB their %d read faults map: a window of %d KiB fetches what they touch",
-			mib(e.Faults.ReadBytes), e.Faults.OverRead(), FaultAroundBytes>>10, e.Faults.Faults, s.ToKB)
+		return decide(ReasonMappedRandom, "the mapped readers' faults started %s of READs, %.1f times the %d KiB their %d read faults map, and %d of %d faults past fault-around missed the page cache: a window of %d KiB",
+			mib(e.Faults.ReadBytes), e.Faults.OverRead(), FaultAroundBytes>>10, e.Faults.Faults, e.Faults.MajorFaults, e.Faults.FilemapFaults, s.ToKB)
 	case f.mappedRandom:
 		return decide(HoldLimit, "mapped readers at random, at the floor of %d KiB", f.floor)
 	case f.mappedAtWork:

@@ -750,8 +750,20 @@ func sharedAt(ra int, faultsPerSecond float64) Evidence {
 	faults := uint64(faultsPerSecond * e.Seconds)
 	mapped := faults * uint64(min(ra, 15360)<<10)
 	e.ServerReadBytes += mapped
-	e.Faults = &FaultEvidence{ReadBytes: mapped, Faults: faults, MajorFaults: faults}
+	e.Faults = &FaultEvidence{ReadBytes: mapped, Faults: faults, MajorFaults: faults, FilemapFaults: faults}
 	e.derive()
+	return e
+}
+
+// fetching sets the READ payload of an interval's faults to perFaultKiB for each read fault.
+func fetching(e Evidence, perFaultKiB uint64) Evidence {
+	e.Faults.ReadBytes = e.Faults.Faults * perFaultKiB << 10
+	return e
+}
+
+// missing sets how many of an interval's faults past fault-around missed the page cache.
+func missing(e Evidence, majors uint64) Evidence {
+	e.Faults.MajorFaults = majors
 	return e
 }
 
@@ -766,9 +778,21 @@ func TestControllerMappedRandomShared(t *testing.T) {
 		{e: sharedAt(128, 60), kb: 128, reason: HoldSettling},
 		// Ten times the faults served: kept; at 128 KiB the faults fetch twice what they
 		// map, no longer "random" by over-read, but they still miss the cache.
-		{e: sharedAt(128, 60), kb: 128, reason: HoldMapped},
-		{e: sharedAt(128, 60), kb: 128, reason: HoldMapped},
+		{e: sharedAt(128, 60), kb: 128, reason: HoldLimit},
+		// Fewer misses than the controller lowers for, but misses still: held.
+		{e: missing(sharedAt(128, 60), 8), kb: 128, reason: HoldMapped},
 		{e: seqAt(128, 100, 1.0), kb: 1024, reason: ReasonBounds},
+	})
+	// Faults that fetch only twice what they map but miss at random: halved at least, on
+	// to the floor as long as they do.
+	runScript(t, newTestController(), []scriptStep{
+		{e: fetching(sharedAt(1024, 60), 128), kb: 512, reason: ReasonMappedRandom},
+		{e: fetching(sharedAt(512, 60), 128), kb: 512, reason: HoldSettling},
+		{e: fetching(sharedAt(512, 60), 128), kb: 256, reason: ReasonMappedRandom},
+	})
+	// A few misses, as of a program started from the mount: not lowered.
+	runScript(t, newTestController(), []scriptStep{
+		{e: missing(fetching(sharedAt(1024, 6), 128), 10), kb: 2048, reason: ReasonStreaming},
 	})
 	// A reader in order through mmap takes a major fault only where it starts: the
 	// streaming pod's read(2) takes the window back to the floor.

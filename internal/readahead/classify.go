@@ -76,14 +76,15 @@ const (
 	// can have taken up to 60. Four leaves room for a few readers in order starting on the
 	// superblock in one pod within one interval.
 	MinRandomMajorFaults = 4
-	// RandomMissShare is the share of a pod's read faults that are major faults above which
-	// it reads a mapped file at random whatever the window: a reader at random misses the
-	// page cache at nearly every access it has not made before, while a reader in order
-	// misses only where it starts and where it outruns the read-ahead it triggers from the
-	// marker page (mm/filemap.c, do_async_mmap_readahead); the rest of its faults find their
-	// pages. Unlike the over-read, the share does not fall when the window is lowered to
-	// what the faults touch, so a pod's class does not flip once the controller has fitted
-	// the window to it. A half lies between the two.
+	// RandomMissShare is the share of a pod's faults that reach filemap_fault (those
+	// fault-around could not serve: FaultEvidence.FilemapFaults) that are major faults, at
+	// or above which it reads a mapped file at random whatever the window: a reader at
+	// random misses the page cache at nearly every access it has not made before, while a
+	// reader in order finds its next pages in the cache or in flight, read ahead from the
+	// marker page (mm/filemap.c, do_async_mmap_readahead), and misses only where it starts
+	// or outruns them. Unlike the over-read, the share does not fall when the window is
+	// lowered to what the faults touch, so a pod's class does not flip once the controller
+	// has fitted the window to it. A half lies between the two.
 	RandomMissShare = 0.5
 )
 
@@ -94,13 +95,13 @@ func faultsAtRandom(f *FaultEvidence) bool {
 	if f == nil || f.MajorFaults < MinRandomMajorFaults {
 		return false
 	}
-	return f.OverRead() > MappedRandomOverRead || float64(f.MajorFaults) >= RandomMissShare*float64(f.Faults)
+	return f.OverRead() > MappedRandomOverRead || f.MissesAtRandom()
 }
 
 // randomWhy is the reason the faults f read at random, for a class's why.
 func randomWhy(f *FaultEvidence) string {
-	return fmt.Sprintf("%d of its %d read faults missed the page cache, and the faults started %s of READs, %.1f times the 64 KiB each maps",
-		f.MajorFaults, f.Faults, mib(f.ReadBytes), f.OverRead())
+	return fmt.Sprintf("%d of its %d faults past fault-around missed the page cache, and its %d read faults started %s of READs, %.1f times the 64 KiB each maps",
+		f.MajorFaults, f.FilemapFaults, f.Faults, mib(f.ReadBytes), f.OverRead())
 }
 
 // PodActivity is one pod's cgroup counters over an interval: the differences of two

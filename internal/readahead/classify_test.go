@@ -197,9 +197,10 @@ func ownReads(p PodActivity, serverMiB, appMiB, reads uint64) PodActivity {
 }
 
 // ownFaults gives a pod the per-pod collector's fault figures: readMiB of READs started in
-// faults read faults, majors of which found their page nowhere in the page cache.
+// faults read faults, as on a kernel without fault-around each reaching filemap_fault,
+// majors of which found their page nowhere in the page cache.
 func ownFaults(p PodActivity, readMiB, faults, majors uint64) PodActivity {
-	p.Faults = &FaultEvidence{ReadBytes: readMiB << 20, Faults: faults, MajorFaults: majors}
+	p.Faults = &FaultEvidence{ReadBytes: readMiB << 20, Faults: faults, MajorFaults: majors, FilemapFaults: faults}
 	return p
 }
 
@@ -245,7 +246,7 @@ func TestClassifySharedSuperblock(t *testing.T) {
 		{"e with few major faults", g, []PodActivity{b, ownFaults(ownReads(quietPod("e"), 6, 0, 6), 6, 3, 3)},
 			StreamingRead, map[string]Class{"b": StreamingRead, "e": Unknown}},
 		// e once the window fits it (160 KiB): its faults fetch less than they map, but
-		// 450 of its 500 read faults missed the cache, little traffic or much.
+		// 450 of its 500 faults missed the cache, little traffic or much.
 		{"e at a window that fits it", g, []PodActivity{b, ownFaults(ownReads(quietPod("e"), 8, 0, 8), 8, 500, 450)},
 			Mixed, map[string]Class{"b": StreamingRead, "e": MappedRandom}},
 		{"e at a window that fits it, busier", g, []PodActivity{b, ownFaults(ownReads(quietPod("e"), 40, 0, 40), 40, 2500, 2250)},

@@ -80,6 +80,19 @@ type FaultEvidence struct {
 	// (do_sync_mmap_readahead, mm/filemap.c), or a single page once the kernel has stopped
 	// reading around the mapping's faults (MMAP_LOTSAMISS, VM_RAND_READ).
 	MajorFaults uint64 `json:"major_faults"`
+	// FilemapFaults are the calls of the mapping's .fault (filemap_fault): the read faults
+	// fault-around could not serve from pages already in the cache. MajorFaults are those
+	// of them that found their page nowhere in it.
+	FilemapFaults uint64 `json:"filemap_faults"`
+}
+
+// MissShare is the share of the faults that reached filemap_fault that found their page
+// nowhere in the page cache; 0 without such faults.
+func (f FaultEvidence) MissShare() float64 {
+	if f.FilemapFaults == 0 {
+		return 0
+	}
+	return float64(f.MajorFaults) / float64(f.FilemapFaults)
 }
 
 // OverRead is the READ payload the faults started per FaultAroundBytes of read faults; 0
@@ -95,6 +108,13 @@ func (f FaultEvidence) OverRead() float64 {
 // for them, over at least minBytes of READ payload.
 func (f FaultEvidence) Random(minBytes uint64) bool {
 	return f.ReadBytes >= minBytes && f.OverRead() > MappedRandomOverRead
+}
+
+// MissesAtRandom reports whether the faults read a mapped file at random whatever the
+// window: MinRandomMajorFaults or more of them found their page nowhere in the page cache,
+// a RandomMissShare or more of those that reached filemap_fault.
+func (f FaultEvidence) MissesAtRandom() bool {
+	return f.MajorFaults >= MinRandomMajorFaults && f.MissShare() >= RandomMissShare
 }
 
 // Evidence is one superblock's read traffic over an interval: the counters' differences,
@@ -212,7 +232,7 @@ func combine(a, b Evidence) Evidence {
 	}
 	if a.Faults != nil && b.Faults != nil {
 		e.Faults = &FaultEvidence{ReadBytes: a.Faults.ReadBytes + b.Faults.ReadBytes, Faults: a.Faults.Faults + b.Faults.Faults,
-			MajorFaults: a.Faults.MajorFaults + b.Faults.MajorFaults}
+			MajorFaults: a.Faults.MajorFaults + b.Faults.MajorFaults, FilemapFaults: a.Faults.FilemapFaults + b.Faults.FilemapFaults}
 	}
 	e.derive()
 	return e

@@ -203,8 +203,11 @@ func grepMetrics(s, prefix string) string {
 // their faults started per 64 KiB of read faults (readahead.FaultEvidence.OverRead). A reader in order
 // touches what its faults bring in; one reading 16 KiB at random offsets touches a few
 // pages of each window. The test asserts only that the random reader's figure at 15360
-// KiB is over readahead.MappedRandomOverRead and the in-order reader's under it: byte ratios,
-// not rates, which the host's load does not set.
+// KiB is over readahead.MappedRandomOverRead and the in-order reader's under it, and that
+// at both windows the random reader's read faults miss the page cache (major faults) at a
+// share of readahead.RandomMissShare or more of the faults past fault-around, and the
+// in-order reader's below it: ratios, not
+// rates, which the host's load does not set.
 func TestPodIOMappedOverRead(t *testing.T) {
 	RequireGuest(t)
 	tracefs := Tracefs(t)
@@ -250,11 +253,17 @@ func TestPodIOMappedOverRead(t *testing.T) {
 		}
 		c := counts[podio.Key{Cgroup: id, Device: m.Device}]
 		results = append(results, result{tt.rw, tt.ra, tt.random, c})
-		t.Logf("%s at %d KiB: %d major faults, %d faults, %d read faults (map_pages), %.1f MiB in fault READs, %.1f MiB read(2): mapped over-read %.2f",
-			tt.rw, tt.ra, c.MajorFaults, c.Faults, c.MapFaults, float64(c.FaultReadBytes)/(1<<20), float64(c.ReadBytes)/(1<<20), mappedOverRead(c))
+		t.Logf("%s at %d KiB: %d major faults, %d faults, %d read faults (map_pages), %.1f MiB in fault READs, %.1f MiB read(2): mapped over-read %.2f, miss share %.2f",
+			tt.rw, tt.ra, c.MajorFaults, c.Faults, c.MapFaults, float64(c.FaultReadBytes)/(1<<20), float64(c.ReadBytes)/(1<<20), mappedOverRead(c), missShare(c))
 	}
 	for _, r := range results {
 		got := mappedOverRead(r.c)
+		switch share := missShare(r.c); {
+		case r.random && (share < readahead.RandomMissShare || r.c.MajorFaults < readahead.MinRandomMajorFaults):
+			t.Errorf("%s at %d KiB: %d major faults, a share %.2f of the faults past fault-around, want %d or more and at least %v", r.name, r.ra, r.c.MajorFaults, share, readahead.MinRandomMajorFaults, readahead.RandomMissShare)
+		case !r.random && share >= readahead.RandomMissShare:
+			t.Errorf("%s at %d KiB: %d major faults, a share %.2f of the faults past fault-around, want below %v", r.name, r.ra, r.c.MajorFaults, share, readahead.RandomMissShare)
+		}
 		switch {
 		case r.c.FaultReadBytes == 0:
 			t.Errorf("%s at %d KiB: no READs in faults", r.name, r.ra)
@@ -269,6 +278,12 @@ func TestPodIOMappedOverRead(t *testing.T) {
 // mappedOverRead is the collector's counters as the classifier reads them.
 func mappedOverRead(c podio.Counters) float64 {
 	return readahead.FaultEvidence{ReadBytes: c.FaultReadBytes, Faults: max(c.MapFaults, c.Faults)}.OverRead()
+}
+
+// missShare is the share of the faults past fault-around that were major faults, as the
+// classifier counts them.
+func missShare(c podio.Counters) float64 {
+	return readahead.FaultEvidence{MajorFaults: c.MajorFaults, FilemapFaults: c.Faults}.MissShare()
 }
 
 // cgroupID is the cgroup v2 ID of the cgroup at dir: its directory's inode number.
