@@ -117,7 +117,8 @@ func (p *sharedPods) audit(t *testing.T) func() string {
 		getJSON(t, "/audit", &doc)
 		classes := p.classes(t)
 		agentSays := p.nfs006(doc.Findings)
-		r := labtest.RunNfstune(t, "audit", "-o", "json")
+		// Under the two pods' load one audit of the emulated guest has taken 50-60 s.
+		r := labtest.RunNfstuneFor(t, 3*time.Minute, "audit", "-o", "json")
 		var cli struct {
 			Findings []auditFinding `json:"findings"`
 		}
