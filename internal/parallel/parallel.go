@@ -27,19 +27,14 @@ func Ranges(n, workers, least int) iter.Seq2[int, int] {
 // Do calls f on the ranges of Ranges(n, workers, least), each in a goroutine of its own,
 // and returns when all have returned. workers below 1 means one per CPU (GOMAXPROCS).
 func Do(n, workers, least int, f func(lo, hi int)) {
-	if workers < 1 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	var wg sync.WaitGroup
-	for lo, hi := range Ranges(n, workers, least) {
-		wg.Go(func() { f(lo, hi) })
-	}
-	wg.Wait()
+	Gather(n, workers, least, func(lo, hi int) struct{} {
+		f(lo, hi)
+		return struct{}{}
+	})
 }
 
-// Gather is Do for work that returns a result: it calls f on the ranges of Ranges(n,
-// workers, least), each in a goroutine of its own, and returns the results in the
-// ranges' order (so a sequence cut into ranges comes back whole in its order).
+// Gather is Do for work that returns a result: it returns f's results in the ranges'
+// order (so a sequence cut into ranges comes back whole in its order).
 func Gather[T any](n, workers, least int, f func(lo, hi int) T) []T {
 	if workers < 1 {
 		workers = runtime.GOMAXPROCS(0)
