@@ -33,6 +33,7 @@ var outsideNames = []struct{ prefix, name string }{
 	{"github.com/google/go-containerregistry/", "go-containerregistry"},
 	{"github.com/google/go-cmp/", "go-cmp"},
 	{"github.com/cilium/ebpf", "cilium/ebpf"},
+	{"github.com/tidwall/pretty", "tidwall/pretty"},
 }
 
 // importRow is one row of ARCHITECTURE.md's import table.
