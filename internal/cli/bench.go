@@ -489,7 +489,7 @@ lowest is used.`,
 	c.Flags().StringVar(&f.ClientNIC, "client-nic", "", "network bandwidth of the client, e.g. 10Gbps or 1250MB/s (as nfstune plan takes it)")
 	deprecatedAlias(c, "nic-speed", "client-nic")
 	c.Flags().StringVar(&f.Limit, "limit", "", "the service's throughput limit, e.g. 200MiB/s (see nfstune plan)")
-	addBackendFlag(c, &f.Service, "service", "take the limit from nfstune plan's model of this service (with --capacity): "+planServices())
+	addServiceFlag(c, &f.Service, "take the limit from nfstune plan's model of this service (with --capacity)")
 	c.Flags().StringVar(&f.Tier, "tier", "", "the service's tier, when it has more than one")
 	c.Flags().StringVar(&f.Capacity, "capacity", "", "the provisioned capacity the service's limit is computed for, e.g. 4TiB")
 	c.Flags().StringVar(&f.Access, "access", string(plan.Read), "read or write: the limit some services publish differs")

@@ -81,7 +81,7 @@ func newPlanShowCommand(streams IOStreams) *cobra.Command {
 		},
 	}
 	addPlanFlags(c, &flags.planFlags)
-	addBackendFlag(c, &flags.Service, "service", "the service, by its backend name or an alias: "+planServices())
+	addServiceFlag(c, &flags.Service, "the service, by its backend name or an alias")
 	c.Flags().StringVar(&flags.Tier, "tier", "", "one tier of the service (default all)")
 	c.Flags().StringVar(&flags.Capacity, "capacity", "", "capacity to describe, e.g. 4000GiB")
 	return c
@@ -205,6 +205,29 @@ func writePlan(w io.Writer, format string, r *plan.Result, show bool) error {
 		return plan.WriteShowTable(w, r)
 	}
 	return plan.WriteTable(w, r)
+}
+
+// addServiceFlag adds the --service flag of a command that takes its limits from plan's
+// models. Its help lists the services modelled, which takes decoding the embedded catalog:
+// that is done when help is shown, not at each start of the binary (the udev helper starts
+// it at every NFS mount).
+func addServiceFlag(c *cobra.Command, p *string, usage string) {
+	addBackendFlag(c, p, "service", usage)
+	c.SetHelpFunc(func(cmd *cobra.Command, args []string) {
+		if f := c.Flags().Lookup("service"); f != nil {
+			f.Usage = usage + ": " + planServices()
+		}
+		inheritedHelp(c)(cmd, args)
+	})
+}
+
+// inheritedHelp is the help function c would have without its own: its parent's, else
+// cobra's default.
+func inheritedHelp(c *cobra.Command) func(*cobra.Command, []string) {
+	if c.HasParent() {
+		return c.Parent().HelpFunc()
+	}
+	return (&cobra.Command{}).HelpFunc()
 }
 
 // planServices lists the services nfstune plan models, by canonical name.

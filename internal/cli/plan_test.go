@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/nfstune/nfstune/internal/golden"
+	"github.com/nfstune/nfstune/internal/plan"
 )
 
 // Set UPDATE_GOLDEN=1 to rewrite testdata/plan/*.golden from the current output.
@@ -190,5 +192,44 @@ func TestPlanPriceLists(t *testing.T) {
 	out, errOut, code = runVerb(t, "plan", "--throughput", "1GiB/s", "--prices", eur)
 	if code != ExitOK || !strings.Contains(out, "EUR") || strings.Contains(out, "built-in") {
 		t.Errorf("with an EUR file: exit %d (%s)\n%s", code, errOut, out)
+	}
+}
+
+// TestServiceHelpListsCatalog checks that the help of each command with --service lists
+// every service plan models, though the catalog is decoded only when help is shown.
+func TestServiceHelpListsCatalog(t *testing.T) {
+	cat, err := plan.LoadCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"plan", "show", "--help"}, {"help", "bench", "report"}, {"bench", "report", "-h"}} {
+		root := NewRoot(IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
+		cmd, _, err := root.Find(args[:len(args)-1])
+		if args[0] == "help" {
+			cmd, _, err = root.Find(args[1:])
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := cmd.Flags().Lookup("service"); f == nil || strings.Contains(f.Usage, cat.Services[0].Name) {
+			t.Fatalf("%v: --service's help is made before help is asked for: %+v", args, f)
+		}
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetArgs(args)
+		if err := root.ExecuteContext(context.Background()); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		line := ""
+		for l := range strings.Lines(out.String()) {
+			if strings.Contains(l, "--service") && strings.Contains(l, "backend") {
+				line = l
+			}
+		}
+		for _, s := range cat.Services {
+			if !strings.Contains(line, s.Name) {
+				t.Errorf("%v: --service help %q lacks %s", args, line, s.Name)
+			}
+		}
 	}
 }
