@@ -57,8 +57,12 @@ func WriteTable(w io.Writer, rep Report) error {
 	// Each worker renders a contiguous range of the sorted mounts; in range order the
 	// pieces are the table in that order.
 	pieces := parallel.Gather(len(order), 0, minMountsPerWorker, func(lo, hi int) []byte {
+		size := 0
+		for _, i := range order[lo:hi] {
+			size += blockBytes(byDev[rep.Mounts[i].Device])
+		}
 		var buf bytes.Buffer
-		buf.Grow((hi - lo) * typicalBlockBytes)
+		buf.Grow(size)
 		pw := printer.New(&buf)
 		var cols tabwriter.Writer
 		for _, i := range order[lo:hi] {
@@ -84,9 +88,19 @@ func WriteTable(w io.Writer, rep Report) error {
 	return bw.Flush()
 }
 
-// typicalBlockBytes is about the size of one mount's block in the table, with a few
-// findings: enough that a range's buffer rarely grows more than once.
-const typicalBlockBytes = 1536
+// blockBytes is about the size of a mount's block in the table with findings fs, so that
+// a range's buffer is allocated once: the header and settings, and each finding's texts
+// with the labels writeFindings puts around them.
+func blockBytes(fs []Finding) int {
+	n := 512
+	for _, f := range fs {
+		n += 64 + len(f.ID) + len(f.Message) + len(f.Expected) + len(f.Actual) + len(f.Fix)
+		for _, e := range f.Evidence {
+			n += 16 + len(e)
+		}
+	}
+	return n
+}
 
 // writeMount writes one mount's block: its header, its settings in columns (cols, reset
 // here, so that one tabwriter serves a whole range) and its findings fs. A bytes.Buffer

@@ -7,12 +7,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"text/tabwriter"
 	"time"
 
 	gocmp "github.com/google/go-cmp/cmp"
 
 	"github.com/nfstune/nfstune/internal/hostfs"
 	"github.com/nfstune/nfstune/internal/inventory"
+	"github.com/nfstune/nfstune/internal/printer"
 )
 
 // TestWriteTableManyMounts: a table long enough to be rendered in parallel ranges still
@@ -66,6 +68,20 @@ func TestWriteTableManyMounts(t *testing.T) {
 	}
 	if diff := gocmp.Diff(want, got); diff != "" {
 		t.Errorf("findings per mount block (-want +got):\n%s", diff)
+	}
+	// Each block fits the size its range's buffer is allocated with.
+	byDev := map[string][]Finding{}
+	for _, f := range rep.Findings {
+		byDev[f.Device] = append(byDev[f.Device], f)
+	}
+	var cols tabwriter.Writer
+	for i := range rep.Mounts {
+		m := &rep.Mounts[i]
+		var b bytes.Buffer
+		writeMount(printer.New(&b), &cols, rep, m, byDev[m.Device])
+		if est := blockBytes(byDev[m.Device]); b.Len() > est {
+			t.Errorf("block of %s: %d bytes, estimated %d", m.Device, b.Len(), est)
+		}
 	}
 }
 
