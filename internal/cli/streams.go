@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"github.com/tidwall/pretty"
 	"golang.org/x/sys/unix"
 	"sigs.k8s.io/yaml"
 
@@ -127,25 +124,11 @@ func warnDeprecated(c *cobra.Command, w io.Writer) error {
 	return err
 }
 
-// jsonIndent is encoding/json's layout with a two-space indent: every element of a
-// non-empty array or object on a line of its own (Width 0 never joins a short one).
-var jsonIndent = pretty.Options{Indent: "  "}
-
 // writeStructured writes v as indented JSON or as YAML.
 func writeStructured(w io.Writer, format string, v any) error {
 	switch format {
 	case OutputJSON:
-		// encoding/json indents in a second pass that steps its scanner once per byte, the
-		// slowest part of writing a report of thousands of mounts; tidwall/pretty indents
-		// the compact encoding to the same bytes in one plain loop (TestWriteStructuredJSON).
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false) // fixes and fstab lines carry <, > and &; keep them readable
-		if err := enc.Encode(v); err != nil {
-			return err
-		}
-		_, err := w.Write(pretty.PrettyOptions(buf.Bytes(), &jsonIndent))
-		return err
+		return printer.WriteJSON(w, v)
 	case OutputYAML:
 		b, err := yaml.Marshal(v)
 		if err != nil {

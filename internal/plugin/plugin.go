@@ -7,7 +7,6 @@ package plugin
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -414,9 +413,7 @@ func (g *globals) failOnSeverity() string {
 func (g *globals) write(w io.Writer, v any, table func(io.Writer) error) error {
 	switch g.output {
 	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
+		return printer.WriteJSON(w, v)
 	case "yaml":
 		b, err := yaml.Marshal(v)
 		if err != nil {

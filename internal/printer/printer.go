@@ -1,7 +1,8 @@
-// Package printer writes text reports: a Writer that keeps the first write error, so that
+// Package printer writes reports: a Writer that keeps the first write error, so that
 // code printing a table line by line checks for an error once, at the end, and that
 // escapes every string argument (display.Text), since mount points, exports and messages
-// come from the host and must not forge lines or reach a terminal raw.
+// come from the host and must not forge lines or reach a terminal raw; and WriteJSON, the
+// -o json of every command.
 package printer
 
 import (
