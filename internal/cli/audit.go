@@ -111,6 +111,8 @@ type auditOutput struct {
 	MountDefaults *inventory.MountDefaults `json:"mount_defaults,omitempty"`
 	// ClientIdentity is where the node's NFSv4 client identity comes from.
 	ClientIdentity *inventory.ClientIdentity `json:"client_identity,omitempty"`
+	// TLSHandshake is whether tlshd runs, read when a mount uses TLS.
+	TLSHandshake *inventory.TLSHandshake `json:"tls_handshake,omitempty"`
 }
 
 func runAudit(ctx context.Context, g *globals, streams IOStreams, flags *auditFlags) error {
@@ -206,7 +208,7 @@ func runAudit(ctx context.Context, g *globals, streams IOStreams, flags *auditFl
 		}
 		out := auditOutput{Mounts: rep.Mounts, Findings: rep.Findings, Warnings: warnings, Desired: rep.Desired,
 			Stalled: rep.Stalled, Blocked: rep.Blocked, Mounting: rep.Mounting, ReadAheadVerdicts: verdicts, OptionOrigins: rep.Origins,
-			MountDefaults: inv.MountDefaults, ClientIdentity: inv.ClientIdentity}
+			MountDefaults: inv.MountDefaults, ClientIdentity: inv.ClientIdentity, TLSHandshake: rep.TLSHandshake}
 		if out.Mounts == nil {
 			out.Mounts = []inventory.Mount{}
 		}

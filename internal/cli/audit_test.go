@@ -400,3 +400,40 @@ func TestAuditNFSMountDropInDisagrees(t *testing.T) {
 		t.Errorf("origins of 0:53: %+v", out.OptionOrigins["0:53"])
 	}
 }
+
+// TestAuditJSONTLSHandshake: -o json says whether tlshd runs, as the table does, when a
+// mount uses TLS; with the daemon gone the TLS mounts carry NFS043.
+func TestAuditJSONTLSHandshake(t *testing.T) {
+	t.Parallel()
+	src := filepath.Join("..", "inventory", "testdata", "synthetic-tls")
+	gone := t.TempDir()
+	if err := os.CopyFS(gone, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(gone, "proc", "612")); err != nil { // tlshd
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		root    string
+		running bool
+	}{{src, true}, {gone, false}} {
+		out, errOut, code := runVerb(t, "--root", tc.root, "audit", "--stall-window", "0", "--fail-on", "none", "-o", "json")
+		if code != ExitOK {
+			t.Fatalf("%s: exit %d: %s", tc.root, code, errOut)
+		}
+		var doc struct {
+			TLSHandshake *inventory.TLSHandshake `json:"tls_handshake"`
+			Findings     []audit.Finding         `json:"findings"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if hs := doc.TLSHandshake; hs == nil || hs.Running != tc.running || !hs.Complete {
+			t.Errorf("%s: tls_handshake = %+v, want running %v", tc.root, hs, tc.running)
+		}
+		nfs043 := slices.ContainsFunc(doc.Findings, func(f audit.Finding) bool { return f.ID == "NFS043" })
+		if nfs043 == tc.running {
+			t.Errorf("%s: NFS043 %v with tlshd running %v", tc.root, nfs043, tc.running)
+		}
+	}
+}
