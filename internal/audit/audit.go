@@ -139,7 +139,7 @@ func mountChecks() []mountCheck {
 		checkCaching,        // NFS031, NFS032
 		checkVersion,        // NFS040
 		checkNConnectKernel, // NFS041
-		checkTLS,            // NFS042, NFS043
+		checkTLS,            // NFS042, NFS043, NFS044
 		checkReadAheadRules, // NFS050
 		checkMountDefaults,  // NFS051, NFS052, NFS053, NFS054
 		checkNoEffect,       // NFS070

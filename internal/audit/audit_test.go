@@ -483,6 +483,33 @@ rules:
 		}, want: 1, severity: SeverityWarning, contains: []string{"dropped the option"}},
 		{name: "requested and in effect", mutate: func(inv *inventory.Inventory) { requested(m0(inv), "nconnect", "4") }},
 	},
+	"NFS044": {
+		{name: "asked over NFSv4, on the server's clear client", mutate: func(inv *inventory.Inventory) {
+			m := m0(inv)
+			m.TransportSecurity = inventory.XprtSecNone
+			requested(m, "xprtsec", "tls")
+		}, want: 1, severity: SeverityError, contains: []string{"xprtsec=tls is requested in /etc/fstab", "has xprtsec=none", "whatever xprtsec the mount asks for", "unmount the server's mounts without TLS first"}},
+		{name: "asked over NFSv3", mutate: func(inv *inventory.Inventory) {
+			m := m0(inv)
+			m.Version, m.TransportSecurity = "3", inventory.XprtSecNone
+			requested(m, "xprtsec", "tls")
+		}, want: 1, severity: SeverityError, contains: []string{"check that tlshd runs and that the server exports with xprtsec=tls"}},
+		{name: "mtls asked, tls in effect", mutate: func(inv *inventory.Inventory) {
+			m := m0(inv)
+			m.TransportSecurity = inventory.XprtSecTLS
+			requested(m, "xprtsec", "mtls")
+		}, want: 1, severity: SeverityError, contains: []string{"has xprtsec=tls"}},
+		{name: "asked and in effect", mutate: func(inv *inventory.Inventory) {
+			m := m0(inv)
+			m.TransportSecurity = inventory.XprtSecTLS
+			requested(m, "xprtsec", "tls")
+		}},
+		{name: "none asked", mutate: func(inv *inventory.Inventory) {
+			m := m0(inv)
+			m.TransportSecurity = inventory.XprtSecNone
+			requested(m, "xprtsec", "none")
+		}},
+	},
 	"NFS020": {
 		{name: "server caps at 64K", mutate: func(inv *inventory.Inventory) {
 			m := m0(inv)
