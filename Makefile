@@ -37,7 +37,7 @@ TAGS     := lab,helm,apiserver,release
 
 PROMTOOL ?= promtool
 
-.PHONY: all host-packages build plugin verify test bench-smoke bpf vulncheck vet scrape-test rules-test compare-nfsiostat check lab-setup lab-test lab-matrix lab-record lab-shell demo minimal-root-check clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e readahead-table k8s-e2e-long lab-matrix-long check-long release release-binaries image-index chart release-test lab-arm64 chart-readme lab-sidebyside podio-overhead
+.PHONY: all host-packages build plugin verify test bench-smoke bpf vulncheck vet scrape-test rules-test compare-nfsiostat check lab-setup lab-test lab-matrix lab-record lab-shell demo minimal-root-check clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e readahead-table k8s-e2e-long lab-matrix-long check-long release release-binaries image-index chart release-test lab-arm64 lab-tls chart-readme lab-sidebyside podio-overhead
 
 all: build
 
@@ -133,7 +133,7 @@ check: verify
 # AppArmor, kubectl nfstune, node groups and nfsmount.conf drop-in cases on a real kubelet
 # (Linux 6.12), and the read-ahead table. Run it before a release.
 check-long:
-	$(MAKE) lab-matrix-long k8s-e2e-long readahead-table lab-sidebyside
+	$(MAKE) lab-matrix-long k8s-e2e-long readahead-table lab-sidebyside lab-tls
 
 # lab-sidebyside compares this tree with REACTION_BASE in one boot of the lab guest
 # (lab/sidebyside.sh, docs/benchmarks.md): the agent's reaction to 20 new NFSv3 mounts and the
@@ -277,6 +277,13 @@ lab-matrix-long: lab-setup
 # first run builds the arm64 root through qemu-user (lab-setup with NFSTUNE_LAB_GUEST=arm64).
 lab-arm64:
 	GO=$(GO) bash lab/arm64.sh
+
+# lab-tls runs NFS over TLS (lab/tlslab) in a guest of its own: a Debian 13 root with its
+# kernel 6.12 and ktls-utils' tlshd (Debian 12 has none), built once (a few minutes), then
+# one boot. Not part of check: TLS is covered there by recorded fixtures.
+lab-tls:
+	NFSTUNE_LAB_GUEST=tls bash lab/setup.sh
+	NFSTUNE_LAB_GUEST=tls LAB_PACKAGES=./lab/tlslab GO=$(GO) bash lab/test.sh
 
 # lab-record writes the guest's /proc, /sys and /etc files that nfstune reads into
 # internal/inventory/testdata/lab-<kernel>/ (and -server-gone/); NFSTUNE_LAB_KERNEL=5.10 (6.12,

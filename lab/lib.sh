@@ -10,10 +10,15 @@ LAB_KERNELS="$LAB_CACHE/kernels"       # other kernel lines, one directory each 
 # Pinned versions: change them and the next lab-setup rebuilds what depends on them.
 LAB_VIRTME_NG_VERSION=1.42
 LAB_SUITE=bookworm
+LAB_ROOT_KERNEL_LINE=6.1 # the kernel line of LAB_SUITE's own linux-image-amd64
 LAB_GUEST_PACKAGES=linux-image-amd64,nfs-kernel-server,nfs-common,fio,udev,iproute2,kmod,procps,util-linux,e2fsprogs,iputils-ping
 # The Kubernetes node's packages (make k8s-e2e): the container runtime, CNI plugins and the
 # AppArmor userspace containerd loads its default profile with.
 LAB_K8S_PACKAGES=containerd,runc,containernetworking-plugins,apparmor,iptables
+
+# The NFS-over-TLS guest's packages (make lab-tls): the NFS lab's with the TLS handshake
+# daemon, tlshd, which Debian ships from trixie on (bookworm has none).
+LAB_TLS_PACKAGES=$LAB_GUEST_PACKAGES,ktls-utils
 
 # The arm64 guest's packages (make lab-arm64): the NFS lab's with Debian's arm64 kernel, and a
 # static busybox of the guest's architecture for virtme-ng's initramfs (the host's is amd64).
@@ -21,9 +26,10 @@ LAB_ARM64_PACKAGES=${LAB_GUEST_PACKAGES/linux-image-amd64/linux-image-arm64},bus
 
 # The guest root: NFSTUNE_LAB_GUEST=nfs (the default) is the NFS lab's root; k8s is a root of
 # its own with the Kubernetes node's packages added, so that the NFS lab's root, shared by
-# every lab run, stays as it is and is not rebuilt when a Kubernetes run needs more; arm64 is
-# an arm64 root with its kernel, booted under qemu-system-aarch64. LAB_ARCH is the root's
-# Debian architecture.
+# every lab run, stays as it is and is not rebuilt when a Kubernetes run needs more; tls is a
+# trixie root (Debian 13, kernel 6.12) with tlshd, for NFS over TLS; arm64 is an arm64 root
+# with its kernel, booted under qemu-system-aarch64. LAB_ARCH is the root's Debian
+# architecture.
 LAB_GUEST=${NFSTUNE_LAB_GUEST:-nfs}
 LAB_ARCH=amd64
 case $LAB_GUEST in
@@ -37,18 +43,25 @@ k8s)
 	LAB_STAMP="$LAB_CACHE/k8s-root.stamp"
 	LAB_ROOT_PACKAGES=$LAB_GUEST_PACKAGES,$LAB_K8S_PACKAGES
 	;;
+tls)
+	LAB_ROOT="$LAB_CACHE/tls-root"
+	LAB_STAMP="$LAB_CACHE/tls-root.stamp"
+	LAB_ROOT_PACKAGES=$LAB_TLS_PACKAGES
+	LAB_SUITE=trixie
+	LAB_ROOT_KERNEL_LINE=6.12
+	;;
 arm64)
 	LAB_ROOT="$LAB_CACHE/arm64-root"
 	LAB_STAMP="$LAB_CACHE/arm64-root.stamp"
 	LAB_ROOT_PACKAGES=$LAB_ARM64_PACKAGES
 	LAB_ARCH=arm64
 	;;
-*) printf 'lab: error: NFSTUNE_LAB_GUEST=%s: want nfs, k8s or arm64\n' "$LAB_GUEST" >&2; exit 1 ;;
+*) printf 'lab: error: NFSTUNE_LAB_GUEST=%s: want nfs, k8s, tls or arm64\n' "$LAB_GUEST" >&2; exit 1 ;;
 esac
 
-# The guest kernel: a Debian kernel line, 6.1 (bookworm, the root's own kernel) by default.
-# The others come from their suite's linux-image-amd64 and boot with the same bookworm root.
-LAB_KERNEL_LINE=${NFSTUNE_LAB_KERNEL:-6.1}
+# The guest kernel: a Debian kernel line, by default the root's own (6.1 for the bookworm
+# roots). The others come from their suite's linux-image-amd64 and boot with the same root.
+LAB_KERNEL_LINE=${NFSTUNE_LAB_KERNEL:-$LAB_ROOT_KERNEL_LINE}
 LAB_KERNEL_LINES="5.10 6.1 6.12 7.2"
 
 # Guest size: 2 GiB and 2 vCPUs (the host has 2 cores; TCG uses one host thread per vCPU).
@@ -92,7 +105,7 @@ lab_kernel_suite() {
 	esac
 }
 
-# lab_kernel_dir prints where lab-setup unpacks a kernel line other than 6.1: root/ holds the
+# lab_kernel_dir prints where lab-setup unpacks a kernel line other than the root's: root/ holds the
 # packages' files, release the kernel release (uname -r), stamp what they were fetched from.
 lab_kernel_dir() { printf '%s/%s\n' "$LAB_KERNELS" "$1"; }
 
@@ -105,16 +118,16 @@ lab_newest() {
 	done | sort -V | tail -n1
 }
 
-# lab_kernel prints the guest kernel image of $LAB_KERNEL_LINE: the cached root's own for 6.1,
+# lab_kernel prints the guest kernel image of $LAB_KERNEL_LINE: the cached root's own for its line,
 # the unpacked package's for the others (boot/vmlinuz-RELEASE, or from 7.2 on
 # usr/lib/modules/RELEASE/vmlinuz). Their modules are linked into the root's /lib/modules by
 # lab-setup, where the guest's modprobe finds them.
 lab_kernel() {
 	local k dir
 	lab_kernel_suite "$LAB_KERNEL_LINE" >/dev/null
-	[[ $LAB_ARCH == amd64 || $LAB_KERNEL_LINE == 6.1 ]] ||
-		lab_die "NFSTUNE_LAB_KERNEL=$LAB_KERNEL_LINE: the $LAB_ARCH guest boots its root's own kernel, 6.1"
-	if [[ $LAB_KERNEL_LINE == 6.1 ]]; then
+	[[ $LAB_ARCH == amd64 || $LAB_KERNEL_LINE == "$LAB_ROOT_KERNEL_LINE" ]] ||
+		lab_die "NFSTUNE_LAB_KERNEL=$LAB_KERNEL_LINE: the $LAB_ARCH guest boots its root's own kernel, $LAB_ROOT_KERNEL_LINE"
+	if [[ $LAB_KERNEL_LINE == "$LAB_ROOT_KERNEL_LINE" ]]; then
 		# Only /boot: the root's /lib/modules also holds the other lines' modules (and 7.2's
 		# image).
 		dir=$LAB_ROOT

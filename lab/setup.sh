@@ -63,7 +63,7 @@ step_binfmt() {
 
 step_guest_root() {
 	if [[ -d $LAB_ROOT ]] && [[ $(cat "$LAB_STAMP" 2>/dev/null) == "$(stamp_text)" ]]; then
-		lab_log "guest root present ($LAB_ROOT, $(basename "$(LAB_KERNEL_LINE=6.1 lab_kernel)"))"
+		lab_log "guest root present ($LAB_ROOT, $(basename "$(LAB_KERNEL_LINE=$LAB_ROOT_KERNEL_LINE lab_kernel)"))"
 		return
 	fi
 	local tmp="$LAB_ROOT.tmp.$$"
@@ -92,7 +92,7 @@ step_guest_root() {
 	rm -rf "$LAB_ROOT"
 	mv "$tmp" "$LAB_ROOT"
 	stamp_text >"$LAB_STAMP"
-	lab_log "guest root ready: $(du -sh "$LAB_ROOT" | cut -f1), $(basename "$(LAB_KERNEL_LINE=6.1 lab_kernel)")"
+	lab_log "guest root ready: $(du -sh "$LAB_ROOT" | cut -f1), $(basename "$(LAB_KERNEL_LINE=$LAB_ROOT_KERNEL_LINE lab_kernel)")"
 }
 
 # kernel_apt runs apt-get or apt-cache ($1) with a private configuration in DIR ($2): its own
@@ -125,7 +125,7 @@ kernel_stamp_text() {
 	printf 'line=%s\nsuite=%s\nmirror=%s\n' "$LAB_KERNEL_LINE" "$(lab_kernel_suite "$LAB_KERNEL_LINE")" "$(lab_mirror)"
 }
 
-# step_kernel fetches a kernel line other than the root's 6.1 from its Debian suite: the
+# step_kernel fetches a kernel line other than the root's own from its Debian suite: the
 # package linux-image-amd64 depends on (linux-image-ABI, e.g. linux-image-5.10.0-32-amd64)
 # and its linux-*-ABI dependencies (7.2 splits the image into binary, modules and base), all
 # unpacked with dpkg -x into kernels/LINE/root, with modules.dep made by depmod. Then it links
@@ -143,7 +143,7 @@ step_k8s_dirs() {
 }
 
 step_kernel() {
-	[[ $LAB_KERNEL_LINE == 6.1 ]] && return
+	[[ $LAB_KERNEL_LINE == "$LAB_ROOT_KERNEL_LINE" ]] && return
 	local dir suite mirror
 	dir=$(lab_kernel_dir "$LAB_KERNEL_LINE")
 	suite=$(lab_kernel_suite "$LAB_KERNEL_LINE")
