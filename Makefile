@@ -77,7 +77,7 @@ test:
 # running, with their own checks of what each read, and their figures in the log.
 bench-smoke:
 	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkAudit(1000|10000)$$' -benchtime 1x -benchmem ./internal/audit
-	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkAuditCommand(1000|10000)$$' -benchtime 1x -benchmem ./internal/cli
+	$(GO) test -count=1 -run '^$$' -bench '^Benchmark(AuditCommand(1000|10000)|NewRoot)$$' -benchtime 1x -benchmem ./internal/cli
 	$(GO) test -count=1 -run '^$$' -bench '^Benchmark(ReactionWork10000|ReactionWorkAdaptive10000|AgentHeap|AdaptStep)$$' -benchtime 1x -benchmem ./internal/agent
 	cd perf/scrape && $(GO) test -count=1 -run '^$$' -bench '^BenchmarkScrape10000$$/^nfstune' -benchtime 1x -benchmem .
 

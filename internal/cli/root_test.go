@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -123,6 +124,17 @@ func TestUnknownCommand(t *testing.T) {
 		var unknown *UnknownCommandError
 		if !errors.As(err, &unknown) || unknown.Path != tt.path || len(unknown.Suggestions) != 1 || unknown.Suggestions[0] != tt.suggest {
 			t.Errorf("%v: err = %v (%+v), want an unknown command for %q suggesting %q", tt.args, err, unknown, tt.path, tt.suggest)
+		}
+	}
+}
+
+// BenchmarkNewRoot builds the command tree, which every start of the binary does before
+// its command runs: the udev helper's at each NFS mount among them.
+func BenchmarkNewRoot(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if root := NewRoot(IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}); !root.HasSubCommands() {
+			b.Fatal("no commands")
 		}
 	}
 }
