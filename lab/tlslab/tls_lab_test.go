@@ -34,14 +34,14 @@ import (
 	"github.com/nfstune/nfstune/lab/labtest"
 )
 
-// TestMountOverTLS mounts the lab's export twice from a server address of their own, in
-// clear and with xprtsec=tls, and checks what nfstune says of each: the mount's xprtsec,
-// whether tlshd runs (NFS043 once it is stopped), and NFS042 on the clear mount under a
-// policy that asks for TLS. Both are NFSv3: over NFSv4.1 the kernel's trunking discovery
-// finds the server of a TLS mount to be one it already has a clear client of, and the mount
-// can end on that client (the third mount here, whose xprtsec nfstune must report as the
-// kernel shows it). Then it reads a file through each of the first two with nfstune bench
-// and logs what TLS costs.
+// TestMountOverTLS mounts the lab's export from a server address of its own over NFSv3 in
+// clear, with xprtsec=tls and with xprtsec=mtls, and checks what nfstune says of each: the
+// mount's xprtsec, whether tlshd runs (NFS043 once it is stopped), and NFS042 on the clear
+// mount under a policy that asks for TLS. A fourth mount, NFSv4.2 with xprtsec=tls through
+// an fstab line, goes beside the scenario's clear NFSv4 mounts of 127.0.0.1: the kernel's
+// trunking discovery finds that server's clear client and can put the mount on it, and
+// nfstune must then report the xprtsec the kernel shows and NFS044. Last it reads a file
+// through the clear and the TLS NFSv3 mounts with nfstune bench and logs what TLS costs.
 func TestMountOverTLS(t *testing.T) {
 	labtest.RequireGuest(t)
 	dir := t.TempDir()
@@ -68,6 +68,11 @@ func TestMountOverTLS(t *testing.T) {
 	if got := kernelXprtSec(t, tlsMount.Dir); got != inventory.XprtSecTLS {
 		t.Fatalf("mountinfo of the TLS mount shows xprtsec %q", got)
 	}
+	// mtls: the client presents the certificate tlshd's [authenticate.client] names.
+	mtlsMount := labtest.Mount(t, labtest.MountSpec{Server: tlsServer, Version: "3", Options: "xprtsec=mtls"})
+	if got := kernelXprtSec(t, mtlsMount.Dir); got != inventory.XprtSecMTLS || mtlsMount.Device == tlsMount.Device {
+		t.Fatalf("mountinfo of the mtls mount (%s) shows xprtsec %q", mtlsMount.Device, got)
+	}
 	v4 := mountFromFstab(t, "127.0.0.1:"+labtest.ExportPath(labtest.ExportTmp, "4.2"), "vers=4.2,xprtsec=tls")
 	v4Kernel := kernelXprtSec(t, v4.Dir)
 	t.Logf("NFSv4.2 with xprtsec=tls beside the scenario's clear NFSv4 mounts of 127.0.0.1: superblock %s, mountinfo xprtsec %q", v4.Device, v4Kernel)
@@ -90,6 +95,9 @@ rules:
 	}
 	if m := mountOf(t, rep, plain.Device); m.TransportSecurity != inventory.XprtSecNone {
 		t.Errorf("clear mount %s: xprtsec %q, want none", plain.Device, m.TransportSecurity)
+	}
+	if m := mountOf(t, rep, mtlsMount.Device); m.TransportSecurity != inventory.XprtSecMTLS || hasFinding(rep, "NFS042", mtlsMount.Device) {
+		t.Errorf("mtls mount %s: xprtsec %q, NFS042 %v; want mtls, which meets a tls rule", mtlsMount.Device, m.TransportSecurity, hasFinding(rep, "NFS042", mtlsMount.Device))
 	}
 	if !hasFinding(rep, "NFS042", plain.Device) || hasFinding(rep, "NFS042", tlsMount.Device) {
 		t.Errorf("NFS042 (a mount without the TLS its rule asks for) should name the clear mount, not the TLS one: %v", findingIDs(rep))
@@ -117,8 +125,8 @@ rules:
 	if hs := rep.TLSHandshake; hs == nil || hs.Running {
 		t.Errorf("tls_handshake = %+v after tlshd stopped, want not running", hs)
 	}
-	if !hasFinding(rep, "NFS043", tlsMount.Device) || hasFinding(rep, "NFS043", plain.Device) {
-		t.Errorf("NFS043 (a TLS mount and no tlshd) should name the TLS mount only: %v", findingIDs(rep))
+	if !hasFinding(rep, "NFS043", tlsMount.Device) || !hasFinding(rep, "NFS043", mtlsMount.Device) || hasFinding(rep, "NFS043", plain.Device) {
+		t.Errorf("NFS043 (a TLS mount and no tlshd) should name the TLS and mtls mounts only: %v", findingIDs(rep))
 	}
 }
 
@@ -218,9 +226,9 @@ func kernelXprtSec(t *testing.T, dir string) string {
 }
 
 // writeTLSConfig makes a CA and a certificate for the lab's server names, 127.0.0.1 and
-// tlsServer, and a
-// tlshd configuration that serves the server side with it and trusts the CA on the client
-// side. It returns the configuration's path.
+// tlsServer, and a tlshd configuration that serves the server side with it, presents it as
+// the client's certificate too (for mtls), and trusts the CA on both sides. It returns the
+// configuration's path.
 func writeTLSConfig(t *testing.T, dir string) string {
 	t.Helper()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -280,6 +288,7 @@ func writeTLSConfig(t *testing.T, dir string) string {
 	}
 	conf := filepath.Join(dir, "tlshd.conf")
 	text := "[main]\ndebug=1\n\n[authenticate.client]\nx509.truststore=" + caFile +
+		"\nx509.certificate=" + certFile + "\nx509.private_key=" + keyFile +
 		"\n\n[authenticate.server]\nx509.truststore=" + caFile + "\nx509.certificate=" + certFile +
 		"\nx509.private_key=" + keyFile + "\n"
 	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
