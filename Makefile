@@ -53,12 +53,15 @@ vet:
 
 # verify is the fast gate, run before any test: gofmt, go vet, golangci-lint (.golangci.yml:
 # staticcheck, revive's exported rule, depguard, forbidigo, gochecknoinits, errcheck,
-# ineffassign, unused), shellcheck, and pyflakes on the Python of hack/.
+# ineffassign, unused), shellcheck, and pyflakes on the Python of hack/. go vet also runs in
+# perf/scrape, a module of its own that builds this one (replace ../..), so that a
+# dependency added here without its go.sum there fails now rather than in bench-smoke.
 verify: host-packages $(GOLANGCI_LINT)
 	bash hack/bpf-gen.sh --check
 	@unformatted=$$(gofmt -l cmd internal lab perf hack deploy); \
 	if [ -n "$$unformatted" ]; then echo "gofmt -l: run gofmt -w on:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet -tags $(TAGS) ./...
+	cd perf/scrape && $(GO) vet ./...
 	$(GOLANGCI_LINT) run ./...
 	shellcheck -x $(SHELL_SCRIPTS)
 	pyflakes3 $(PYTHON_SCRIPTS)
