@@ -37,7 +37,7 @@ TAGS     := lab,helm,apiserver,release
 
 PROMTOOL ?= promtool
 
-.PHONY: all host-packages build plugin verify test bench-smoke bpf vulncheck vet scrape-test rules-test compare-nfsiostat check lab-setup lab-test lab-matrix lab-record lab-shell demo minimal-root-check clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e readahead-table k8s-e2e-long lab-matrix-long check-long release release-binaries image-index chart release-test lab-arm64 lab-tls chart-readme lab-sidebyside podio-overhead
+.PHONY: all host-packages build plugin verify test bench-smoke bpf vulncheck vet scrape-test rules-test compare-nfsiostat check lab-setup lab-test lab-matrix lab-record lab-shell demo minimal-root-check clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e readahead-table k8s-e2e-long lab-matrix-long check-long release release-binaries image-index chart release-test lab-arm64 lab-tls chart-readme lab-sidebyside podio-overhead lab-curves
 
 all: build
 
@@ -134,9 +134,10 @@ check: verify
 # check-long runs what check leaves out to fit CI's budget (about an hour and a half on 2
 # cores): the stuck server's and the recovery cases on every kernel line, the recovery,
 # AppArmor, kubectl nfstune, node groups and nfsmount.conf drop-in cases on a real kubelet
-# (Linux 6.12), and the read-ahead table. Run it before a release.
+# (Linux 6.12), the read-ahead table, the agent's reaction beside an older tree, NFS over
+# TLS, and the load curves three times each. Run it before a release.
 check-long:
-	$(MAKE) lab-matrix-long k8s-e2e-long readahead-table lab-sidebyside lab-tls
+	$(MAKE) lab-matrix-long k8s-e2e-long readahead-table lab-sidebyside lab-tls lab-curves
 
 # lab-sidebyside compares this tree with REACTION_BASE in one boot of the lab guest
 # (lab/sidebyside.sh, docs/benchmarks.md): the agent's reaction to 20 new NFSv3 mounts and the
@@ -259,10 +260,20 @@ lab-setup:
 # needs (a 1 MiB rsize), and the read traffic classes of pods' cgroups (their thresholds are
 # not yet measured against field workloads, so a busy guest must not gate a change on them);
 # the recovery case to lab-matrix, on 7.2 (the shutdown path), and lab-matrix-long, on 5.10
-# too (the report path of 6.1).
-LAB_TEST_SKIP ?= ^(TestReadAheadWaste|TestPodTrafficClass|TestRecovery)$$
+# too (the report path of 6.1); the load curve of nconnect 1 and 4 to lab-curves (the curve
+# of a read-only tree stays here).
+LAB_TEST_SKIP ?= ^(TestReadAheadWaste|TestPodTrafficClass|TestRecovery|TestBenchCurveNConnect)$$
 lab-test: lab-setup
 	GO=$(GO) bash lab/test.sh -test.skip='$(LAB_TEST_SKIP)'
+
+# lab-curves draws the load curves of docs/benchmarks.md three times each in one boot:
+# nconnect 1 against 4 on the EDA mix, and the default against nocto,actimeo=600 on a
+# read-only tree over a 5 ms round trip (about 25 minutes). The results are saved in
+# lab/.cache/curves (the guest's /lab/lab/.cache/curves), for nfstune bench report.
+lab-curves: lab-setup
+	rm -rf lab/.cache/curves
+	NFSTUNE_LAB_CURVE_OUT=/lab/lab/.cache/curves GO=$(GO) LAB_PACKAGES=./lab/labtest bash lab/test.sh \
+		-run '^(TestBenchCurveNConnect|TestBenchCurveToolsNocto)$$' -test.count=3
 
 # lab-matrix runs the lab's smoke suite, what depends on the kernel, on the 5.10, 6.12 and
 # 7.2 kernels, one boot each (LAB_KERNELS="5.10" to pick), the recovery case on 7.2 only;

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -29,12 +30,25 @@ import (
 // that the response time now limits the throughput: a job with iodepth 1 issues its next
 // operation only when the last one has completed.
 
-// CurveProfile is the name of the curve's operation mix in its results.
-const CurveProfile = "eda-mix"
+// The curve's operation mixes (CurveOptions.Profile), by the names its results carry.
+const (
+	// CurveProfile is the EDA mix of a working volume: creates, stats, small reads and
+	// small writes, the default.
+	CurveProfile = "eda-mix"
+	// CurveToolsProfile is a read-only tree, as an EDA /tools volume of programs and
+	// libraries: stats and whole reads of small files laid out before the first step,
+	// nothing written. It is the load the seed's options for static datasets (nocto,
+	// actimeo=600) are for: with close-to-open every open asks the server for the file's
+	// attributes, without it an open of an unchanged file sends nothing.
+	CurveToolsProfile = "eda-tools"
+)
+
+// CurveProfiles are the mixes bench curve offers, the default first.
+var CurveProfiles = []string{CurveProfile, CurveToolsProfile}
 
 const (
-	// curveClones is the number of processes per operation (fio numjobs): 8 in all, a
-	// fixed concurrency like a fixed set of tool processes on one client.
+	// curveClones is the number of processes per operation (fio numjobs): 8 in all for
+	// the EDA mix, a fixed concurrency like a fixed set of tool processes on one client.
 	curveClones = 2
 	// curveFiles is the number of 16 KiB files each stat, read and write process cycles
 	// through; one file at a time is open, so every read and write reopens a file.
@@ -46,15 +60,25 @@ const (
 	maxCreateFiles = 200000
 )
 
-// curveJobs are the sections of every step's fio command: the metadata profile's creates,
-// stats and small reads, and small writes, all run together and all time based. Each
-// reads or writes 16 KiB files (the EDA front-end's files, see smallFileBytes).
-func curveJobs() []Job {
+// curveJobs are the sections of every step's fio command of a mix, all run together and
+// all time based. Each reads or writes 16 KiB files (the EDA front-end's files, see
+// smallFileBytes). The profile is one of CurveProfiles.
+func curveJobs(profile string) []Job {
 	common := func(name, engine, rw string, extra ...string) Job {
 		return Job{
 			Name: name, Engine: engine, RW: rw, BS: "16k", IODepth: 1, NumJobs: curveClones, NrFiles: curveFiles,
 			FileBytes: smallFileBytes, FilenameFormat: name + ".$jobnum.$filenum", TimeBased: true,
 			Extra: append([]string{"openfiles=1"}, extra...),
+		}
+	}
+	if profile == CurveToolsProfile {
+		return []Job{
+			common("tools-stat", "filestat", "read", "stat_type=stat"),
+			// invalidate=0 keeps a file's cached pages across its opens, as a program's
+			// pages stay cached between runs: whether an open still costs the server a
+			// request is then the mount's cache coherence alone (fio drops them at every
+			// open by default).
+			common("tools-read-16k", "psync", "read", "invalidate=0"),
 		}
 	}
 	return []Job{
@@ -86,6 +110,8 @@ const DefaultCurveRuntime = 20 * time.Second
 type CurveOptions struct {
 	// Mount is a directory on the mount to measure.
 	Mount string
+	// Profile is the operation mix, one of CurveProfiles; empty for CurveProfile.
+	Profile string
 	// Rates are the offered loads of the steps in operations per second, ascending.
 	Rates []int
 	// Runtime and Ramp are each step's measured time and warm-up.
@@ -186,10 +212,16 @@ func FindKnee(steps []CurveStep, boundms float64) *Knee {
 
 func (o *CurveOptions) validate() error {
 	var errs []error
+	if o.Profile == "" {
+		o.Profile = CurveProfile
+	}
+	if !slices.Contains(CurveProfiles, o.Profile) {
+		errs = append(errs, fmt.Errorf("--profile %q: want one of %s", o.Profile, strings.Join(CurveProfiles, ", ")))
+	}
 	if len(o.Rates) < 2 {
 		errs = append(errs, errors.New("--rates: want at least two offered loads"))
 	}
-	clones := len(curveJobs()) * curveClones
+	clones := len(curveJobs(o.Profile)) * curveClones
 	for i, r := range o.Rates {
 		if r < clones {
 			errs = append(errs, fmt.Errorf("--rates %d: want at least %d ops/s (one per process)", r, clones))
@@ -210,8 +242,8 @@ func (o *CurveOptions) validate() error {
 // curveStepArgs is the fio command line of one step at an offered load of rate
 // operations per second, shared evenly by every process; it returns the offered load
 // those whole per-process rates give.
-func curveStepArgs(p Params, step, rate int) ([]string, float64) {
-	jobs := curveJobs()
+func curveStepArgs(p Params, profile string, step, rate int) ([]string, float64) {
+	jobs := curveJobs(profile)
 	clones := len(jobs) * curveClones
 	perClone := max(rate/clones, 1)
 	args := []string{"--output-format=json", "--eta=never"}
@@ -240,9 +272,9 @@ func createJob(j Job, p Params, step, perClone int) Job {
 
 // curveLayoutArgs lays out the files the stat, read and write sections use, before the
 // first measured step.
-func curveLayoutArgs(p Params) []string {
+func curveLayoutArgs(p Params, profile string) []string {
 	args := []string{"--output-format=json", "--eta=never", "--create_only=1"}
-	for _, j := range curveJobs() {
+	for _, j := range curveJobs(profile) {
 		if j.Engine != "filecreate" {
 			args = append(args, j.section(p)...)
 		}
@@ -258,8 +290,8 @@ func (r *Runner) Curve(ctx context.Context, opts CurveOptions) (*Result, error) 
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	prof := Profile{Name: CurveProfile, Jobs: curveJobs()}
-	run := RunOptions{Mount: opts.Mount, Profile: CurveProfile, Repeat: 1, Size: smallFileBytes,
+	prof := Profile{Name: opts.Profile, Jobs: curveJobs(opts.Profile)}
+	run := RunOptions{Mount: opts.Mount, Profile: opts.Profile, Repeat: 1, Size: smallFileBytes,
 		Runtime: opts.Runtime, Ramp: opts.Ramp, AllowNonNFS: opts.AllowNonNFS, DirName: opts.DirName}
 	s, err := r.open(ctx, run, prof, len(opts.Rates))
 	if err != nil {
@@ -274,7 +306,7 @@ func (r *Runner) Curve(ctx context.Context, opts CurveOptions) (*Result, error) 
 }
 
 func (s *session) curve(ctx context.Context, opts CurveOptions, c *Curve) error {
-	layout := curveLayoutArgs(s.params)
+	layout := curveLayoutArgs(s.params, opts.Profile)
 	if _, err := s.r.Exec(ctx, s.r.fioBin(), layout...); err != nil {
 		return fmt.Errorf("laying out files: %w", err)
 	}
@@ -287,7 +319,7 @@ func (s *session) curve(ctx context.Context, opts CurveOptions, c *Curve) error 
 				return fmt.Errorf("step %d: %w", i+1, err)
 			}
 		}
-		run, step, err := s.curveStep(ctx, i, rate)
+		run, step, err := s.curveStep(ctx, opts.Profile, i, rate)
 		if err != nil {
 			return fmt.Errorf("step %d (%d ops/s offered): %w", i+1, rate, err)
 		}
@@ -303,17 +335,17 @@ func (s *session) curve(ctx context.Context, opts CurveOptions, c *Curve) error 
 	return nil
 }
 
-func (s *session) curveStep(ctx context.Context, i, rate int) (Run, CurveStep, error) {
-	args, offered := curveStepArgs(s.params, i+1, rate)
+func (s *session) curveStep(ctx context.Context, profile string, i, rate int) (Run, CurveStep, error) {
+	args, offered := curveStepArgs(s.params, profile, i+1, rate)
 	variant := fmt.Sprintf("offered=%s/s", strconv.FormatFloat(offered, 'f', -1, 64))
-	s.prog.begin(CurveProfile+" ["+variant+"]", 1, 1, s.params.Runtime+s.params.Ramp)
+	s.prog.begin(profile+" ["+variant+"]", 1, 1, s.params.Runtime+s.params.Ramp)
 	defer s.prog.end()
 
 	dropped := s.dropCaches()
 	inv, before := s.snapshot()
 	run := Run{
-		Profile:      CurveProfile,
-		Job:          CurveProfile,
+		Profile:      profile,
+		Job:          profile,
 		Variant:      variant,
 		Repeat:       1,
 		CacheDropped: dropped,

@@ -382,3 +382,52 @@ func TestCurvePacedAllSteps(t *testing.T) {
 		}
 	}
 }
+
+func TestCurveToolsProfileReadsOnly(t *testing.T) {
+	t.Parallel()
+	h := newFakeHost(t, "nfs4")
+	f := &curveFio{}
+	r := h.runner()
+	r.Exec = f.exec
+	res, err := r.Curve(context.Background(), CurveOptions{Mount: h.mount, Profile: CurveToolsProfile,
+		Rates: []int{400, 1600}, Runtime: 2 * time.Second, LatencyBound: DefaultLatencyBound})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Provenance.Profile != CurveToolsProfile || res.Runs[0].Job != CurveToolsProfile {
+		t.Errorf("profile %q, run job %q; want %q", res.Provenance.Profile, res.Runs[0].Job, CurveToolsProfile)
+	}
+	if len(f.layout) != 1 || len(sections(f.layout[0])) != 2 {
+		t.Fatalf("layout %v, want one command laying out both sections' files", f.layout)
+	}
+	for i, args := range f.steps {
+		secs := sections(args)
+		if len(secs) != 2 {
+			t.Fatalf("step %d: %d sections, want stats and reads", i+1, len(secs))
+		}
+		// Four processes share the offered load; nothing is created or written, and the
+		// reads keep the files' cached pages (fio's default drops them at every open).
+		want := strconv.Itoa([]int{400, 1600}[i] / 4)
+		for _, s := range secs {
+			if s["rate_iops"] != want || s["rw"] != "read" || s["ioengine"] == "filecreate" {
+				t.Errorf("step %d section %s: rate_iops %s rw %s engine %s, want %s reads", i+1, s["name"], s["rate_iops"], s["rw"], s["ioengine"], want)
+			}
+			if s["ioengine"] == "psync" && s["invalidate"] != "0" {
+				t.Errorf("step %d section %s: invalidate %q, want 0", i+1, s["name"], s["invalidate"])
+			}
+		}
+	}
+}
+
+func TestCurveRefusesUnknownProfile(t *testing.T) {
+	t.Parallel()
+	h := newFakeHost(t, "nfs4")
+	f := &curveFio{}
+	r := h.runner()
+	r.Exec = f.exec
+	_, err := r.Curve(context.Background(), CurveOptions{Mount: h.mount, Profile: "seq-read", Rates: []int{400, 1600},
+		Runtime: 2 * time.Second})
+	if err == nil || !strings.Contains(err.Error(), "--profile") || len(f.steps) != 0 || len(f.layout) != 0 {
+		t.Errorf("err %v, %d steps, %d layouts; want a --profile error before any fio run", err, len(f.steps), len(f.layout))
+	}
+}

@@ -293,6 +293,7 @@ func compareCurves(streams IOStreams, output string, a, b *bench.Result, bound t
 
 type benchCurveFlags struct {
 	Mount        string
+	Profile      string
 	Rates        []int
 	Runtime      time.Duration
 	Ramp         time.Duration
@@ -309,20 +310,27 @@ func newBenchCurveCommand(g *globals, streams IOStreams, deps benchDeps) *cobra.
 	c := &cobra.Command{
 		Use:   "curve",
 		Short: "Measure the load curve: achieved ops/s and p50/p99 latency on a rising load, up to the knee",
-		Long: `curve runs an EDA-like mix (creates, stats, 16 KiB reads and 16 KiB writes of small files,
-two processes each, all at once) at each offered load of --rates in turn, with fio's
-rate_iops dividing the load over the processes, and records per step the ops/s achieved and
-the p50 and p99 latency over every operation. It stops after the first step past the knee:
-the p99 above --latency-bound, the achieved ops/s under 90% of the offered load, or the
-achieved ops/s rising less than 5% over the previous step.
+		Long: `curve runs an EDA-like mix of small-file operations, two processes each, all at once, at
+each offered load of --rates in turn, with fio's rate_iops dividing the load over the
+processes, and records per step the ops/s achieved and the p50 and p99 latency over every
+operation. It stops after the first step past the knee: the p99 above --latency-bound, the
+achieved ops/s under 90% of the offered load, or the achieved ops/s rising less than 5%
+over the previous step.
+
+--profile chooses the mix:
+  eda-mix    creates, stats, 16 KiB reads and 16 KiB writes of small files (a working volume)
+  eda-tools  stats and whole reads of 16 KiB files laid out before the first step, nothing
+             written, the files' pages kept cached (a read-only tree of programs and
+             libraries: the load nocto and actimeo=600 are for)
 
 Run it once per tuning and compare the results with bench compare, or draw them with bench
 report (one line per result, ops/s against latency).`,
-		Example: `  nfstune bench curve --mount /mnt/tools --out curve-nconnect1.json
-  nfstune bench curve --mount /mnt/tools --rates 500,1000,2000,4000,8000 --latency-bound 5ms -o json`,
+		Example: `  nfstune bench curve --mount /mnt/scratch --out curve-nconnect1.json
+  nfstune bench curve --mount /mnt/tools --profile eda-tools --out tools-nocto.json
+  nfstune bench curve --mount /mnt/scratch --rates 500,1000,2000,4000,8000 --latency-bound 5ms -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			opts := bench.CurveOptions{Mount: f.Mount, Rates: f.Rates, Runtime: f.Runtime, Ramp: f.Ramp,
+			opts := bench.CurveOptions{Mount: f.Mount, Profile: f.Profile, Rates: f.Rates, Runtime: f.Runtime, Ramp: f.Ramp,
 				LatencyBound: f.LatencyBound, AllowNonNFS: f.AllowNonNFS}
 			run := benchRunFlags{Fio: f.Fio, NoDropCaches: f.NoDropCaches}
 			res, err := run.runner(g, streams, deps).Curve(c.Context(), opts)
@@ -336,6 +344,7 @@ report (one line per result, ops/s against latency).`,
 		},
 	}
 	c.Flags().StringVar(&f.Mount, "mount", "", "directory on the NFS mount to measure (required)")
+	c.Flags().StringVar(&f.Profile, "profile", bench.CurveProfile, "operation mix: "+strings.Join(bench.CurveProfiles, " or "))
 	c.Flags().IntSliceVar(&f.Rates, "rates", bench.DefaultCurveRates, "offered loads in ops/s of all processes together, rising")
 	c.Flags().DurationVar(&f.Runtime, "runtime", bench.DefaultCurveRuntime, "measured time of each step")
 	c.Flags().DurationVar(&f.Ramp, "ramp", bench.DefaultRamp, "warm-up of each step, not counted")

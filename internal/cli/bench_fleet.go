@@ -24,6 +24,7 @@ const fleetStartLate = 2 * time.Second
 
 type benchCurvePodFlags struct {
 	Mounts       []string
+	Profile      string
 	Volumes      []string
 	Dir          string
 	Job          string
@@ -76,6 +77,7 @@ func newBenchCurvePodCommand(g *globals, streams IOStreams, deps benchDeps) *cob
 	fl.StringVar(&f.StartFile, "start-file", "", "file that holds the first step's start time, RFC 3339 (required)")
 	fl.DurationVar(&f.StartTimeout, "start-timeout", 15*time.Minute, "how long to wait for the start time")
 	fl.DurationVar(&f.StepPeriod, "step-period", 0, "time from one step's start to the next's (required)")
+	fl.StringVar(&f.Profile, "profile", bench.CurveProfile, "operation mix: "+strings.Join(bench.CurveProfiles, " or "))
 	fl.IntSliceVar(&f.Rates, "rates", bench.DefaultCurveRates, "offered loads of this pod in ops/s, rising")
 	fl.DurationVar(&f.Runtime, "runtime", bench.DefaultCurveRuntime, "measured time of each step")
 	fl.DurationVar(&f.Ramp, "ramp", bench.DefaultRamp, "warm-up of each step, not counted")
@@ -120,7 +122,7 @@ func (f *benchCurvePodFlags) options() (bench.CurveOptions, bench.FleetLine, err
 	if len(f.Volumes) > 0 {
 		line.Volume = f.Volumes[k]
 	}
-	opts := bench.CurveOptions{Mount: filepath.Join(f.Mounts[k], f.Dir), Rates: f.Rates, Runtime: f.Runtime, Ramp: f.Ramp,
+	opts := bench.CurveOptions{Mount: filepath.Join(f.Mounts[k], f.Dir), Profile: f.Profile, Rates: f.Rates, Runtime: f.Runtime, Ramp: f.Ramp,
 		AllowNonNFS: f.AllowNonNFS, DirName: name, AllSteps: true}
 	return opts, line, nil
 }

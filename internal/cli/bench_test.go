@@ -283,6 +283,10 @@ func TestBenchCurveLocal(t *testing.T) {
 	if !errors.As(err, &exit) || exit.Code != ExitError2 || !strings.Contains(err.Error(), "rising") {
 		t.Fatalf("falling rates: err = %v, want exit 2", err)
 	}
+	_, _, err = runBenchCLI(t, deps, append(common, "--allow-non-nfs", "--profile", "metadata")...)
+	if !errors.As(err, &exit) || exit.Code != ExitError2 || !strings.Contains(err.Error(), "eda-mix, eda-tools") {
+		t.Fatalf("a profile that is not a mix: err = %v, want exit 2 naming the mixes", err)
+	}
 	if lb.fioCalls != 0 {
 		t.Fatalf("fio ran on a refused curve")
 	}
@@ -309,6 +313,18 @@ func TestBenchCurveLocal(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(lb.dir); len(entries) != 0 {
 		t.Errorf("left behind %v", entries)
+	}
+
+	lb.fioCalls = 0
+	_, stderr, err = runBenchCLI(t, deps, append(common, "--allow-non-nfs", "--profile", "eda-tools", "--out", resultFile)...)
+	if err != nil {
+		t.Fatalf("eda-tools: err = %v, stderr:\n%s", err, stderr)
+	}
+	if res, err = bench.ReadResult(resultFile); err != nil {
+		t.Fatal(err)
+	}
+	if res.Provenance.Profile != "eda-tools" || !strings.Contains(stderr, "eda-tools [offered=400/s]") {
+		t.Errorf("eda-tools: result profile %q, progress:\n%s", res.Provenance.Profile, stderr)
 	}
 }
 

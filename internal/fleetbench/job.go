@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -67,6 +68,8 @@ type Options struct {
 	// <Dir>/<job>-<index>.
 	Dir  string
 	Pods int
+	// Profile is the curve's operation mix, one of bench.CurveProfiles.
+	Profile string
 	// Rates are each pod's offered loads in ops/s, rising: step i offers Pods x Rates[i].
 	Rates        []int
 	Runtime      time.Duration
@@ -84,6 +87,9 @@ type Options struct {
 }
 
 func (o *Options) defaults() {
+	if o.Profile == "" {
+		o.Profile = bench.CurveProfile
+	}
 	if len(o.Rates) == 0 {
 		o.Rates = bench.DefaultCurveRates
 	}
@@ -142,6 +148,9 @@ func (o *Options) Validate() error {
 	if msgs := validation.IsDNS1123Label(o.Name + "-" + strconv.Itoa(max(o.Pods-1, 0))); len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("--name %q: %s", o.Name, strings.Join(msgs, "; ")))
 	}
+	if !slices.Contains(bench.CurveProfiles, o.Profile) {
+		errs = append(errs, fmt.Errorf("--profile %q: want one of %s", o.Profile, strings.Join(bench.CurveProfiles, ", ")))
+	}
 	for i, r := range o.Rates {
 		if i > 0 && r <= o.Rates[i-1] {
 			errs = append(errs, fmt.Errorf("--rates: %d after %d, want a rising load", r, o.Rates[i-1]))
@@ -190,6 +199,7 @@ func Job(o *Options) *batchv1.Job {
 		"bench", "curve-pod",
 		"--dir=" + o.Dir,
 		"--job=" + o.Name,
+		"--profile=" + o.Profile,
 		"--start-file=" + filepath.Join(startDir, startKey),
 		"--step-period=" + o.period().String(),
 		"--rates=" + joinInts(o.Rates),

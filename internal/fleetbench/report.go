@@ -23,6 +23,8 @@ type Report struct {
 	Pods      int      `json:"pods"`
 	Volumes   []string `json:"volumes"`
 	Dir       string   `json:"dir"`
+	// Profile is the curve's operation mix.
+	Profile string `json:"profile"`
 	// RatesPerPod are the offered loads of each pod, step by step.
 	RatesPerPod    []int     `json:"rates_per_pod"`
 	LatencyBoundms float64   `json:"latency_bound_ms"`
@@ -87,7 +89,7 @@ type PodTuning struct {
 }
 
 func newReport(o *Options) *Report {
-	return &Report{Job: o.Name, Namespace: o.Namespace, Image: o.Image, Pods: o.Pods, Volumes: o.PVCs, Dir: o.Dir,
+	return &Report{Job: o.Name, Namespace: o.Namespace, Image: o.Image, Pods: o.Pods, Volumes: o.PVCs, Dir: o.Dir, Profile: o.Profile,
 		RatesPerPod: o.Rates, LatencyBoundms: float64(o.LatencyBound) / float64(time.Millisecond), Steps: []Step{}, Tuning: []PodTuning{}}
 }
 
@@ -185,7 +187,7 @@ func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 // WriteTable prints the curve's totals and spread per step, the ops/s per volume and per
 // node, each pod's read-ahead and the knee.
 func WriteTable(w io.Writer, r *Report) error {
-	fmt.Fprintf(w, "Job %s/%s: %d pods on %s, each in %s/%s-<index>\n\n", r.Namespace, r.Job, r.Pods, strings.Join(r.Volumes, ", "), r.Dir, r.Job)
+	fmt.Fprintf(w, "Job %s/%s: %d pods on %s, each in %s/%s-<index>, profile %s\n\n", r.Namespace, r.Job, r.Pods, strings.Join(r.Volumes, ", "), r.Dir, r.Job, display.Text(r.Profile))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "STEP\tOFFERED OPS/S\tACHIEVED OPS/S\tPOD MIN\tPOD MEDIAN\tPOD MAX\tP50 ms (median)\tP99 ms (max)\t")
 	for i, s := range r.Steps {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -89,6 +90,7 @@ cannot be asked.`,
 	f.IntVar(&o.Pods, "pods", 4, "number of pods")
 	f.StringVar(&o.Name, "name", "", "the Job's name (default nfstune-bench-<random>)")
 	f.StringVar(&o.Image, "image", "", "image with nfstune as its entrypoint and fio on its PATH (required: the release image has no fio)")
+	f.StringVar(&o.Profile, "profile", bench.CurveProfile, "operation mix: "+strings.Join(bench.CurveProfiles, " or ")+" (nfstune bench curve --help)")
 	f.IntSliceVar(&o.Rates, "rates", []int{100, 200, 400, 800, 1600, 3200}, "offered loads of each pod in ops/s, rising")
 	f.DurationVar(&o.Runtime, "runtime", bench.DefaultCurveRuntime, "measured time of each step")
 	f.DurationVar(&o.Ramp, "ramp", bench.DefaultRamp, "warm-up of each step, not counted")

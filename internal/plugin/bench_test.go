@@ -365,7 +365,8 @@ func TestBenchJobSpec(t *testing.T) {
 		t.Errorf("container security context %+v, want no escalation, every capability dropped, read-only root", sc)
 	}
 	if ctr.Image != "lab/nfstune-fio:1" || !slices.Contains(ctr.Args, "--dir=bench") || !slices.Contains(ctr.Args, "--job=curve") ||
-		!slices.Contains(ctr.Args, "--rates=100,200,400,800") || !slices.Contains(ctr.Args, "--step-period=3s") {
+		!slices.Contains(ctr.Args, "--rates=100,200,400,800") || !slices.Contains(ctr.Args, "--step-period=3s") ||
+		!slices.Contains(ctr.Args, "--profile=eda-mix") {
 		t.Errorf("container %s %q", ctr.Image, ctr.Args)
 	}
 }
@@ -523,6 +524,7 @@ func TestBenchRefusesWithoutDir(t *testing.T) {
 		{[]string{"--dir", "bench"}, "--pvc: name at least one"},
 		{[]string{"--pvc", "data-a", "--dir", "bench", "--image", "x", "--run-as-user", "0"}, "want a user other than root"},
 		{[]string{"--pvc", "data-a", "--dir", "bench"}, "--image: name an image with nfstune"},
+		{[]string{"--pvc", "data-a", "--dir", "bench", "--image", "x", "--profile", "seq-read"}, `--profile "seq-read": want one of eda-mix, eda-tools`},
 	} {
 		code, _, errOut := run(t, append([]string{"bench", "--kubeconfig", kubeconfig}, tt.args...)...)
 		if code != ExitError || !strings.Contains(errOut, tt.want) {
