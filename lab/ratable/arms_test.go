@@ -60,10 +60,7 @@ func selectArms(t *testing.T) []arm {
 // checks that it runs the built-in policy; it returns the agent's log.
 func startArm(t *testing.T, bin string, a arm) string {
 	t.Helper()
-	var args []string
-	if a.podIO {
-		args = append(args, "--pod-io")
-	}
+	args := a.collectorArgs()
 	logPath := startAgent(t, bin, args...)
 	waitReady(t)
 	var st struct {
@@ -84,11 +81,20 @@ func startArm(t *testing.T, bin string, a arm) string {
 // `nfstune agent --observe` started with no configuration, which reads and decides as the
 // arms' agent does but writes nothing. The agent shares the guest's two emulated CPUs with
 // the readers, so every row pays for it, as every node that runs it does.
-func fixedUnderAgent(t *testing.T, bin string, m labtest.Mounted, kb int) func() {
+func fixedUnderAgent(t *testing.T, bin string, m labtest.Mounted, kb int, args ...string) func() {
 	return func() {
 		setReadAhead(t, m.Device, kb)
-		startAgent(t, bin, "--observe")
+		startAgent(t, bin, append([]string{"--observe"}, args...)...)
 	}
+}
+
+// collectorArgs are the agent's arguments for a's collectors, without which it decides:
+// an observing agent with them costs the node what the arm's agent costs it to watch.
+func (a arm) collectorArgs() []string {
+	if a.podIO {
+		return []string{"--pod-io"}
+	}
+	return nil
 }
 
 // startAgent runs `nfstune agent` with no --config (the built-in policy: no file in the

@@ -244,8 +244,10 @@ func TestReadAheadTable(t *testing.T) {
 		// superblock the untuned 128 KiB (each pod's goal). With pairs > 1 the two
 		// alternate. After them comes the control: the reference measured as the arm's run
 		// is (from adaptiveRun into its run), as a controller would read that picked it at
-		// once and never moved. Its ratio to the same fixed run is what one run of a
-		// perfect controller could show on this machine.
+		// once and never moved, under an observing agent with the arm's collectors (the
+		// per-pod eBPF programs of --pod-io cost the emulated machine too). Its ratio to the
+		// same fixed run is what one run of a perfect controller could show on this
+		// machine.
 		ref := bestFixed(results, sc.name)
 		if sc.pods != nil {
 			ref = fixedResult{kb: untunedKB}
@@ -273,7 +275,7 @@ func TestReadAheadTable(t *testing.T) {
 				stopAgents(t)
 				again.setting = "again " + a.name
 				results = append(results, again)
-				control := measure(t, m, sc, strconv.Itoa(ref.kb), asAdaptive, func() {}, fixedUnderAgent(t, agentBin, m, ref.kb))
+				control := measure(t, m, sc, strconv.Itoa(ref.kb), asAdaptive, func() {}, fixedUnderAgent(t, agentBin, m, ref.kb, a.collectorArgs()...))
 				stopAgents(t)
 				control.setting = "control " + a.name
 				results = append(results, control)
@@ -584,14 +586,16 @@ func lastMove(changes []change) (change, bool) {
 // render writes the table of docs/benchmarks.md: per scenario, one row per arm of nfstune,
 // with the fixed values' rates, the arm's mean over its runs as a share of the best fixed
 // value and of the untuned 128 KiB, and each run's ratio, changes and settling. Each run's
-// control (the reference fixed value measured as the arm's run is) is given over the same
+// control (the reference fixed value measured as the arm's run is, under an observing agent
+// with the arm's collectors) is given over the same
 // fixed run as the arm's run: the spread of that ratio is the machine's, and a share of runs
 // at 95 % or more is to be read against the control's. A scenario of pods shows each pod's
 // rate and ratios.
 func render(scenarios []scenario, fixed []int, armList []arm, results []result, kernel string, rsizeKB int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Kernel %s, rsize %d KiB, link %s each way (%s round trip), %s; each run measured over %s (a fixed value after %s, nfstune after %s). "+
-		"nfstune is `nfstune agent` with no configuration (the built-in policy), default+podio the same with --pod-io. "+
+		"nfstune is `nfstune agent` with no configuration (the built-in policy), default+podio the same with --pod-io; "+
+		"a control runs under an observing agent with the arm's collectors. "+
 		"MiB/s of application reads (mountstats) or, where the workload says so, of fio's own count; over-read = server READ bytes / bytes read.\n\n",
 		kernel, rsizeKB, linkDelay, 2*linkDelay, linkRate, window, warmup, adaptiveRun)
 	b.WriteString("| workload | nfstune |")
