@@ -46,6 +46,14 @@ const (
 // CurveProfiles are the mixes bench curve offers, the default first.
 var CurveProfiles = []string{CurveProfile, CurveToolsProfile}
 
+// CheckCurveProfile returns an error naming the mixes when profile is not one of them.
+func CheckCurveProfile(profile string) error {
+	if !slices.Contains(CurveProfiles, profile) {
+		return fmt.Errorf("--profile %q: want one of %s", profile, strings.Join(CurveProfiles, ", "))
+	}
+	return nil
+}
+
 const (
 	// curveClones is the number of processes per operation (fio numjobs): 8 in all for
 	// the EDA mix, a fixed concurrency like a fixed set of tool processes on one client.
@@ -212,11 +220,8 @@ func FindKnee(steps []CurveStep, boundms float64) *Knee {
 
 func (o *CurveOptions) validate() error {
 	var errs []error
-	if o.Profile == "" {
-		o.Profile = CurveProfile
-	}
-	if !slices.Contains(CurveProfiles, o.Profile) {
-		errs = append(errs, fmt.Errorf("--profile %q: want one of %s", o.Profile, strings.Join(CurveProfiles, ", ")))
+	if err := CheckCurveProfile(o.Profile); err != nil {
+		errs = append(errs, err)
 	}
 	if len(o.Rates) < 2 {
 		errs = append(errs, errors.New("--rates: want at least two offered loads"))
@@ -287,6 +292,9 @@ func curveLayoutArgs(p Params, profile string) []string {
 // "offered=N/s"), and its Curve the steps' figures and the knee. On cancellation the steps
 // so far are returned with the error.
 func (r *Runner) Curve(ctx context.Context, opts CurveOptions) (*Result, error) {
+	if opts.Profile == "" {
+		opts.Profile = CurveProfile
+	}
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}

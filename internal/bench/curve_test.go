@@ -38,6 +38,16 @@ func (f *curveFio) exec(ctx context.Context, _ string, args ...string) ([]byte, 
 	return os.ReadFile(filepath.Join("testdata", "curve", fmt.Sprintf("step%d.json", len(f.steps))))
 }
 
+// newCurveRunner is a runner on a fake NFS host whose fio is a curveFio.
+func newCurveRunner(t *testing.T) (*fakeHost, *curveFio, *Runner) {
+	t.Helper()
+	h := newFakeHost(t, "nfs4")
+	f := &curveFio{}
+	r := h.runner()
+	r.Exec = f.exec
+	return h, f, r
+}
+
 // sections splits a step's command line into its job sections by --name.
 func sections(args []string) []map[string]string {
 	var out []map[string]string
@@ -55,10 +65,7 @@ func sections(args []string) []map[string]string {
 
 func TestCurveRecordsStepsUntilKnee(t *testing.T) {
 	t.Parallel()
-	h := newFakeHost(t, "nfs4")
-	f := &curveFio{}
-	r := h.runner()
-	r.Exec = f.exec
+	h, f, r := newCurveRunner(t)
 	res, err := r.Curve(context.Background(), CurveOptions{Mount: h.mount, Rates: []int{400, 1600, 6400, 400000, 800000},
 		Runtime: 2 * time.Second, LatencyBound: DefaultLatencyBound})
 	if err != nil {
@@ -172,10 +179,7 @@ func TestFindKnee(t *testing.T) {
 
 func TestCurveRefusesBadRates(t *testing.T) {
 	t.Parallel()
-	h := newFakeHost(t, "nfs4")
-	f := &curveFio{}
-	r := h.runner()
-	r.Exec = f.exec
+	h, f, r := newCurveRunner(t)
 	for _, rates := range [][]int{{1000}, {1000, 500}, {1000, 1000}, {4, 1000}} {
 		_, err := r.Curve(context.Background(), CurveOptions{Mount: h.mount, Rates: rates, Runtime: time.Second})
 		if err == nil || !strings.Contains(err.Error(), "--rates") {
@@ -327,9 +331,7 @@ func TestCurveChartAxes(t *testing.T) {
 // first step is already past the knee.
 func TestCurvePacedAllSteps(t *testing.T) {
 	t.Parallel()
-	h := newFakeHost(t, "nfs4")
-	f := &curveFio{}
-	r := h.runner()
+	h, f, r := newCurveRunner(t)
 	var paced []int
 	var got []CurveStep
 	r.Exec = func(ctx context.Context, name string, args ...string) ([]byte, error) {
@@ -385,10 +387,7 @@ func TestCurvePacedAllSteps(t *testing.T) {
 
 func TestCurveToolsProfileReadsOnly(t *testing.T) {
 	t.Parallel()
-	h := newFakeHost(t, "nfs4")
-	f := &curveFio{}
-	r := h.runner()
-	r.Exec = f.exec
+	h, f, r := newCurveRunner(t)
 	res, err := r.Curve(context.Background(), CurveOptions{Mount: h.mount, Profile: CurveToolsProfile,
 		Rates: []int{400, 1600}, Runtime: 2 * time.Second, LatencyBound: DefaultLatencyBound})
 	if err != nil {
@@ -421,10 +420,7 @@ func TestCurveToolsProfileReadsOnly(t *testing.T) {
 
 func TestCurveRefusesUnknownProfile(t *testing.T) {
 	t.Parallel()
-	h := newFakeHost(t, "nfs4")
-	f := &curveFio{}
-	r := h.runner()
-	r.Exec = f.exec
+	h, f, r := newCurveRunner(t)
 	_, err := r.Curve(context.Background(), CurveOptions{Mount: h.mount, Profile: "seq-read", Rates: []int{400, 1600},
 		Runtime: 2 * time.Second})
 	if err == nil || !strings.Contains(err.Error(), "--profile") || len(f.steps) != 0 || len(f.layout) != 0 {

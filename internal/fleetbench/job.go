@@ -20,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -148,8 +147,8 @@ func (o *Options) Validate() error {
 	if msgs := validation.IsDNS1123Label(o.Name + "-" + strconv.Itoa(max(o.Pods-1, 0))); len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("--name %q: %s", o.Name, strings.Join(msgs, "; ")))
 	}
-	if !slices.Contains(bench.CurveProfiles, o.Profile) {
-		errs = append(errs, fmt.Errorf("--profile %q: want one of %s", o.Profile, strings.Join(bench.CurveProfiles, ", ")))
+	if err := bench.CheckCurveProfile(o.Profile); err != nil {
+		errs = append(errs, err)
 	}
 	for i, r := range o.Rates {
 		if i > 0 && r <= o.Rates[i-1] {

@@ -587,10 +587,9 @@ func lastMove(changes []change) (change, bool) {
 // with the fixed values' rates, the arm's mean over its runs as a share of the best fixed
 // value and of the untuned 128 KiB, and each run's ratio, changes and settling. Each run's
 // control (the reference fixed value measured as the arm's run is, under an observing agent
-// with the arm's collectors) is given over the same
-// fixed run as the arm's run: the spread of that ratio is the machine's, and a share of runs
-// at 95 % or more is to be read against the control's. A scenario of pods shows each pod's
-// rate and ratios.
+// with the arm's collectors) is given over the same fixed run as the arm's run: the spread
+// of that ratio is the machine's, and a share of runs at 95 % or more is to be read against
+// the control's. A scenario of pods shows each pod's rate and ratios.
 func render(scenarios []scenario, fixed []int, armList []arm, results []result, kernel string, rsizeKB int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Kernel %s, rsize %d KiB, link %s each way (%s round trip), %s; each run measured over %s (a fixed value after %s, nfstune after %s). "+
