@@ -76,10 +76,14 @@ func cleanMountPoint(p string) string {
 }
 
 // parseOptions splits "a,b=c" into a map; flags get an empty value.
-func parseOptions(s string) map[string]string {
+func parseOptions(s string) map[string]string { return parseOptionsWithRoom(s, 0) }
+
+// parseOptionsWithRoom is parseOptions with room in the map for extra more options, to be
+// added without growing it.
+func parseOptionsWithRoom(s string, extra int) map[string]string {
 	// Sized for every option at once: an NFS superblock has some twenty, and growing the
 	// map as they come was most of a mount table's parse.
-	m := make(map[string]string, strings.Count(s, ",")+1)
+	m := make(map[string]string, strings.Count(s, ",")+1+extra)
 	for o := range strings.SplitSeq(s, ",") {
 		if o == "" {
 			continue

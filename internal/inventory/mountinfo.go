@@ -167,7 +167,7 @@ func buildMount(g deviceEntries) Mount {
 	first := g.infos[0]
 	m := &Mount{Device: strconv.Itoa(g.major) + ":" + strconv.Itoa(g.minor), FSType: first.FSType}
 	m.Server, m.Export = splitSource(first.Source)
-	m.Options = parseOptions(first.VFSOptions)
+	m.Options = parseOptionsWithRoom(first.VFSOptions, strings.Count(first.Options, ",")+1)
 	m.MountPoints = make([]string, 0, len(g.infos))
 	for _, in := range g.infos {
 		m.MountPoints = append(m.MountPoints, in.Mountpoint)

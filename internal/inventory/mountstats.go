@@ -59,7 +59,11 @@ type mountStatsEntry struct {
 // parse. Read uses this path only when procfs rejects the kernel file or /proc/self is
 // not a link; otherwise procfs reads /proc/<pid>/mountstats directly.
 func parseMountStats(b []byte) ([]mountStatsEntry, []string) {
-	chunks := splitMountStats(b)
+	return parseStatsChunks(splitMountStats(b))
+}
+
+// parseStatsChunks is parseMountStats on a file already cut into its entries.
+func parseStatsChunks(chunks []statsChunk) ([]mountStatsEntry, []string) {
 	if len(chunks) == 0 {
 		return nil, nil
 	}
@@ -367,14 +371,35 @@ func shorten(s string, n int) string {
 	return s[:n] + "..."
 }
 
-// readStripped reads a mountstats file without the rows after each "per-op statistics"
-// line (up to the blank line that ends the entry), keeping the header so that procfs still
-// sees a complete entry. Reading line by line keeps only the short result in memory.
-func readStripped(r io.Reader, limit int64) ([]byte, error) {
+// readStripped reads a mountstats file and cuts it into its entries as splitMountStats
+// does, without the rows after each "per-op statistics" line (up to the blank line that
+// ends the entry), keeping the header so that procfs still sees a complete entry. Reading
+// line by line keeps only the short result in memory. Finished entries are packed into
+// blocks of stripBlock bytes: one buffer grown to the whole result would be copied at
+// every growth into freshly faulted pages, which on a node with thousands of mounts cost
+// more than reading the file.
+func readStripped(r io.Reader, limit int64) ([]statsChunk, error) {
 	br := bufio.NewReaderSize(io.LimitReader(r, limit+1), 64<<10)
-	var out []byte
-	var n int64
-	inOps := false
+	var (
+		chunks  []statsChunk
+		entry   []byte // the kept lines of the entry being read
+		block   []byte // where finished entries are packed
+		n       int64
+		inOps   bool
+		inEntry bool // a device line has been seen
+	)
+	finish := func() {
+		if !inEntry {
+			return
+		}
+		if cap(block)-len(block) < len(entry) {
+			block = make([]byte, 0, max(stripBlock, len(entry)))
+		}
+		start := len(block)
+		block = append(block, entry...)
+		chunks = append(chunks, newStatsChunk(block[start:len(block):len(block)]))
+		entry = entry[:0]
+	}
 	for {
 		line, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
@@ -387,26 +412,48 @@ func readStripped(r io.Reader, limit int64) ([]byte, error) {
 		if n > limit {
 			return nil, fmt.Errorf("mountstats larger than %d bytes", limit)
 		}
-		trimmed := bytes.TrimSpace(line)
 		keep := true
 		switch {
-		case inOps && (len(trimmed) == 0 || string(firstField(line)) == "device"):
-			inOps = false
-		case inOps:
+		case inOps && opRow(line):
 			keep = false
-		case string(trimmed) == "per-op statistics":
+		case inOps:
+			inOps = false
+		case string(bytes.TrimSpace(line)) == "per-op statistics":
 			inOps = true
 		}
-		if keep {
-			out = append(out, line...)
+		if keep && string(firstField(line)) == "device" {
+			finish()
+			inEntry = true
+		}
+		if keep && inEntry {
+			entry = append(entry, line...)
 		}
 		if err == io.EOF {
-			return out, nil
+			finish()
+			return chunks, nil
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
+}
+
+// stripBlock is the size of the blocks readStripped packs entries into.
+const stripBlock = 1 << 20
+
+// opRow reports whether a line after "per-op statistics" is one of its rows, not the
+// blank line or the next entry's device line that ends them. Rows are most of a node's
+// mountstats and each starts, after its indent, with an operation's upper-case name
+// (net/sunrpc/stats.c, rpc_clnt_show_stats), so they are told from the end in a byte or two.
+func opRow(line []byte) bool {
+	i := 0
+	for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
+		i++
+	}
+	if i < len(line) && line[i] >= 'A' && line[i] <= 'Z' {
+		return true
+	}
+	return len(bytes.TrimSpace(line)) > 0 && string(firstField(line)) != "device"
 }
 
 // readMountStats returns the NFS entries of mountstats in the kernel's order, nil when the
@@ -434,16 +481,18 @@ func readMountStats(root hostfs.Root, opts ReadOptions, procDir string) ([]mount
 			}
 		}
 	} else {
-		var b []byte
+		var chunks []statsChunk
 		if opts.SkipOperations {
-			b, err = readStrippedFile(root.Proc(procDir, "mountstats"))
+			chunks, err = readStrippedFile(root.Proc(procDir, "mountstats"))
 		} else {
+			var b []byte
 			b, err = hostfs.ReadSmall(root.Proc(procDir, "mountstats"))
+			chunks = splitMountStats(b)
 		}
 		if err != nil {
 			return nil, []string{fmt.Sprintf("reading mountstats: %v", err)}
 		}
-		entries, warnings = parseMountStats(b)
+		entries, warnings = parseStatsChunks(chunks)
 	}
 	nfs := make([]mountStatsEntry, 0, len(entries))
 	for _, e := range entries {
@@ -485,7 +534,7 @@ func statsByDevice(infos []*mountinfo.Info, entries []mountStatsEntry) map[strin
 	return out
 }
 
-func readStrippedFile(p string) ([]byte, error) {
+func readStrippedFile(p string) ([]statsChunk, error) {
 	f, err := hostfs.Open(p)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // statsEntry builds one NFSv4.2 mountstats entry in the kernel 6.1 layout, with the given
@@ -204,8 +205,20 @@ func FuzzParseMountStats(f *testing.F) {
 		f.Add(tt.in)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if _, err := readStripped(strings.NewReader(s), 1<<20); err != nil {
+		stripped, err := readStripped(strings.NewReader(s), 1<<20)
+		if err != nil {
 			t.Errorf("readStripped: %v", err)
+		}
+		// The same entries as the whole file has, in its order, each with its device line.
+		whole := splitMountStats([]byte(s))
+		if len(stripped) != len(whole) {
+			t.Fatalf("readStripped: %d entries, the file %d", len(stripped), len(whole))
+		}
+		for i := range whole {
+			if stripped[i].mountPoint != whole[i].mountPoint || stripped[i].source != whole[i].source ||
+				stripped[i].xprtLines != whole[i].xprtLines {
+				t.Errorf("entry %d: stripped %+v, whole %+v", i, stripped[i], whole[i])
+			}
 		}
 		stats, _ := statsByMountPoint(strings.NewReader(s))
 		for mp, st := range stats {
@@ -220,13 +233,33 @@ func TestReadStripped(t *testing.T) {
 	t.Parallel()
 	in := statsEntry("/a", "1.1", goodEvents, tcpLine, goodRead) + "device proc mounted on /proc with fstype proc\n" +
 		statsEntry("/b", "1.1", goodEvents, tcpLine, goodRead)
-	got, err := readStripped(strings.NewReader(in), 1<<20)
+	chunks, err := readStripped(strings.NewReader("text before any device line\n"+in), 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(got), "READ:") || strings.Count(string(got), "per-op statistics") != 2 ||
-		!strings.Contains(string(got), "device proc mounted on /proc") {
-		t.Errorf("stripped:\n%s", got)
+	var got strings.Builder
+	for _, c := range chunks {
+		got.Write(c.text)
+	}
+	if len(chunks) != 3 || strings.Contains(got.String(), "READ:") || strings.Contains(got.String(), "before") ||
+		strings.Count(got.String(), "per-op statistics") != 2 || string(chunks[1].text) != "device proc mounted on /proc with fstype proc\n" {
+		t.Errorf("%d entries, stripped:\n%s", len(chunks), got.String())
+	}
+	// The entries' statistics are the whole file's but for the per-op rows.
+	entries, warnings := parseStatsChunks(chunks)
+	whole, _ := parseMountStats([]byte(in))
+	if len(warnings) != 0 || len(entries) != len(whole) {
+		t.Fatalf("%d entries, warnings %q; the whole file has %d", len(entries), warnings, len(whole))
+	}
+	for i := range whole {
+		if whole[i].Stats == nil {
+			continue
+		}
+		w := *whole[i].Stats
+		w.Operations = nil
+		if diff := cmp.Diff(w, *entries[i].Stats, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("entry %d (-whole +stripped):\n%s", i, diff)
+		}
 	}
 	if _, err := readStripped(strings.NewReader(in), 100); err == nil {
 		t.Errorf("readStripped over the limit: want error")

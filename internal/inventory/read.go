@@ -79,6 +79,7 @@ func Read(root hostfs.Root, opts ReadOptions) (*Inventory, error) {
 	done("mountinfo")
 	warn(AttributeProxies(root, mounts)...)
 	done("proxy helpers")
+	readAheads := startReadAheads(root, mounts)
 
 	var nfsfsDir []string
 	if opts.PID > 0 {
@@ -119,7 +120,7 @@ func Read(root hostfs.Root, opts ReadOptions) (*Inventory, error) {
 		done("mountstats")
 	}
 	if opts.StatisticsOnly {
-		inv.Mounts = completeMounts(root, mounts, stats, nil, requested{}, warn)
+		inv.Mounts = completeMounts(mounts, readAheads(), stats, nil, requested{}, warn)
 		inv.Groups = buildGroups(inv.Mounts)
 		done("bdi read-ahead")
 		return inv, nil
@@ -132,7 +133,7 @@ func Read(root hostfs.Root, opts ReadOptions) (*Inventory, error) {
 	}
 	done("fstab and nfsmount.conf")
 
-	inv.Mounts = completeMounts(root, mounts, stats, inv.NFSVolumes, req, warn)
+	inv.Mounts = completeMounts(mounts, readAheads(), stats, inv.NFSVolumes, req, warn)
 	inv.Groups = buildGroups(inv.Mounts)
 	done("bdi read-ahead")
 	inv.KernelRelease, w = readKernelRelease(root)
@@ -171,24 +172,38 @@ func stageTimer(log *slog.Logger) func(stage string) {
 	}
 }
 
+// startReadAheads starts reading the read-ahead of every mount from sysfs and returns a
+// function that waits for the values, in the mounts' order. Each superblock's read-ahead
+// is a file of its own, so a node with thousands of mounts has thousands of open and read
+// calls to make: they run on every CPU while Read goes on with mountstats, whose reading
+// keeps one CPU busy.
+func startReadAheads(root hostfs.Root, mounts []Mount) (wait func() []readAheadValue) {
+	values := make([]readAheadValue, len(mounts))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		parallel.Do(len(mounts), 0, minBDIReadsPerWorker, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				values[i] = readReadAheadKB(root, mounts[i].Device)
+			}
+		})
+	}()
+	return func() []readAheadValue {
+		<-done
+		return values
+	}
+}
+
 // completeMounts adds to the mounts of ParseMountInfo what mountinfo does not tell: the
 // server address from nfsfs volumes when there is no addr=, the client group from the
-// client nfsfs says the superblock uses, read-ahead from sysfs, the
+// client nfsfs says the superblock uses, read-ahead (startReadAheads, by index), the
 // mountstats entry (by device, see statsByDevice) and the options the user asked for.
-func completeMounts(root hostfs.Root, mounts []Mount, stats map[string]mountStatsEntry,
+func completeMounts(mounts []Mount, readAheads []readAheadValue, stats map[string]mountStatsEntry,
 	volumes []NFSVolume, req requested, warn func(...string)) []Mount {
 	vols := map[string]NFSVolume{}
 	for _, v := range volumes {
 		vols[v.Device] = v
 	}
-	// Read-ahead is a sysfs file per superblock: read on every CPU, a node's thousands of
-	// open and read calls are a good part of a read.
-	readAheads := make([]readAheadValue, len(mounts))
-	parallel.Do(len(mounts), 0, minBDIReadsPerWorker, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			readAheads[i] = readReadAheadKB(root, mounts[i].Device)
-		}
-	})
 	for i := range mounts {
 		m := &mounts[i]
 		dev := m.Device
@@ -229,7 +244,7 @@ func completeMounts(root hostfs.Root, mounts []Mount, stats map[string]mountStat
 	return mounts
 }
 
-// minBDIReadsPerWorker is the fewest read_ahead_kb files a worker of completeMounts reads.
+// minBDIReadsPerWorker is the fewest read_ahead_kb files a worker of startReadAheads reads.
 const minBDIReadsPerWorker = 128
 
 // readAheadValue is a superblock's read_ahead_kb: nil kb for a device with no valid name
