@@ -373,7 +373,8 @@ func shorten(s string, n int) string {
 
 // readStripped reads a mountstats file and cuts it into its entries as splitMountStats
 // does, without the rows after each "per-op statistics" line (up to the blank line that
-// ends the entry), keeping the header so that procfs still sees a complete entry. Reading
+// ends the entry) and the header lines Read does not use (unusedHeader), keeping the rest
+// of the header so that procfs still sees a complete entry. Reading
 // line by line keeps only the short result in memory. Finished entries are packed into
 // blocks of stripBlock bytes: one buffer grown to the whole result would be copied at
 // every growth into freshly faulted pages, which on a node with thousands of mounts cost
@@ -420,6 +421,8 @@ func readStripped(r io.Reader, limit int64) ([]statsChunk, error) {
 			inOps = false
 		case string(bytes.TrimSpace(line)) == "per-op statistics":
 			inOps = true
+		default:
+			keep = !unusedHeader[string(firstField(line))]
 		}
 		if keep && string(firstField(line)) == "device" {
 			finish()
@@ -437,6 +440,11 @@ func readStripped(r io.Reader, limit int64) ([]statsChunk, error) {
 		}
 	}
 }
+
+// unusedHeader are the lines of an entry's header that Read has no use for: procfs skips
+// all but opts:, and Read takes a mount's options from mountinfo. opts: is the longest
+// line of an entry, and procfs makes a map of it.
+var unusedHeader = map[string]bool{"opts:": true, "impl_id:": true, "caps:": true, "nfsv4:": true, "sec:": true, "RPC": true}
 
 // stripBlock is the size of the blocks readStripped packs entries into.
 const stripBlock = 1 << 20

@@ -242,10 +242,12 @@ func TestReadStripped(t *testing.T) {
 		got.Write(c.text)
 	}
 	if len(chunks) != 3 || strings.Contains(got.String(), "READ:") || strings.Contains(got.String(), "before") ||
+		strings.Contains(got.String(), "opts:") || !strings.Contains(got.String(), "xprt:") ||
 		strings.Count(got.String(), "per-op statistics") != 2 || string(chunks[1].text) != "device proc mounted on /proc with fstype proc\n" {
 		t.Errorf("%d entries, stripped:\n%s", len(chunks), got.String())
 	}
-	// The entries' statistics are the whole file's but for the per-op rows.
+	// The entries' statistics are the whole file's but for the per-op rows; their options
+	// are mountinfo's business.
 	entries, warnings := parseStatsChunks(chunks)
 	whole, _ := parseMountStats([]byte(in))
 	if len(warnings) != 0 || len(entries) != len(whole) {
