@@ -156,6 +156,49 @@ func StartReaders(t *testing.T, cgroupDir, script string) (stop func()) {
 	return stop
 }
 
+// DescribeProcs lists the processes of the cgroup at dir, one line each: pid, state and
+// command (/proc/<pid>/stat), and where the kernel has it wait (/proc/<pid>/wchan), then
+// the cgroup's memory; for a test to say why a workload in it did not finish.
+func DescribeProcs(dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return fmt.Sprintf("(reading %s: %v)", dir, err)
+	}
+	var out strings.Builder
+	for _, f := range bytes.Fields(b) {
+		pid := string(f)
+		stat, _ := os.ReadFile("/proc/" + pid + "/stat")
+		wchan, _ := os.ReadFile("/proc/" + pid + "/wchan")
+		// stat: pid (comm) state ...; comm may hold blanks, so cut at the last ')'.
+		comm, state := "?", "?"
+		if i, j := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')'); i >= 0 && j > i {
+			comm = string(stat[i+1 : j])
+			if rest := bytes.Fields(stat[j+1:]); len(rest) > 0 {
+				state = string(rest[0])
+			}
+		}
+		fmt.Fprintf(&out, "%s %s %s wchan=%s\n", pid, state, comm, wchan)
+	}
+	if out.Len() == 0 {
+		out.WriteString("(no process)\n")
+	}
+	// Its memory: what the limit leaves the page cache once the programs' own pages are in.
+	current, _ := os.ReadFile(filepath.Join(dir, "memory.current"))
+	limit, _ := os.ReadFile(filepath.Join(dir, "memory.max"))
+	fmt.Fprintf(&out, "memory.current %s memory.max %s", bytes.TrimSpace(current), bytes.TrimSpace(limit))
+	if stat, err := os.ReadFile(filepath.Join(dir, "memory.stat")); err == nil {
+		for line := range strings.SplitSeq(string(stat), "\n") {
+			if k, _, _ := strings.Cut(line, " "); k == "anon" || k == "file" || k == "shmem" || k == "workingset_refault_file" || k == "pgmajfault" {
+				out.WriteString(" " + line)
+			}
+		}
+	}
+	if events, err := os.ReadFile(filepath.Join(dir, "memory.events")); err == nil {
+		out.WriteString("; memory.events " + strings.Join(strings.Fields(string(events)), " "))
+	}
+	return out.String()
+}
+
 // killCgroup sends SIGKILL to every process of the cgroup at dir until none is left, or
 // until limit has passed; it returns the processes left.
 func killCgroup(dir string, limit time.Duration) []int {

@@ -312,9 +312,10 @@ func envDuration(t *testing.T, name string, def time.Duration) time.Duration {
 // cgroup, time based: ramp, then window, and returns the function that waits for its end
 // and returns the bytes it read in the window, by its own count (its JSON output).
 func fioCounted(t *testing.T, cgroup, args string, ramp, window time.Duration) func() uint64 {
-	out := filepath.Join(t.TempDir(), "fio.json")
-	stop := labtest.StartReaders(t, cgroup, fmt.Sprintf("exec fio %s --time_based --ramp_time=%ds --runtime=%ds --output-format=json --output=%s",
-		args, int(ramp.Seconds()), int(window.Seconds()), out))
+	dir := t.TempDir()
+	out, errOut := filepath.Join(dir, "fio.json"), filepath.Join(dir, "fio.err")
+	stop := labtest.StartReaders(t, cgroup, fmt.Sprintf("exec fio %s --time_based --ramp_time=%ds --runtime=%ds --output-format=json --output=%s 2>%s",
+		args, int(ramp.Seconds()), int(window.Seconds()), out, errOut))
 	return func() uint64 {
 		defer stop()
 		for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Second) {
@@ -323,10 +324,19 @@ func fioCounted(t *testing.T, cgroup, args string, ramp, window time.Duration) f
 				return uint64(o.Jobs[0].Read.IOBytes)
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("fio wrote no result to %s within a minute of its run's end", out)
+				// What fio said and where its processes wait tell a failed job from a stuck one.
+				stderr, _ := os.ReadFile(errOut)
+				t.Fatalf("fio wrote no result to %s within a minute of its run's end (%d bytes there); its stderr:\n%s\nthe cgroup's processes:\n%s",
+					out, len(b), tailLines(string(stderr), 20), labtest.DescribeProcs(cgroup))
 			}
 		}
 	}
+}
+
+// tailLines returns the last n lines of s.
+func tailLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // How a run is measured: a fixed value's window starts after the warm-up, an arm's after
