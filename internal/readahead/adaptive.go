@@ -108,6 +108,9 @@ const (
 	HoldBaseline Reason = "baseline"
 	HoldJudging  Reason = "judging"
 	HoldNoOpens  Reason = "no_opens"
+	// HoldThrashing: a pod that uses the mount thrashes its page cache, and a larger
+	// window would take it more of the pages it is about to use.
+	HoldThrashing Reason = "thrashing"
 )
 
 // Directions of a change: label values of nfstune_agent_readahead_adaptive_changes_total.
@@ -440,6 +443,8 @@ func (c *Controller) judgeTable(f stepFacts) (Step, bool) {
 //	over-read above ShrinkOverRead                   halve, not below the floor (else hold: learned_limit);
 //	                                                 the floor is MappedFloorKB while a pod thrashes
 //	not streaming                                    hold (steady)
+//	streaming, over-read <= GrowOverRead, below the ceiling, a pod thrashes
+//	                                                 hold (thrashing)
 //	streaming, over-read <= GrowOverRead, below the ceiling, no file opened
 //	                                                 hold (no_opens)
 //	the same, right after a rise kept on two intervals  hold (baseline)
@@ -493,6 +498,11 @@ func (c *Controller) stepTable(f stepFacts) Step {
 		return decide(ReasonOverRead, "%s: over-read above %.1f", f.figures, ShrinkOverRead)
 	case !e.Streaming():
 		return decide(HoldSteady, "%s: not streaming (the average READ is under %.0f %% of what read-ahead makes)", f.figures, 100*StreamingREADs)
+	case grow && e.Thrashing:
+		// A thrashing pod loses what it read before it uses it; a larger window brings in
+		// more at each read, and takes more from it and from the other readers of the
+		// superblock (a mapped reader whose faults have not shown yet among them).
+		return decide(HoldThrashing, "%s: streaming, but a pod that uses the mount thrashes its page cache: a larger window would evict more of what it is about to read", f.figures)
 	case grow && e.noOpens():
 		return decide(HoldNoOpens, "%s: streaming, but no file was opened in the interval: a larger window would reach none of the files being read", f.figures)
 	case grow && c.baseline:

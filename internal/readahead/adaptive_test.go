@@ -135,6 +135,7 @@ func TestControllerStep(t *testing.T) {
 		{"slow streaming reader: double", seqAt(1024, 16, 1.0), false, 2048, ReasonStreaming},
 		{"streaming over 15 MiB: hold", seqAt(1024, 3, 1.0), false, 1024, HoldTraffic},
 		{"streaming, no file opened: hold", noOpens(seqAt(1024, 100, 1.0)), false, 1024, HoldNoOpens},
+		{"streaming, a pod thrashing: hold", func() Evidence { e := seqAt(1024, 100, 1.0); e.Thrashing = true; return e }(), false, 1024, HoldThrashing},
 		{"wasting, no file opened: halve all the same", noOpens(seqAt(15360, 21, 3.9)), false, 7680, ReasonOverRead},
 		{"stalled: hold whatever the figures", seqAt(15360, 21, 3.9), true, 15360, HoldStalled},
 		{"stalled out of bounds: hold", Evidence{ReadAheadKB: 128}, true, 128, HoldStalled},
@@ -821,6 +822,20 @@ func TestControllerThrashingBelowRsize(t *testing.T) {
 	})
 	runScript(t, newTestController(), []scriptStep{
 		{e: seqAt(1024, 20, 2.0), kb: 1024, reason: HoldLimit},
+	})
+}
+
+// TestControllerNoRiseWhileAPodThrashes: two pods on one superblock, one streaming and one
+// reading a mapped file at random in a memory-limited cgroup. Before the mapped reader's
+// faults show, its pod already thrashes: the streaming reader's traffic does not grow the
+// window, which would take the thrashing pod more of what it is about to use. Once no pod
+// thrashes the window grows again.
+func TestControllerNoRiseWhileAPodThrashes(t *testing.T) {
+	thrashing := func(e Evidence) Evidence { e.Thrashing = true; return e }
+	runScript(t, newTestController(), []scriptStep{
+		{e: thrashing(seqAt(1024, 80, 1.0)), kb: 1024, reason: HoldThrashing},
+		{e: thrashing(seqAt(1024, 80, 1.0)), kb: 1024, reason: HoldThrashing},
+		{e: seqAt(1024, 80, 1.0), kb: 2048, reason: ReasonStreaming},
 	})
 }
 
