@@ -374,11 +374,10 @@ func shorten(s string, n int) string {
 // readStripped reads a mountstats file and cuts it into its entries as splitMountStats
 // does, without the rows after each "per-op statistics" line (up to the blank line that
 // ends the entry) and the header lines Read does not use (unusedHeader), keeping the rest
-// of the header so that procfs still sees a complete entry. Reading
-// line by line keeps only the short result in memory. Finished entries are packed into
-// blocks of stripBlock bytes: one buffer grown to the whole result would be copied at
-// every growth into freshly faulted pages, which on a node with thousands of mounts cost
-// more than reading the file.
+// of the header so that procfs still sees a complete entry. Reading line by line keeps
+// only the short result in memory. Finished entries are packed into blocks of stripBlock
+// bytes: one buffer grown to the whole result would be copied at every growth into freshly
+// faulted pages, which on a node with thousands of mounts cost more than reading the file.
 func readStripped(r io.Reader, limit int64) ([]statsChunk, error) {
 	br := bufio.NewReaderSize(io.LimitReader(r, limit+1), 64<<10)
 	var (
