@@ -56,8 +56,9 @@ type mountStatsEntry struct {
 //
 // procfs only parses files it opens itself (Proc.MountStats), so the bytes are written to
 // a private temporary proc tree (<tmp>/1/mountstats, in /dev/shm when it exists) for each
-// parse. Read uses this path only when procfs rejects the kernel file or /proc/self is
-// not a link; otherwise procfs reads /proc/<pid>/mountstats directly.
+// parse. Read uses this path for a file without its per-op rows (readStripped), when procfs
+// rejects the kernel file, or when /proc/self is not a link; otherwise procfs reads
+// /proc/<pid>/mountstats directly.
 func parseMountStats(b []byte) ([]mountStatsEntry, []string) {
 	return parseStatsChunks(splitMountStats(b))
 }

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/procfs"
+
 	"github.com/nfstune/nfstune/internal/podio"
 )
 
@@ -157,8 +159,8 @@ func StartReaders(t *testing.T, cgroupDir, script string) (stop func()) {
 }
 
 // DescribeProcs lists the processes of the cgroup at dir, one line each: pid, state and
-// command (/proc/<pid>/stat), and where the kernel has it wait (/proc/<pid>/wchan), then
-// the cgroup's memory; for a test to say why a workload in it did not finish.
+// command, and where the kernel has it wait (/proc/<pid>/stat and wchan, through procfs),
+// then the cgroup's memory; for a test to say why a workload in it did not finish.
 func DescribeProcs(dir string) string {
 	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
 	if err != nil {
@@ -166,18 +168,19 @@ func DescribeProcs(dir string) string {
 	}
 	var out strings.Builder
 	for _, f := range bytes.Fields(b) {
-		pid := string(f)
-		stat, _ := os.ReadFile("/proc/" + pid + "/stat")
-		wchan, _ := os.ReadFile("/proc/" + pid + "/wchan")
-		// stat: pid (comm) state ...; comm may hold blanks, so cut at the last ')'.
-		comm, state := "?", "?"
-		if i, j := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')'); i >= 0 && j > i {
-			comm = string(stat[i+1 : j])
-			if rest := bytes.Fields(stat[j+1:]); len(rest) > 0 {
-				state = string(rest[0])
-			}
+		pid, err := strconv.Atoi(string(f))
+		if err != nil {
+			continue
 		}
-		fmt.Fprintf(&out, "%s %s %s wchan=%s\n", pid, state, comm, wchan)
+		st := procfs.ProcStat{Comm: "?", State: "?"}
+		var wchan string
+		if p, err := procfs.NewProc(pid); err == nil {
+			if s, err := p.Stat(); err == nil {
+				st = s
+			}
+			wchan, _ = p.Wchan()
+		}
+		fmt.Fprintf(&out, "%d %s %s wchan=%s\n", pid, st.State, st.Comm, wchan)
 	}
 	if out.Len() == 0 {
 		out.WriteString("(no process)\n")
@@ -197,6 +200,21 @@ func DescribeProcs(dir string) string {
 		out.WriteString("; memory.events " + strings.Join(strings.Fields(string(events)), " "))
 	}
 	return out.String()
+}
+
+// Tail returns the last n lines of s.
+func Tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// TailFile returns the last n lines of the file at path, or the error reading it.
+func TailFile(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	return Tail(string(b), n)
 }
 
 // killCgroup sends SIGKILL to every process of the cgroup at dir until none is left, or

@@ -327,16 +327,10 @@ func fioCounted(t *testing.T, cgroup, args string, ramp, window time.Duration) f
 				// What fio said and where its processes wait tell a failed job from a stuck one.
 				stderr, _ := os.ReadFile(errOut)
 				t.Fatalf("fio wrote no result to %s within a minute of its run's end (%d bytes there); its stderr:\n%s\nthe cgroup's processes:\n%s",
-					out, len(b), tailLines(string(stderr), 20), labtest.DescribeProcs(cgroup))
+					out, len(b), labtest.Tail(string(stderr), 20), labtest.DescribeProcs(cgroup))
 			}
 		}
 	}
-}
-
-// tailLines returns the last n lines of s.
-func tailLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // How a run is measured: a fixed value's window starts after the warm-up, an arm's after

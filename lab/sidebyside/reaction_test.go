@@ -81,7 +81,7 @@ func reactionRun(t *testing.T, tr tree, n int) []time.Duration {
 		set, ok := waitAbove(dev, defaultKB, mounted.Add(reactionLimit))
 		if !ok {
 			t.Fatalf("%s: %s (%s) read_ahead_kb = %d %s after its mount, want above %d; the agent's log:\n%s",
-				tr.name, dir, dev, readAhead(dev), reactionLimit, defaultKB, tail(logPath, 40))
+				tr.name, dir, dev, readAhead(dev), reactionLimit, defaultKB, labtest.TailFile(logPath, 40))
 		}
 		reactions = append(reactions, max(0, set.Sub(mounted)))
 		mountedAt = append(mountedAt, mounted)
@@ -143,12 +143,12 @@ func startAgent(t *testing.T, bin, logPath string) (stop func()) {
 		}
 		select {
 		case err := <-done:
-			t.Fatalf("agent %s exited before it was ready: %v\n%s", bin, err, tail(logPath, 40))
+			t.Fatalf("agent %s exited before it was ready: %v\n%s", bin, err, labtest.TailFile(logPath, 40))
 		default:
 		}
 		if time.Now().After(deadline) {
 			stop()
-			t.Fatalf("agent %s not ready after 60 s:\n%s", bin, tail(logPath, 40))
+			t.Fatalf("agent %s not ready after 60 s:\n%s", bin, labtest.TailFile(logPath, 40))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -252,14 +252,4 @@ func logWindow(path string, from, to time.Time) string {
 		}
 	}
 	return b.String()
-}
-
-// tail returns the last n lines of path.
-func tail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
