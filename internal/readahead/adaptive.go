@@ -445,6 +445,9 @@ func (c *Controller) judgeTable(f stepFacts) (Step, bool) {
 //	not streaming                                    hold (steady)
 //	streaming, over-read <= GrowOverRead, below the ceiling, a pod thrashes
 //	                                                 hold (thrashing)
+//	streaming, over-read <= GrowOverRead, below the ceiling, mapped readers' faults
+//	missing the page cache (MinRandomMajorFaults major faults, with the collector)
+//	                                                 hold (mapped_reads)
 //	streaming, over-read <= GrowOverRead, below the ceiling, no file opened
 //	                                                 hold (no_opens)
 //	the same, right after a rise kept on two intervals  hold (baseline)
@@ -503,6 +506,12 @@ func (c *Controller) stepTable(f stepFacts) Step {
 		// more at each read, and takes more from it and from the other readers of the
 		// superblock (a mapped reader whose faults have not shown yet among them).
 		return decide(HoldThrashing, "%s: streaming, but a pod that uses the mount thrashes its page cache: a larger window would evict more of what it is about to read", f.figures)
+	case grow && e.mappedMisses():
+		// A window is read around each of a mapped reader's misses, and a rise is judged
+		// on read(2) bytes alone: it would cost the mapped readers before anything could
+		// tell. Their first misses come intervals before their class does (docs/agent.md).
+		return decide(HoldMapped, "%s: streaming, but mapped readers of the superblock took %d major faults: a larger window would be read around each of their misses of files opened after it, and a rise is judged on read(2) alone",
+			f.figures, e.Faults.MajorFaults)
 	case grow && e.noOpens():
 		return decide(HoldNoOpens, "%s: streaming, but no file was opened in the interval: a larger window would reach none of the files being read", f.figures)
 	case grow && c.baseline:

@@ -136,6 +136,9 @@ func TestControllerStep(t *testing.T) {
 		{"streaming over 15 MiB: hold", seqAt(1024, 3, 1.0), false, 1024, HoldTraffic},
 		{"streaming, no file opened: hold", noOpens(seqAt(1024, 100, 1.0)), false, 1024, HoldNoOpens},
 		{"streaming, a pod thrashing: hold", func() Evidence { e := seqAt(1024, 100, 1.0); e.Thrashing = true; return e }(), false, 1024, HoldThrashing},
+		// A mapped reader's first misses, before its fault READs say how it reads.
+		{"streaming, mapped readers missing the cache: hold", mappedStarting(seqAt(1024, 100, 1.0), MinRandomMajorFaults), false, 1024, HoldMapped},
+		{"streaming, mapped readers' faults found in the cache: double", mappedStarting(seqAt(1024, 100, 1.0), MinRandomMajorFaults-1), false, 2048, ReasonStreaming},
 		{"wasting, no file opened: halve all the same", noOpens(seqAt(15360, 21, 3.9)), false, 7680, ReasonOverRead},
 		{"stalled: hold whatever the figures", seqAt(15360, 21, 3.9), true, 15360, HoldStalled},
 		{"stalled out of bounds: hold", Evidence{ReadAheadKB: 128}, true, 128, HoldStalled},
@@ -791,9 +794,11 @@ func TestControllerMappedRandomShared(t *testing.T) {
 		{e: fetching(sharedAt(512, 60), 128), kb: 512, reason: HoldSettling},
 		{e: fetching(sharedAt(512, 60), 128), kb: 256, reason: ReasonMappedRandom},
 	})
-	// A few misses, as of a program started from the mount: not lowered.
+	// A few misses, as of a program started from the mount: not lowered, but no rise on
+	// them either; the next interval without misses rises.
 	runScript(t, newTestController(), []scriptStep{
-		{e: missing(fetching(sharedAt(1024, 6), 128), 10), kb: 2048, reason: ReasonStreaming},
+		{e: missing(fetching(sharedAt(1024, 6), 128), 10), kb: 1024, reason: HoldMapped},
+		{e: seqAt(1024, 100, 1.0), kb: 2048, reason: ReasonStreaming},
 	})
 	// A reader in order through mmap takes a major fault only where it starts: the
 	// streaming pod's read(2) takes the window back to the floor.
@@ -830,6 +835,24 @@ func TestControllerThrashingBelowRsize(t *testing.T) {
 // faults show, its pod already thrashes: the streaming reader's traffic does not grow the
 // window, which would take the thrashing pod more of what it is about to use. Once no pod
 // thrashes the window grows again.
+// mappedStarting is e with a mapped reader's first faults, as the collector counts them:
+// major of them missing the page cache, each fetching a page (too little to classify).
+func mappedStarting(e Evidence, major uint64) Evidence {
+	e.Faults = &FaultEvidence{ReadBytes: major * 4096, Faults: 2 * major, MajorFaults: major, FilemapFaults: major + 1}
+	return e
+}
+
+// TestControllerNoRiseWhileMappedReadersMiss: in the intervals a mapped reader starts in,
+// its faults miss the page cache before they fetch enough to be classified; the streaming
+// reader next to it on the superblock gets no rise until they stop.
+func TestControllerNoRiseWhileMappedReadersMiss(t *testing.T) {
+	runScript(t, newTestController(), []scriptStep{
+		{e: mappedStarting(seqAt(1024, 80, 1.0), 8), kb: 1024, reason: HoldMapped},
+		{e: mappedStarting(seqAt(1024, 80, 1.0), MinStepMajorFaults-1), kb: 1024, reason: HoldMapped},
+		{e: mappedStarting(seqAt(1024, 80, 1.0), 0), kb: 2048, reason: ReasonStreaming},
+	})
+}
+
 func TestControllerNoRiseWhileAPodThrashes(t *testing.T) {
 	thrashing := func(e Evidence) Evidence { e.Thrashing = true; return e }
 	runScript(t, newTestController(), []scriptStep{

@@ -274,6 +274,15 @@ func (e Evidence) mappedOver(minBytes uint64) bool {
 	return e.ServerReadBytes >= minBytes && (e.AppReadBytes == 0 || e.OverRead > MappedOverRead)
 }
 
+// mappedMisses reports whether the per-pod collector saw mapped readers of the superblock
+// fault pages in from the server in the interval: MinRandomMajorFaults or more faults that
+// found their page nowhere in the page cache, whatever their pattern. It is the first sign
+// of a mapped reader, intervals before its READ payload or its pod's refaults are enough
+// to classify it; false without the collector.
+func (e Evidence) mappedMisses() bool {
+	return e.Faults != nil && e.Faults.MajorFaults >= MinRandomMajorFaults
+}
+
 // Limiting reports whether the read-ahead window bounds the READs in flight, over enough
 // READs to tell, while read-ahead does not waste: raising a window whose pages are thrown
 // away would only throw away more. The READs must be read-ahead's (Streaming): random
