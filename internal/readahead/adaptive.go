@@ -324,6 +324,10 @@ func (c *Controller) facts(e Evidence, now time.Time, stalled bool) stepFacts {
 	}
 	f.figures = fmt.Sprintf("over-read %.2f, average READ %.0f KiB (rsize %d KiB), %.1f READs in flight, application reads %.1f MiB/s",
 		e.OverRead, e.AvgReadBytes/1024, e.RSize/1024, e.InFlight, e.AppBytesPerSecond/(1<<20))
+	if e.Faults != nil {
+		f.figures += fmt.Sprintf(", mapped readers' faults %d (%d major of %d past fault-around) starting %s of READs",
+			e.Faults.Faults, e.Faults.MajorFaults, e.Faults.FilemapFaults, mib(e.Faults.ReadBytes))
+	}
 	f.mappedRandom = e.Faults != nil && (e.Faults.Random(MinStepBytes) ||
 		(e.Faults.MissesAtRandom() && e.Faults.MajorFaults >= MinStepMajorFaults))
 	f.mappedAtWork = c.mappedLow && e.Faults != nil && e.Faults.MajorFaults >= MinRandomMajorFaults

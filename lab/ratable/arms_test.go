@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nfstune/nfstune/internal/policy"
 	"github.com/nfstune/nfstune/lab/labtest"
 )
 
@@ -63,6 +64,9 @@ func startArm(t *testing.T, bin string, a arm) string {
 	args := a.collectorArgs()
 	logPath := startAgent(t, bin, args...)
 	waitReady(t)
+	if a.podIO {
+		waitCollector(t)
+	}
 	var st struct {
 		Mode   string `json:"mode"`
 		Policy struct {
@@ -133,6 +137,35 @@ func waitReady(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// waitCollector waits, up to two minutes, for the agent's per-pod collector to load, and
+// then for one adaptive interval more, so that the readers start under an agent whose
+// controller has the collector's figures, as on a node where the agent ran before the pod.
+// Under emulation the eBPF programs take seconds to load: without the wait the readers'
+// first interval would be decided without the faults of the mapped readers among them.
+func waitCollector(t *testing.T) {
+	t.Helper()
+	start := time.Now()
+	for {
+		var st struct {
+			PodIO *struct {
+				Loaded bool   `json:"loaded"`
+				Why    string `json:"why"`
+			} `json:"podIO"`
+		}
+		getJSON(t, "/status", &st)
+		if st.PodIO != nil && st.PodIO.Loaded {
+			break
+		}
+		if time.Since(start) > 2*time.Minute {
+			t.Fatalf("the per-pod collector did not load within two minutes: %+v", st.PodIO)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	time.Sleep(policy.DefaultAdaptiveInterval)
+	t.Logf("the per-pod collector loaded %.1f s after the agent was ready; readers start one adaptive interval (%s) later",
+		time.Since(start).Seconds()-policy.DefaultAdaptiveInterval.Seconds(), policy.DefaultAdaptiveInterval)
 }
 
 // getJSON decodes the agent's answer at path into v (nil: read and drop it).
