@@ -9,6 +9,7 @@
 package ratable
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -177,7 +178,7 @@ func TestReadAheadTable(t *testing.T) {
 	// its rates are fio's own count.
 	mmapRandomIn := func(cgroup, file string) func(t *testing.T, ramp, window time.Duration) func() uint64 {
 		return func(t *testing.T, ramp, window time.Duration) func() uint64 {
-			return fioCounted(t, cgroup, "--name=mmap --rw=randread --bs=16k --ioengine=mmap --numjobs=4 --group_reporting --fadvise_hint=0 --invalidate=1 --filename="+file, ramp, window)
+			return fioCounted(t, cgroup, 4, "--name=mmap --rw=randread --bs=16k --ioengine=mmap --group_reporting --fadvise_hint=0 --invalidate=1 --filename="+file, ramp, window)
 		}
 	}
 	// f is a model load: one reader that maps a large file and copies it out in order, as
@@ -194,15 +195,17 @@ func TestReadAheadTable(t *testing.T) {
 		modelCg = labtest.MemoryCgroup(t, "nfstune-readahead-model", modelCgroupMax)
 	}
 	modelLoad := func(t *testing.T, ramp, window time.Duration) func() uint64 {
-		return fioCounted(t, modelCg, "--name=model --rw=read --bs=1M --ioengine=mmap --numjobs=1 --fadvise_hint=0 --invalidate=1 --filename="+modelFile, ramp, window)
+		return fioCounted(t, modelCg, 1, "--name=model --rw=read --bs=1M --ioengine=mmap --fadvise_hint=0 --invalidate=1 --filename="+modelFile, ramp, window)
 	}
 	// g is two pods on one superblock at once, as kubelet lays them out (pods.go): b's
 	// readers in one pod's 64 MiB cgroup, e's in another's, each through its own volume
 	// path of the same mount.
 	pods := &sharedPods{mount: m}
 	both := func(t *testing.T, ramp, window time.Duration) func() uint64 {
-		stopB := seq16In(t, pods.cgroups[0], pods.paths(files, 0))
+		// The mapped pod first: fioCounted returns once its jobs run, and the streaming
+		// pod's readers start within a second of them.
 		wait := mmapRandomIn(pods.cgroups[1], pods.paths([]string{randFile}, 1)[0])(t, ramp, window)
+		stopB := seq16In(t, pods.cgroups[0], pods.paths(files, 0))
 		return func() uint64 {
 			defer stopB()
 			return wait()
@@ -311,11 +314,25 @@ func envDuration(t *testing.T, name string, def time.Duration) time.Duration {
 // fioCounted runs fio with args (a job of reads: the name, engine, file and the rest) in the
 // cgroup, time based: ramp, then window, and returns the function that waits for its end
 // and returns the bytes it read in the window, by its own count (its JSON output).
-func fioCounted(t *testing.T, cgroup, args string, ramp, window time.Duration) func() uint64 {
+//
+// It returns once fio's jobs run: fio forks them only after it has started, and in the
+// emulated guest its own pages come from the host's root over 9p, read in again and again
+// under the cgroup's memory limit, which can take most of a minute: the readers of another
+// pod started with it would have the superblock to themselves meanwhile.
+func fioCounted(t *testing.T, cgroup string, jobs int, args string, ramp, window time.Duration) func() uint64 {
 	dir := t.TempDir()
 	out, errOut := filepath.Join(dir, "fio.json"), filepath.Join(dir, "fio.err")
-	stop := labtest.StartReaders(t, cgroup, fmt.Sprintf("exec fio %s --time_based --ramp_time=%ds --runtime=%ds --output-format=json --output=%s 2>%s",
-		args, int(ramp.Seconds()), int(window.Seconds()), out, errOut))
+	start := time.Now()
+	stop := labtest.StartReaders(t, cgroup, fmt.Sprintf("exec fio %s --numjobs=%d --time_based --ramp_time=%ds --runtime=%ds --output-format=json --output=%s 2>%s",
+		args, jobs, int(ramp.Seconds()), int(window.Seconds()), out, errOut))
+	for procs(t, cgroup) <= jobs { // fio itself and its jobs
+		if time.Since(start) > 3*time.Minute {
+			stop()
+			t.Fatalf("fio's %d jobs did not start within three minutes; the cgroup's processes:\n%s", jobs, labtest.DescribeProcs(cgroup))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("fio's %d jobs started %.1f s after fio", jobs, time.Since(start).Seconds())
 	return func() uint64 {
 		defer stop()
 		for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Second) {
@@ -331,6 +348,15 @@ func fioCounted(t *testing.T, cgroup, args string, ramp, window time.Duration) f
 			}
 		}
 	}
+}
+
+// procs is the number of processes in cgroup.
+func procs(t *testing.T, cgroup string) int {
+	b, err := os.ReadFile(filepath.Join(cgroup, "cgroup.procs"))
+	if err != nil {
+		t.Fatalf("reading the processes of %s: %v", cgroup, err)
+	}
+	return len(bytes.Fields(b))
 }
 
 // How a run is measured: a fixed value's window starts after the warm-up, an arm's after
