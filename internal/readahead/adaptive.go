@@ -59,6 +59,13 @@ const (
 	// what a rise does to the over-read of readers with memory to spare (next to nothing)
 	// and of readers under a memory limit (docs/benchmarks.md, scenario b).
 	RiseWaste = 0.04
+	// OldWindowFaultReads is how many times a cut window the READ payload per major fault
+	// may be before those faults count as reading with a window from before the cut. A major
+	// fault reads the file's window around itself (mm/filemap.c, do_sync_mmap_readahead),
+	// and a fault on the marker page one window more ahead (do_async_mmap_readahead): at
+	// most twice the window of the file, which the file took when it was opened
+	// (file_ra_state_init).
+	OldWindowFaultReads = 2
 )
 
 // Reason says why the controller changed, or held, a mount's read-ahead. The reasons of
@@ -358,6 +365,12 @@ func (c *Controller) facts(e Evidence, now time.Time, stalled bool) stepFacts {
 //	a rise, helped on its first interval, over-read up by RiseWaste or more
 //	                                            hold (judging), judged on both intervals
 //	a rise, no change, over-read up by RiseWaste or more  undo (no_gain)
+//	a cut for mapped readers, their faults no longer missing the cache
+//	                                            keep it; go on to stepTable
+//	a cut for mapped readers, their faults reading over OldWindowFaultReads times the new window
+//	                                            hold (no_opens), still waiting
+//	a cut for mapped readers, their faults served per second down by RateChange
+//	                                            undo (hurt), a floor at the old value
 //	a probe kept                                a ceiling at it; go on to stepTable
 //	a rise helped                               forget the ceilings' count; go on to stepTable
 //	anything else                               keep it; go on to stepTable
@@ -397,7 +410,18 @@ func (c *Controller) judgeTable(f stepFacts) (Step, bool) {
 	c.pending = nil
 	rise, probe := p.step.Reason == ReasonStreaming, p.step.Reason == ReasonProbe
 	if p.step.Reason == ReasonMappedRandom {
-		// Judged by what the mapped readers get done: their faults served per second.
+		// Judged by what the mapped readers get done (their faults served per second), and
+		// only on faults that read with the new window: a mapped file keeps the window it
+		// was opened with, and NFSv4 counts no opens to tell by.
+		switch fe := f.after.Faults; {
+		case fe == nil || fe.MajorFaults < MinRandomMajorFaults:
+			s.Verdict, s.VerdictWhy = TooLittleTraffic, "the mapped readers' faults stopped missing the page cache"
+			return s, false // kept: nothing to judge it on
+		case fe.readPerMajorKB() > OldWindowFaultReads*float64(p.step.ToKB):
+			c.pending = p
+			return hold(HoldNoOpens, "the mapped readers' faults still read %.0f KiB each, above the %d KiB of %d -> %d KiB: their files were opened before the change, which is judged on faults at the new window",
+				fe.readPerMajorKB(), p.step.ToKB, p.step.FromKB, p.step.ToKB)
+		}
 		v, why := judgeFaults(p.before, f.after)
 		if v == Hurt {
 			c.mappedLow = p.step.FromKB < c.MinKB

@@ -718,33 +718,47 @@ func TestControllerSettled(t *testing.T) {
 // once one is, and stays there while the mount is idle; read(2) traffic then takes it back
 // to the rule's floor.
 func TestControllerMappedRandom(t *testing.T) {
-	random := func(ra int, faultsPerSecond float64) Evidence {
-		e := mappedAt(ra, 100)
-		perFault := min(ra, 15360)
-		e = faulting(e, perFault)
-		e.Faults.Faults = uint64(faultsPerSecond * e.Seconds)
+	// faultsPerSecond read faults a second, each missing the page cache and reading
+	// perFaultKiB: the window around it, less what the cache held.
+	random := func(ra int, faultsPerSecond float64, perFaultKiB int) Evidence {
+		e := faulting(mappedAt(ra, faultsPerSecond*float64(perFaultKiB)/1024), perFaultKiB)
+		e.Faults.MajorFaults, e.Faults.FilemapFaults = e.Faults.Faults, e.Faults.Faults
 		return e
 	}
 	runScript(t, newTestController(), []scriptStep{
-		{e: random(15360, 6), kb: 128, reason: ReasonMappedRandom},
-		{e: random(128, 6), kb: 128, reason: HoldSettling},
-		{e: noOpens(random(128, 6)), kb: 128, reason: HoldNoOpens},
+		{e: random(15360, 6, 15360), kb: 128, reason: ReasonMappedRandom},
+		{e: random(128, 6, 15360), kb: 128, reason: HoldSettling},
+		{e: noOpens(random(128, 6, 15360)), kb: 128, reason: HoldNoOpens},
+		// NFSv4 counts no opens, but the faults still read 15360 KiB each: the reader's
+		// file was opened before the change.
+		{e: v4(random(128, 6, 15360)), kb: 128, reason: HoldNoOpens},
 		// A new reader opened the file at 128 KiB: 25 times the faults served.
-		{e: random(128, 150), kb: 128, reason: HoldLimit},
+		{e: random(128, 150, 128), kb: 128, reason: HoldLimit},
 		{e: seqAt(128, 0.5, 1.0), kb: 128, reason: HoldTraffic},
 		{e: seqAt(128, 100, 1.0), kb: 1024, reason: ReasonBounds},
 	})
 	// Hurt: fewer faults served after the change; back to where it was.
 	runScript(t, newTestController(), []scriptStep{
-		// 1.7 MiB per fault of 4096 KiB read around it: 26.7 times what is touched.
-		{e: random(4096, 60), kb: 152, reason: ReasonMappedRandom},
-		{e: random(152, 60), kb: 152, reason: HoldSettling},
-		{e: random(152, 20), kb: 4096, reason: ReasonHurt},
+		// 1709 KiB per fault of 4096 KiB read around it: 26.7 times what is touched.
+		{e: random(4096, 60, 1709), kb: 152, reason: ReasonMappedRandom},
+		{e: random(152, 60, 152), kb: 152, reason: HoldSettling},
+		{e: random(152, 20, 152), kb: 4096, reason: ReasonHurt},
 		// Not lowered again while the floor learned from the hurt holds.
-		{e: random(4096, 60), kb: 4096, reason: HoldSettling},
-		{e: random(4096, 60), kb: 4096, reason: HoldLimit},
+		{e: random(4096, 60, 1709), kb: 4096, reason: HoldSettling},
+		{e: random(4096, 60, 1709), kb: 4096, reason: HoldLimit},
+	})
+	// The mapped readers stop before the change could be judged: kept, and the value
+	// holds for them while the mount is idle.
+	runScript(t, newTestController(), []scriptStep{
+		{e: random(4096, 60, 1709), kb: 152, reason: ReasonMappedRandom},
+		{e: random(152, 60, 1709), kb: 152, reason: HoldSettling},
+		{e: v4(random(152, 60, 1709)), kb: 152, reason: HoldNoOpens},
+		{e: mappedAt(152, 0), kb: 152, reason: HoldTraffic},
 	})
 }
+
+// v4 is e on an NFSv4 mount, which counts no file opens.
+func v4(e Evidence) Evidence { e.Opens, e.OpensCounted = 0, false; return e }
 
 // sharedAt is an interval of a superblock two pods share: one reads its files in order with
 // read(2) at 100 MiB/s, the other a mapped file at random, faultsPerSecond read faults a
@@ -867,7 +881,6 @@ func TestControllerNoRiseWhileAPodThrashes(t *testing.T) {
 // reader's window grows and its rise is judged after settling, as for NFSv3 readers who
 // open files. With NFSv3's counter at zero the same intervals hold.
 func TestControllerNFSv4OpensNotCounted(t *testing.T) {
-	v4 := func(e Evidence) Evidence { e.Opens, e.OpensCounted = 0, false; return e }
 	runScript(t, newTestController(), []scriptStep{
 		{e: v4(seqAt(1024, 50, 1.0)), kb: 2048, reason: ReasonStreaming},
 		{e: v4(seqAt(2048, 90, 1.0)), kb: 2048, reason: HoldSettling},

@@ -104,6 +104,15 @@ func (f FaultEvidence) OverRead() float64 {
 	return float64(f.ReadBytes) / float64(f.Faults*FaultAroundBytes)
 }
 
+// readPerMajorKB is the READ payload the faults started per major fault, in KiB: the
+// window the faulting readers' files read around a miss; 0 without major faults.
+func (f FaultEvidence) readPerMajorKB() float64 {
+	if f.MajorFaults == 0 {
+		return 0
+	}
+	return float64(f.ReadBytes) / float64(f.MajorFaults) / 1024
+}
+
 // Random reports whether the faults read at scattered offsets through a window too large
 // for them, over at least minBytes of READ payload.
 func (f FaultEvidence) Random(minBytes uint64) bool {
