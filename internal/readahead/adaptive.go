@@ -215,8 +215,19 @@ func (c *Controller) lowest() int { return min(c.MinKB, MappedFloorKB) }
 // Settled reports whether step s holds a value the controller stays at: it cannot grow or
 // has no reason to (steady, learned_limit), with nothing waiting for a verdict. Such a
 // value is what the controller learned of the volume's readers.
+//
+// A cut for mapped readers at random waiting on faults at the new window counts too: it was
+// sized by what their faults touched, the readers whose files were opened before it cannot
+// show it, and the next superblock of the volume is where it can reach a reader from its
+// first open. A verdict against it later teaches the volume the value it goes back to.
 func (c *Controller) Settled(s Step) bool {
-	return !s.Changed() && c.pending == nil && (s.Reason == HoldSteady || s.Reason == HoldLimit)
+	if s.Changed() {
+		return false
+	}
+	if p := c.pending; p != nil && p.step.Reason != ReasonMappedRandom {
+		return false
+	}
+	return s.Reason == HoldSteady || s.Reason == HoldLimit || (c.pending != nil && s.Reason == HoldNoOpens)
 }
 
 type pendingStep struct {
@@ -368,7 +379,7 @@ func (c *Controller) facts(e Evidence, now time.Time, stalled bool) stepFacts {
 //	a cut for mapped readers, their faults no longer missing the cache
 //	                                            keep it; go on to stepTable
 //	a cut for mapped readers, their faults reading over OldWindowFaultReads times the new window
-//	                                            hold (no_opens), still waiting
+//	                                            still waiting; go on to stepTable
 //	a cut for mapped readers, their faults served per second down by RateChange
 //	                                            undo (hurt), a floor at the old value
 //	a probe kept                                a ceiling at it; go on to stepTable
@@ -418,9 +429,11 @@ func (c *Controller) judgeTable(f stepFacts) (Step, bool) {
 			s.Verdict, s.VerdictWhy = TooLittleTraffic, "the mapped readers' faults stopped missing the page cache"
 			return s, false // kept: nothing to judge it on
 		case fe.readPerMajorKB() > OldWindowFaultReads*float64(p.step.ToKB):
+			// Their files were opened before the change: still waiting for faults at the
+			// new window (no verdict, so nothing logged each interval), and the step table
+			// may lower on by what the faults touch.
 			c.pending = p
-			return hold(HoldNoOpens, "the mapped readers' faults still read %.0f KiB each, above the %d KiB of %d -> %d KiB: their files were opened before the change, which is judged on faults at the new window",
-				fe.readPerMajorKB(), p.step.ToKB, p.step.FromKB, p.step.ToKB)
+			return s, false
 		}
 		v, why := judgeFaults(p.before, f.after)
 		if v == Hurt {

@@ -710,6 +710,19 @@ func TestControllerSettled(t *testing.T) {
 	if s := run(c, seqAt(2048, 100, 1.0), now.Add(interval), false); c.Settled(s) {
 		t.Errorf("settling after a rise: %+v counts as settled", s)
 	}
+	if s := run(c, noOpens(seqAt(2048, 100, 1.0)), now.Add(2*interval), false); s.Reason != HoldNoOpens || c.Settled(s) {
+		t.Errorf("a rise waiting for files opened after it: %+v, settled %v; want no_opens, not settled", s, c.Settled(s))
+	}
+	// A cut for mapped readers at random whose files were opened before it: settled, the
+	// value the volume's next superblock starts at.
+	c = newTestController()
+	run(c, sharedAt(1024, 20), now, false)
+	run(c, sharedAt(128, 20), now.Add(interval), false)
+	stale := sharedAt(128, 20)
+	stale.Faults.ReadBytes *= 8 // each major fault still reads 1024 KiB
+	if s := run(c, stale, now.Add(2*interval), false); s.Reason != HoldLimit || !c.Settled(s) || s.ToKB != 128 || s.Verdict != "" {
+		t.Errorf("a mapped cut waiting for faults at the new window: %+v, settled %v; want 128 KiB, learned_limit, no verdict yet, settled", s, c.Settled(s))
+	}
 }
 
 // TestControllerMappedRandom: readers of a mapped file at random offsets, seen through the
@@ -731,7 +744,7 @@ func TestControllerMappedRandom(t *testing.T) {
 		{e: noOpens(random(128, 6, 15360)), kb: 128, reason: HoldNoOpens},
 		// NFSv4 counts no opens, but the faults still read 15360 KiB each: the reader's
 		// file was opened before the change.
-		{e: v4(random(128, 6, 15360)), kb: 128, reason: HoldNoOpens},
+		{e: v4(random(128, 6, 15360)), kb: 128, reason: HoldLimit},
 		// A new reader opened the file at 128 KiB: 25 times the faults served.
 		{e: random(128, 150, 128), kb: 128, reason: HoldLimit},
 		{e: seqAt(128, 0.5, 1.0), kb: 128, reason: HoldTraffic},
@@ -747,13 +760,16 @@ func TestControllerMappedRandom(t *testing.T) {
 		{e: random(4096, 60, 1709), kb: 4096, reason: HoldSettling},
 		{e: random(4096, 60, 1709), kb: 4096, reason: HoldLimit},
 	})
-	// The mapped readers stop before the change could be judged: kept, and the value
-	// holds for them while the mount is idle.
+	// Faults still at the window the readers' files were opened with: not judged, lowered
+	// on by what they touch; the readers stop before a verdict: kept, and the value holds
+	// while the mount is idle.
 	runScript(t, newTestController(), []scriptStep{
 		{e: random(4096, 60, 1709), kb: 152, reason: ReasonMappedRandom},
 		{e: random(152, 60, 1709), kb: 152, reason: HoldSettling},
-		{e: v4(random(152, 60, 1709)), kb: 152, reason: HoldNoOpens},
-		{e: mappedAt(152, 0), kb: 152, reason: HoldTraffic},
+		{e: v4(random(152, 60, 1709)), kb: 128, reason: ReasonMappedRandom},
+		{e: random(128, 60, 1709), kb: 128, reason: HoldSettling},
+		{e: random(128, 60, 1709), kb: 128, reason: HoldLimit},
+		{e: mappedAt(128, 0), kb: 128, reason: HoldTraffic},
 	})
 }
 
