@@ -865,6 +865,15 @@ func TestControllerThrashingBelowRsize(t *testing.T) {
 // faults show, its pod already thrashes: the streaming reader's traffic does not grow the
 // window, which would take the thrashing pod more of what it is about to use. Once no pod
 // thrashes the window grows again.
+func TestControllerNoRiseWhileAPodThrashes(t *testing.T) {
+	thrashing := func(e Evidence) Evidence { e.Thrashing = true; return e }
+	runScript(t, newTestController(), []scriptStep{
+		{e: thrashing(seqAt(1024, 80, 1.0)), kb: 1024, reason: HoldThrashing},
+		{e: thrashing(seqAt(1024, 80, 1.0)), kb: 1024, reason: HoldThrashing},
+		{e: seqAt(1024, 80, 1.0), kb: 2048, reason: ReasonStreaming},
+	})
+}
+
 // mappedStarting is e with a mapped reader's first faults, as the collector counts them:
 // major of them missing the page cache, each fetching a page (too little to classify).
 func mappedStarting(e Evidence, major uint64) Evidence {
@@ -880,15 +889,6 @@ func TestControllerNoRiseWhileMappedReadersMiss(t *testing.T) {
 		{e: mappedStarting(seqAt(1024, 80, 1.0), 8), kb: 1024, reason: HoldMapped},
 		{e: mappedStarting(seqAt(1024, 80, 1.0), MinStepMajorFaults-1), kb: 1024, reason: HoldMapped},
 		{e: mappedStarting(seqAt(1024, 80, 1.0), 0), kb: 2048, reason: ReasonStreaming},
-	})
-}
-
-func TestControllerNoRiseWhileAPodThrashes(t *testing.T) {
-	thrashing := func(e Evidence) Evidence { e.Thrashing = true; return e }
-	runScript(t, newTestController(), []scriptStep{
-		{e: thrashing(seqAt(1024, 80, 1.0)), kb: 1024, reason: HoldThrashing},
-		{e: thrashing(seqAt(1024, 80, 1.0)), kb: 1024, reason: HoldThrashing},
-		{e: seqAt(1024, 80, 1.0), kb: 2048, reason: ReasonStreaming},
 	})
 }
 
