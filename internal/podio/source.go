@@ -11,10 +11,6 @@ import (
 	"github.com/nfstune/nfstune/internal/hostfs"
 )
 
-// RetryLoad is how often Source tries the collector again while the nfs module is not
-// loaded (no NFS mount since boot): its hooks appear with it.
-const RetryLoad = time.Minute
-
 // MinRateInterval is the shortest interval over which Source computes rates: scrapes
 // closer together keep the last rates.
 const MinRateInterval = 10 * time.Second
@@ -42,22 +38,21 @@ type Rates struct {
 	ReadLatencyMean float64
 }
 
-// Source runs the collector for the agent: it loads it on first use (and again every
-// RetryLoad while the nfs module is missing), says once in the log why it cannot, sums
+// Source runs the collector for the agent: it loads it on first use (and again at each
+// read while the nfs module is missing), says once in the log why it cannot, sums
 // its counters per pod, and keeps the rates of the last interval.
 type Source struct {
 	root   hostfs.Root
 	logger *slog.Logger
 	load   func() (*Collector, error)
 
-	mu      sync.Mutex
-	col     *Collector
-	attr    *Attributor
-	err     error
-	triedAt time.Time
-	prev    map[PodKey]Counters
-	prevAt  time.Time
-	rates   map[PodKey]Rates
+	mu     sync.Mutex
+	col    *Collector
+	attr   *Attributor
+	err    error
+	prev   map[PodKey]Counters
+	prevAt time.Time
+	rates  map[PodKey]Rates
 }
 
 // NewSource returns a Source reading cgroups below root; nothing is loaded before Read.
@@ -78,11 +73,10 @@ func (s *Source) Read(now time.Time) Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.col == nil {
-		if !s.retry(now) {
+		if !s.retry() {
 			return Snapshot{Why: s.err.Error()}
 		}
 		col, err := s.load()
-		s.triedAt = now
 		if err != nil {
 			first := s.err == nil
 			s.err = err
@@ -108,16 +102,13 @@ func (s *Source) Read(now time.Time) Snapshot {
 	return Snapshot{Loaded: true, Missing: s.col.Missing, Pods: pods, Rates: s.rates, Dropped: dropped}
 }
 
-// retry says whether to try loading again: the first time, and after RetryLoad while the
-// nfs module was missing; never after a failure that waiting does not mend.
-func (s *Source) retry(now time.Time) bool {
-	switch {
-	case s.err == nil:
-		return true
-	case errors.Is(s.err, ErrNoNFS):
-		return now.Sub(s.triedAt) >= RetryLoad
-	}
-	return false
+// retry says whether to try loading again: the first time, and at each read while the nfs
+// module was missing; never after a failure that waiting does not mend. The module comes
+// with the node's first NFS mount, and the collector's hooks with it: the read after that
+// mount loads them, before the controller's first interval on it (a try without the module
+// is one stat of /sys/module/nfs).
+func (s *Source) retry() bool {
+	return s.err == nil || errors.Is(s.err, ErrNoNFS)
 }
 
 func (s *Source) observe(pods []PodIO, now time.Time) {
