@@ -88,6 +88,7 @@ func (a *Agent) Adapt(ctx context.Context, now time.Time) {
 		}
 		if st.last != nil && !e.SinceMount {
 			e.Faults = faultsBetween(st.lastFaults, faults, podio.PodKey{PodUID: allPods, Device: m.Device})
+			e.FaultsUnseen = countsFaults(io) && e.Faults == nil
 			e.Thrashing = thrashing(classes[m.Device])
 		}
 		st.last, st.lastAt, st.lastFaults = m.Stats, now, faults

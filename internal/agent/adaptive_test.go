@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +19,7 @@ import (
 	"github.com/nfstune/nfstune/internal/hostfs/hostfstest"
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/podio"
+	"github.com/nfstune/nfstune/internal/readahead"
 	"github.com/nfstune/nfstune/internal/tune"
 )
 
@@ -466,5 +469,63 @@ func TestAdaptMappedRandom(t *testing.T) {
 	}
 	if got := readAheadKB(t, root, "0:53"); got != 16384 {
 		t.Errorf("after revert: %d KiB, want the original 16384", got)
+	}
+}
+
+// TestAdaptHoldsRiseUntilFaultsSeen: with the per-pod collector on, a streaming reader's
+// window rises only on an interval the collector measured: not on the one in which it
+// loaded, nor on one it could not be read at; and an interval measured from a failed read
+// does not count every fault since the load as the interval's.
+func TestAdaptHoldsRiseUntilFaultsSeen(t *testing.T) {
+	t.Parallel()
+	tr := &traffic{age: time.Minute}
+	a, root := adaptiveAgent(t, tr, ", minKB: 1024")
+	if _, err := hostfs.SetReadAhead(root, "0:53", 1024); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	a.cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	pod := "0f3c2a4e-1b2d-4c5e-8f90-a1b2c3d4e5f6"
+	var mu sync.Mutex
+	var snap podio.Snapshot
+	a.cfg.PodIO = func(time.Time) podio.Snapshot {
+		mu.Lock()
+		defer mu.Unlock()
+		return snap
+	}
+	loading := podio.Snapshot{Why: "podio: the nfs module is not loaded"}
+	loaded := func(majorFaults uint64) podio.Snapshot {
+		return podio.Snapshot{Loaded: true, Pods: []podio.PodIO{{PodUID: pod, Device: "0:53",
+			Counters: podio.Counters{MajorFaults: majorFaults, MapFaults: majorFaults}}}}
+	}
+	now := time.Now()
+	a.Reconcile(context.Background(), TriggerStart, now)
+	for i, tt := range []struct {
+		snap       podio.Snapshot
+		wantKB     int
+		wantReason readahead.Reason
+	}{
+		{loading, 1024, ""},                             // the controller's first reading of the mount
+		{loaded(500), 1024, readahead.HoldFaultsUnseen}, // loaded during the interval
+		{loaded(500), 2048, readahead.ReasonStreaming},  // measured, no fault
+		{loaded(500), 2048, ""},                         // the rise's settling
+		{podio.Snapshot{Loaded: true, Why: "reading a map"}, 2048, readahead.HoldFaultsUnseen}, // unread
+		{loaded(501), 2048, readahead.HoldFaultsUnseen},                                        // from the failed read
+		{loaded(502), 4096, readahead.ReasonStreaming},                                         // measured: 1 major fault
+	} {
+		mu.Lock()
+		snap = tt.snap
+		mu.Unlock()
+		logs.Reset()
+		ra := readAheadKB(t, root, "0:53")
+		tr.run(5, ra, 100*float64(ra)/1024, 1.0, 0.9)
+		now = now.Add(5 * time.Second)
+		a.Adapt(context.Background(), now)
+		if got := readAheadKB(t, root, "0:53"); got != tt.wantKB {
+			t.Fatalf("interval %d: %d KiB, want %d\n%s", i, got, tt.wantKB, logs.String())
+		}
+		if tt.wantReason != "" && !strings.Contains(logs.String(), "reason="+string(tt.wantReason)) {
+			t.Fatalf("interval %d: want reason %s in the log:\n%s", i, tt.wantReason, logs.String())
+		}
 	}
 }

@@ -104,9 +104,11 @@ func (t *trafficClasses) observe(inv *inventory.Inventory, io *podio.Snapshot, n
 const allPods = "*"
 
 // cumulativeFaults are the collector's fault figures by pod and superblock, and by
-// superblock summed (PodUID allPods); nil without the collector or before it loaded.
+// superblock summed (PodUID allPods); nil without the collector, before it loaded, or when
+// it could not be read (an interval measured from an empty reading would count every fault
+// since the load).
 func cumulativeFaults(io *podio.Snapshot) map[podio.PodKey]readahead.FaultEvidence {
-	if io == nil || !io.Loaded || io.Missing[podio.PartFaults] != "" {
+	if !countsFaults(io) || io.Why != "" {
 		return nil
 	}
 	out := make(map[podio.PodKey]readahead.FaultEvidence, 2*len(io.Pods))
@@ -123,6 +125,12 @@ func cumulativeFaults(io *podio.Snapshot) map[podio.PodKey]readahead.FaultEviden
 	return out
 }
 
+// countsFaults says whether the collector is loaded with the part that counts faults,
+// whether or not this snapshot could be read (a failed read has Why set and no pods).
+func countsFaults(io *podio.Snapshot) bool {
+	return io != nil && io.Loaded && io.Missing[podio.PartFaults] == ""
+}
+
 // faultsBetween is k's fault evidence between two cumulative readings; nil when either
 // reading is missing (no collector then or now), and zero for a key new in cur (no faults
 // before). A count lower in cur (a pod's series restarted) counts as no rise.
@@ -136,11 +144,11 @@ func faultsBetween(prev, cur map[podio.PodKey]readahead.FaultEvidence, k podio.P
 }
 
 // cumulativeReads are the collector's READ and read(2) figures by pod and superblock; nil
-// without the collector, before it loaded, or without the part that counts read(2) or the
+// without the collector, before it loaded, when it could not be read, or without the part that counts read(2) or the
 // one that counts READs: a pod is classified by its own figures only when it has all of
 // them, since the READ payload without read(2)'s share would pass for reading through mmap.
 func cumulativeReads(io *podio.Snapshot) map[podio.PodKey]readahead.PodReads {
-	if io == nil || !io.Loaded || io.Missing[podio.PartFileIO] != "" || io.Missing[podio.PartRPC] != "" {
+	if io == nil || !io.Loaded || io.Why != "" || io.Missing[podio.PartFileIO] != "" || io.Missing[podio.PartRPC] != "" {
 		return nil
 	}
 	out := make(map[podio.PodKey]readahead.PodReads, len(io.Pods))

@@ -115,6 +115,9 @@ const (
 	HoldBaseline Reason = "baseline"
 	HoldJudging  Reason = "judging"
 	HoldNoOpens  Reason = "no_opens"
+	// HoldFaultsUnseen: the per-pod collector runs but has no fault figures for the
+	// interval, and a rise could read a larger window around a mapped reader's misses.
+	HoldFaultsUnseen Reason = "faults_unseen"
 	// HoldThrashing: a pod that uses the mount thrashes its page cache, and a larger
 	// window would take it more of the pages it is about to use.
 	HoldThrashing Reason = "thrashing"
@@ -489,6 +492,8 @@ func (c *Controller) judgeTable(f stepFacts) (Step, bool) {
 //	streaming, over-read <= GrowOverRead, below the ceiling, mapped readers' faults
 //	missing the page cache (MinRandomMajorFaults major faults, with the collector)
 //	                                                 hold (mapped_reads)
+//	streaming, over-read <= GrowOverRead, below the ceiling, the collector on but without
+//	fault figures for the interval                   hold (faults_unseen)
 //	streaming, over-read <= GrowOverRead, below the ceiling, no file opened
 //	                                                 hold (no_opens)
 //	the same, right after a rise kept on two intervals  hold (baseline)
@@ -553,6 +558,9 @@ func (c *Controller) stepTable(f stepFacts) Step {
 		// tell. Their first misses come intervals before their class does (docs/agent.md).
 		return decide(HoldMapped, "%s: streaming, but mapped readers of the superblock took %d major faults: a larger window would be read around each of their misses of files opened after it, and a rise is judged on read(2) alone",
 			f.figures, e.Faults.MajorFaults)
+	case grow && e.FaultsUnseen:
+		// What the row above looks for cannot be seen in this interval; the next one has it.
+		return decide(HoldFaultsUnseen, "%s: streaming, but the per-pod collector has no fault figures for this interval (it loaded, or could not be read, since it began): a rise waits for an interval that shows whether mapped readers miss", f.figures)
 	case grow && e.noOpens():
 		return decide(HoldNoOpens, "%s: streaming, but no file was opened in the interval: a larger window would reach none of the files being read", f.figures)
 	case grow && c.baseline:

@@ -139,6 +139,9 @@ func TestControllerStep(t *testing.T) {
 		// A mapped reader's first misses, before its fault READs say how it reads.
 		{"streaming, mapped readers missing the cache: hold", mappedStarting(seqAt(1024, 100, 1.0), MinRandomMajorFaults), false, 1024, HoldMapped},
 		{"streaming, mapped readers' faults found in the cache: double", mappedStarting(seqAt(1024, 100, 1.0), MinRandomMajorFaults-1), false, 2048, ReasonStreaming},
+		// The collector loaded, or could not be read, during the interval: no figures to hold on.
+		{"streaming, the collector's faults unseen: hold", func() Evidence { e := seqAt(1024, 100, 1.0); e.FaultsUnseen = true; return e }(), false, 1024, HoldFaultsUnseen},
+		{"wasting, the collector's faults unseen: halve all the same", func() Evidence { e := seqAt(15360, 21, 3.9); e.FaultsUnseen = true; return e }(), false, 7680, ReasonOverRead},
 		{"wasting, no file opened: halve all the same", noOpens(seqAt(15360, 21, 3.9)), false, 7680, ReasonOverRead},
 		{"stalled: hold whatever the figures", seqAt(15360, 21, 3.9), true, 15360, HoldStalled},
 		{"stalled out of bounds: hold", Evidence{ReadAheadKB: 128}, true, 128, HoldStalled},

@@ -168,6 +168,10 @@ type Evidence struct {
 	// Faults is what the mapped readers' page faults did, from the per-pod collector (agent
 	// --pod-io); nil without it.
 	Faults *FaultEvidence `json:"faults,omitempty"`
+	// FaultsUnseen is set when the per-pod collector runs but has no fault figures for the
+	// interval: it loaded during it, or could not be read at one of its ends. The mapped
+	// readers' first misses would be unseen then.
+	FaultsUnseen bool `json:"faults_unseen,omitempty"`
 	// Thrashing is set when a pod that uses the mount was classified Thrashing over the last
 	// interval the agent classified (Classify, from the pods' cgroup counters): its page cache
 	// keeps losing what read-ahead brings in.
@@ -238,6 +242,7 @@ func combine(a, b Evidence) Evidence {
 		ReadaheadEvents: a.ReadaheadEvents + b.ReadaheadEvents,
 		Opens:           a.Opens + b.Opens,
 		OpensCounted:    a.OpensCounted && b.OpensCounted,
+		FaultsUnseen:    a.FaultsUnseen || b.FaultsUnseen,
 	}
 	if a.Faults != nil && b.Faults != nil {
 		e.Faults = &FaultEvidence{ReadBytes: a.Faults.ReadBytes + b.Faults.ReadBytes, Faults: a.Faults.Faults + b.Faults.Faults,
