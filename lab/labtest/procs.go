@@ -162,16 +162,12 @@ func StartReaders(t *testing.T, cgroupDir, script string) (stop func()) {
 // command, and where the kernel has it wait (/proc/<pid>/stat and wchan, through procfs),
 // then the cgroup's memory; for a test to say why a workload in it did not finish.
 func DescribeProcs(dir string) string {
-	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	pids, err := CgroupPIDs(dir)
 	if err != nil {
-		return fmt.Sprintf("(reading %s: %v)", dir, err)
+		return fmt.Sprintf("(%v)", err)
 	}
 	var out strings.Builder
-	for _, f := range bytes.Fields(b) {
-		pid, err := strconv.Atoi(string(f))
-		if err != nil {
-			continue
-		}
+	for _, pid := range pids {
 		st := procfs.ProcStat{Comm: "?", State: "?"}
 		var wchan string
 		if p, err := procfs.NewProc(pid); err == nil {
@@ -202,6 +198,21 @@ func DescribeProcs(dir string) string {
 	return out.String()
 }
 
+// CgroupPIDs returns the processes of the cgroup at dir, from its cgroup.procs.
+func CgroupPIDs(dir string) ([]int, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return nil, fmt.Errorf("reading the processes of %s: %w", dir, err)
+	}
+	var pids []int
+	for _, f := range bytes.Fields(b) {
+		if pid, err := strconv.Atoi(string(f)); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
+}
+
 // Tail returns the last n lines of s.
 func Tail(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
@@ -220,18 +231,13 @@ func TailFile(path string, n int) string {
 // killCgroup sends SIGKILL to every process of the cgroup at dir until none is left, or
 // until limit has passed; it returns the processes left.
 func killCgroup(dir string, limit time.Duration) []int {
-	var pids []int
 	for deadline := time.Now().Add(limit); ; {
-		pids = pids[:0]
-		b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		pids, err := CgroupPIDs(dir)
 		if err != nil {
 			return nil
 		}
-		for _, f := range bytes.Fields(b) {
-			if pid, err := strconv.Atoi(string(f)); err == nil {
-				pids = append(pids, pid)
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 		if len(pids) == 0 || time.Now().After(deadline) {
 			return pids

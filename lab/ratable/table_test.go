@@ -9,7 +9,6 @@
 package ratable
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -352,11 +351,11 @@ func fioCounted(t *testing.T, cgroup string, jobs int, args string, ramp, window
 
 // procs is the number of processes in cgroup.
 func procs(t *testing.T, cgroup string) int {
-	b, err := os.ReadFile(filepath.Join(cgroup, "cgroup.procs"))
+	pids, err := labtest.CgroupPIDs(cgroup)
 	if err != nil {
-		t.Fatalf("reading the processes of %s: %v", cgroup, err)
+		t.Fatal(err)
 	}
-	return len(bytes.Fields(b))
+	return len(pids)
 }
 
 // How a run is measured: a fixed value's window starts after the warm-up, an arm's after
