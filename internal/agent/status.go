@@ -10,6 +10,7 @@ import (
 	"github.com/nfstune/nfstune/internal/inventory"
 	"github.com/nfstune/nfstune/internal/podio"
 	"github.com/nfstune/nfstune/internal/policy"
+	"github.com/nfstune/nfstune/internal/readahead"
 	"github.com/nfstune/nfstune/internal/status"
 	"github.com/nfstune/nfstune/internal/version"
 )
@@ -62,7 +63,28 @@ func (a *Agent) status(v *view, readErr error, now time.Time) status.Status {
 			Mounts: mounts[st.Addr], BlockedProcesses: blocked[st.Addr]})
 	}
 	s.PodIO = podTraffic(v.snap.PodIO, inv)
+	s.TrafficClasses = listedClasses(v.snap.TrafficClasses, inv)
 	return s
+}
+
+// listedClasses are the superblocks' classes as /status lists them: those whose mount or
+// one of whose pods has a class other than unknown, by device, at most MaxListed.
+func listedClasses(classes map[string]readahead.Classification, inv *inventory.Inventory) []status.TrafficClass {
+	var out []status.TrafficClass
+	for i := range inv.Mounts {
+		m := &inv.Mounts[i]
+		c, ok := classes[m.Device]
+		if !ok || (c.Class == readahead.Unknown && !slices.ContainsFunc(c.Pods, func(p readahead.PodClass) bool { return p.Class != readahead.Unknown })) {
+			continue
+		}
+		t := status.TrafficClass{Device: m.Device, MountPoint: first(m.MountPoints), Class: string(c.Class), Why: c.Why}
+		for _, p := range c.Pods {
+			t.Pods = append(t.Pods, status.PodClass{PodUID: p.UID, Class: string(p.Class), Why: p.Why})
+		}
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b status.TrafficClass) int { return cmp.Compare(a.Device, b.Device) })
+	return firstN(out, status.MaxListed)
 }
 
 // mappedReaders are, by device, the pods the collector saw read through page faults over its

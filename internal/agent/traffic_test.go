@@ -144,6 +144,19 @@ func TestTrafficClassesWithFaults(t *testing.T) {
 			t.Errorf("without the collector pod %s: %s, want unknown", p.UID, p.Class)
 		}
 	}
+	// /status lists the classes with why, and leaves out a superblock nothing could be told of.
+	inv := mappedInventory(time.Hour+30*time.Second, 1400)
+	listed := listedClasses(tc.latest(), inv)
+	if len(listed) != 1 || listed[0].Device != "0:60" || listed[0].Class != string(readahead.Mixed) || len(listed[0].Pods) != 2 ||
+		listed[0].Pods[0].Why == "" || listed[0].Pods[1].Why == "" {
+		t.Errorf("/status classes = %+v, want 0:60 mixed with both pods and their reasons", listed)
+	}
+	if mount := plain.latest()["0:60"]; mount.Class != readahead.Unknown {
+		t.Errorf("without the collector the mount: %s (%s), want unknown", mount.Class, mount.Why)
+	}
+	if listed := listedClasses(plain.latest(), inv); len(listed) != 0 {
+		t.Errorf("/status lists a superblock whose classes are all unknown: %+v", listed)
+	}
 }
 
 // TestAuditNamesSharedNeeds: the agent's audit gets its traffic classes, so that a

@@ -69,6 +69,27 @@ type Status struct {
 	Learned []Learned `json:"learned,omitempty"`
 	// PodIO is the per-pod NFS I/O collector's view (agent --pod-io); nil when it is off.
 	PodIO *PodIO `json:"podIO,omitempty"`
+	// TrafficClasses lists the first MaxListed superblocks the agent classified over its
+	// last interval with a class other than unknown, by device, each with why and its pods'
+	// own classes: what the adaptive controller and NFS006 go by.
+	TrafficClasses []TrafficClass `json:"trafficClasses,omitempty"`
+}
+
+// TrafficClass is how a superblock was read over the agent's last classified interval
+// (docs/agent.md, Read traffic classes), and how each pod that uses it read.
+type TrafficClass struct {
+	Device     string     `json:"device"`
+	MountPoint string     `json:"mountpoint,omitempty"`
+	Class      string     `json:"class"`
+	Why        string     `json:"why"`
+	Pods       []PodClass `json:"pods,omitempty"`
+}
+
+// PodClass is one pod's class on a superblock, from its own counters.
+type PodClass struct {
+	PodUID string `json:"podUID"`
+	Class  string `json:"class"`
+	Why    string `json:"why"`
 }
 
 // PodIO is what an agent's per-pod NFS I/O collector sees: whether it runs, and the pods'

@@ -117,6 +117,7 @@ func (p *sharedPods) audit(t *testing.T) func() string {
 		getJSON(t, "/audit", &doc)
 		classes := p.classes(t)
 		agentSays := p.nfs006(doc.Findings)
+		p.logClasses(t)
 		// Under the two pods' load one audit of the emulated guest has taken 50-60 s.
 		r := labtest.RunNfstuneFor(t, 3*time.Minute, "audit", "-o", "json")
 		var cli struct {
@@ -132,6 +133,30 @@ func (p *sharedPods) audit(t *testing.T) func() string {
 			agentSays, classes, cliSays)
 		return fmt.Sprintf("agent /audit: %s (%s); nfstune audit: %s", agentSays, classes, cliSays)
 	}
+}
+
+// logClasses logs why the agent classed the mount and each of its pods as it did, from
+// /status.
+func (p *sharedPods) logClasses(t *testing.T) {
+	t.Helper()
+	var st struct {
+		TrafficClasses []struct {
+			Device, Class, Why string
+			Pods               []struct{ PodUID, Class, Why string }
+		} `json:"trafficClasses"`
+	}
+	getJSON(t, "/status", &st)
+	for _, c := range st.TrafficClasses {
+		if c.Device != p.mount.Device {
+			continue
+		}
+		t.Logf("g: the agent classed the mount %s: %s", c.Class, c.Why)
+		for _, pod := range c.Pods {
+			t.Logf("g: pod %s %s: %s", pod.PodUID, pod.Class, pod.Why)
+		}
+		return
+	}
+	t.Logf("g: /status lists no class for the mount (every class unknown)")
 }
 
 // nfs006 says what findings' NFS006 on the table's mount names: both pods, one, or none.
