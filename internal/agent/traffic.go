@@ -144,9 +144,10 @@ func faultsBetween(prev, cur map[podio.PodKey]readahead.FaultEvidence, k podio.P
 }
 
 // cumulativeReads are the collector's READ and read(2) figures by pod and superblock; nil
-// without the collector, before it loaded, when it could not be read, or without the part that counts read(2) or the
-// one that counts READs: a pod is classified by its own figures only when it has all of
-// them, since the READ payload without read(2)'s share would pass for reading through mmap.
+// without the collector, before it loaded, when it could not be read, or without the part
+// that counts read(2) or the one that counts READs: a pod is classified by its own figures
+// only when it has all of them, since the READ payload without read(2)'s share would pass
+// for reading through mmap.
 func cumulativeReads(io *podio.Snapshot) map[podio.PodKey]readahead.PodReads {
 	if io == nil || !io.Loaded || io.Why != "" || io.Missing[podio.PartFileIO] != "" || io.Missing[podio.PartRPC] != "" {
 		return nil
