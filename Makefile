@@ -37,7 +37,7 @@ TAGS     := lab,helm,apiserver,release
 
 PROMTOOL ?= promtool
 
-.PHONY: all host-packages build plugin verify test bench-smoke bpf vulncheck vet scrape-test rules-test compare-nfsiostat check lab-setup lab-test lab-matrix lab-record lab-shell demo minimal-root-check clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e readahead-table k8s-e2e-long lab-matrix-long check-long release release-binaries image-index chart release-test lab-arm64 lab-tls chart-readme lab-sidebyside podio-overhead lab-curves
+.PHONY: all host-packages build plugin verify test bench-smoke bpf vulncheck vet scrape-test rules-test compare-nfsiostat check lab-setup lab-test lab-matrix lab-record lab-shell demo minimal-root-check clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e readahead-table k8s-e2e-long lab-matrix-long lab-test-long check-long release release-binaries image-index chart release-test lab-arm64 lab-tls chart-readme lab-sidebyside podio-overhead lab-curves
 
 all: build
 
@@ -134,10 +134,11 @@ check: verify
 # check-long runs what check leaves out to fit CI's budget (about an hour and a half on 2
 # cores): the stuck server's and the recovery cases on every kernel line, the recovery,
 # AppArmor, kubectl nfstune, node groups and nfsmount.conf drop-in cases on a real kubelet
-# (Linux 6.12), the read-ahead table, the agent's reaction beside an older tree, NFS over
-# TLS, and the load curves three times each. Run it before a release.
+# (Linux 6.12), the reaction to 50 mounts and the collector's mapped over-read on 6.1, the
+# read-ahead table, the agent's reaction beside an older tree, NFS over TLS, and the load
+# curves three times each. Run it before a release.
 check-long:
-	$(MAKE) lab-matrix-long k8s-e2e-long readahead-table lab-sidebyside lab-tls lab-curves
+	$(MAKE) lab-test-long lab-matrix-long k8s-e2e-long readahead-table lab-sidebyside lab-tls lab-curves
 
 # lab-sidebyside compares this tree with REACTION_BASE in one boot of the lab guest
 # (lab/sidebyside.sh, docs/benchmarks.md): the agent's reaction to 20 new NFSv3 mounts and the
@@ -260,11 +261,20 @@ lab-setup:
 # needs (a 1 MiB rsize), and the read traffic classes of pods' cgroups (their thresholds are
 # not yet measured against field workloads, so a busy guest must not gate a change on them);
 # the recovery case to lab-matrix, on 7.2 (the shutdown path), and lab-matrix-long, on 5.10
-# too (the report path of 6.1); the load curve of nconnect 1 and 4 to lab-curves (the curve
-# of a read-only tree stays here).
-LAB_TEST_SKIP ?= ^(TestReadAheadWaste|TestPodTrafficClass|TestRecovery|TestBenchCurveNConnect)$$
+# too (the report path of 6.1); both load curves to lab-curves (make check keeps the bench
+# runs of one workload and of a remount sweep); and LAB_TEST_LONG to lab-test-long.
+LAB_TEST_SKIP ?= ^(TestReadAheadWaste|TestPodTrafficClass|TestRecovery|TestBenchCurveNConnect|TestBenchCurveToolsNocto|$(LAB_TEST_LONG))$$
 lab-test: lab-setup
 	GO=$(GO) bash lab/test.sh -test.skip='$(LAB_TEST_SKIP)'
+
+# LAB_TEST_LONG are the lab tests that make check leaves to check-long, each with a shorter
+# case of its capability in lab-test: the reaction to 50 mounts at once (TestAgentNoConfigTunes20
+# and TestNewMountsTuned stay, and k8s-e2e's pods on a kubelet), and the per-pod collector's
+# over-read of mapped readers at two windows (TestAgentPodIO, TestPodIO and
+# TestAgentMappedLearnedSecondMount stay; the figure's thresholds have their unit tests).
+LAB_TEST_LONG := TestReaction50|TestPodIOMappedOverRead
+lab-test-long: lab-setup
+	GO=$(GO) bash lab/test.sh -test.run='^($(LAB_TEST_LONG))$$'
 
 # lab-curves draws the load curves of docs/benchmarks.md three times each in one boot:
 # nconnect 1 against 4 on the EDA mix, and the default against nocto,actimeo=600 on a
@@ -386,7 +396,7 @@ k8s-tools: $(KUBE_APISERVER) $(ETCD) $(KUBELET) $(KUBE_CM) $(KUBE_SCHEDULER) $(H
 # curve drawn and one run interrupted (lab/k8slab/bench_test.go), about 10 minutes.
 K8S_E2E_LONG := TestRecovery|TestAgentAppArmorProfile|TestFleet|TestInlineVolumeNFSMountConf
 K8S_E2E_SKIP ?= ^($(K8S_E2E_LONG))
-# K8S_PODS is how many pods the sequential case starts, one after another (10 unless set):
+# K8S_PODS is how many pods the sequential case starts, one after another (5 unless set):
 # under emulation each takes 20 to 50 s, more as pods accumulate on the node (K8S_PODS=20
 # for the figure in docs/kubernetes.md).
 K8S_PODS ?=

@@ -12,7 +12,7 @@
 # etcd, helm and registry binaries, NAME=PATH separated by blanks), K8S_RELEASE (the
 # directory with the image index's OCI layout, oci/, and the packaged chart), K8S_VERSION
 # (their version) and K8S_PODS (how many pods TestSequentialPods starts one after another;
-# empty for its default, 10).
+# empty for its default, 5).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)

@@ -24,7 +24,7 @@ const (
 
 // sequential is how many pods TestSequentialPods starts one after another: runMain sets it
 // from NFSTUNE_K8S_PODS (make k8s-e2e's K8S_PODS) when that is set.
-var sequential = 10
+var sequential = 5
 
 // exportNames are the exports the cases mount, in order.
 func exportNames() []string {
