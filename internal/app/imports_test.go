@@ -30,6 +30,7 @@ var outsideNames = []struct{ prefix, name string }{
 	{"k8s.io/apimachinery/", "k8s.io/apimachinery"},
 	{"k8s.io/client-go/", "client-go"},
 	{"gopkg.in/yaml.v3", "gopkg.in/yaml.v3"},
+	{"go.yaml.in/yaml/v2", "go.yaml.in/yaml/v2"},
 	{"github.com/google/go-containerregistry/", "go-containerregistry"},
 	{"github.com/google/go-cmp/", "go-cmp"},
 	{"github.com/cilium/ebpf", "cilium/ebpf"},

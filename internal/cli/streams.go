@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
-	"sigs.k8s.io/yaml"
 
 	"github.com/nfstune/nfstune/internal/printer"
 )
@@ -130,12 +129,7 @@ func writeStructured(w io.Writer, format string, v any) error {
 	case OutputJSON:
 		return printer.WriteJSON(w, v)
 	case OutputYAML:
-		b, err := yaml.Marshal(v)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(b)
-		return err
+		return printer.WriteYAML(w, v)
 	}
 	return fmt.Errorf("unsupported structured format %q", format)
 }

@@ -21,7 +21,6 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/yaml"
 
 	"github.com/nfstune/nfstune/internal/audit"
 	"github.com/nfstune/nfstune/internal/fleet"
@@ -415,12 +414,7 @@ func (g *globals) write(w io.Writer, v any, table func(io.Writer) error) error {
 	case "json":
 		return printer.WriteJSON(w, v)
 	case "yaml":
-		b, err := yaml.Marshal(v)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(b)
-		return err
+		return printer.WriteYAML(w, v)
 	}
 	return table(w)
 }
