@@ -14,7 +14,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -22,6 +21,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nfstune/nfstune/lab/labtest"
 )
 
 // The tokens of the cluster's users: the admin (system:masters) that the tests, helm and
@@ -34,37 +35,21 @@ const (
 	viewerToken  = "k8slab-viewer-token"
 )
 
-// pki is the cluster's certificate authority and the apiserver's serving certificate,
-// made here rather than with a tool: one ECDSA CA, one leaf for 127.0.0.1, the node IP and
-// the kubernetes Service's names.
+// writePKI writes the cluster's certificate authority and the apiserver's serving
+// certificate, made here rather than with a tool: one CA, one leaf for 127.0.0.1, the node
+// IP and the kubernetes Service's names; the service accounts' key, the users' tokens and
+// their kubeconfigs.
 func writePKI() error {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := labtest.NewCA("k8slab-ca")
 	if err != nil {
 		return err
 	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "k8slab-ca"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return err
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return err
-	}
-	leaf := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "kube-apiserver"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	leafDER, key, err := ca.Issue(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: "kube-apiserver"},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(nodeIP), net.ParseIP("10.96.0.1")},
 		DNSNames:    []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
-	}
-	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
+	})
 	if err != nil {
 		return err
 	}
@@ -73,8 +58,8 @@ func writePKI() error {
 		return err
 	}
 	files := map[string][]byte{
-		"ca.crt":        pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-		"apiserver.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leafDER}),
+		"ca.crt":        labtest.CertPEM(ca.DER),
+		"apiserver.crt": labtest.CertPEM(leafDER),
 		"tokens.csv": []byte(adminToken + `,admin,admin,"system:masters"` + "\n" +
 			kubeletToken + `,system:node:` + nodeName + `,kubelet,"system:nodes"` + "\n" +
 			viewerToken + ",viewer,viewer\n"),

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/nfstune/nfstune/lab/labtest"
 )
 
 // What lab/k8s-e2e.sh passes to the guest.
@@ -67,17 +69,7 @@ func (e *stepError) Error() string {
 func logPath(component string) string { return filepath.Join(stateDir, "logs", component+".log") }
 
 // tail returns the last n lines of a component's log.
-func tail(component string, n int) string {
-	b, err := os.ReadFile(logPath(component))
-	if err != nil {
-		return "(" + err.Error() + ")"
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
+func tail(component string, n int) string { return labtest.TailFile(logPath(component), n) }
 
 // process is a started component; exited is closed when it ends.
 type process struct {

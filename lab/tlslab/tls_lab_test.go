@@ -8,14 +8,10 @@ package tlslab
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
-	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -231,36 +227,15 @@ func kernelXprtSec(t *testing.T, dir string) string {
 // configuration's path.
 func writeTLSConfig(t *testing.T, dir string) string {
 	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := labtest.NewCA("nfstune lab CA")
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "nfstune lab CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srvTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		KeyUsage:    x509.KeyUsageDigitalSignature,
+	srvDER, srvKey, err := ca.Issue(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: "127.0.0.1"},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(tlsServer)}, DNSNames: []string{"localhost"},
-	}
-	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, ca, &srvKey.PublicKey, caKey)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +250,7 @@ func writeTLSConfig(t *testing.T, dir string) string {
 		}
 		return p
 	}
-	caFile := write("ca.pem", "CERTIFICATE", caDER, 0o644)
+	caFile := write("ca.pem", "CERTIFICATE", ca.DER, 0o644)
 	certFile := write("server.pem", "CERTIFICATE", srvDER, 0o644)
 	keyFile := write("server.key", "PRIVATE KEY", srvKeyDER, 0o600)
 	// tlshd releases before the x509.truststore option verify the server with the system's
