@@ -25,7 +25,7 @@ func WriteYAML(w io.Writer, v any) error {
 		return err
 	}
 	var fields map[string]json.RawMessage
-	if j[0] != '{' || json.Unmarshal(j, &fields) != nil {
+	if j[0] != '{' || json.Unmarshal(j, &fields) != nil || len(fields) == 0 {
 		return writeYAMLValue(w, j)
 	}
 	keys := make([]string, 0, len(fields))
@@ -34,9 +34,6 @@ func WriteYAML(w io.Writer, v any) error {
 	}
 	if keys, err = yamlKeyOrder(keys); err != nil {
 		return err
-	}
-	if len(keys) == 0 {
-		return writeYAMLValue(w, j)
 	}
 	for _, k := range keys {
 		if err := writeYAMLField(w, k, fields[k]); err != nil {

@@ -219,11 +219,12 @@ func Tail(s string, n int) string {
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
-// TailFile returns the last n lines of the file at path, or the error reading it.
+// TailFile returns the last n lines of the file at path, or the error reading it in
+// parentheses, so that a failure message does not pass it off as the file's text.
 func TailFile(path string, n int) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return err.Error()
+		return "(" + err.Error() + ")"
 	}
 	return Tail(string(b), n)
 }
