@@ -90,6 +90,7 @@ func (a *Agent) Adapt(ctx context.Context, now time.Time) {
 			e.Faults = faultsBetween(st.lastFaults, faults, podio.PodKey{PodUID: allPods, Device: m.Device})
 			e.FaultsUnseen = countsFaults(io) && e.Faults == nil
 			e.Thrashing = thrashing(classes[m.Device])
+			e.UnseenMajorFaults = unseenMajorFaults(classes[m.Device])
 		}
 		st.last, st.lastAt, st.lastFaults = m.Stats, now, faults
 		stalled := slices.ContainsFunc(inv.Stalled, func(s inventory.StalledServer) bool { return s.Reaches(m) })
@@ -233,6 +234,16 @@ func (a *Agent) adaptiveInterval() time.Duration {
 		return 0
 	}
 	return a.policy.AdaptiveInterval
+}
+
+// unseenMajorFaults sums the major faults the mount's pods took where nothing places them
+// (readahead.PodClass.UnseenMajorFaults).
+func unseenMajorFaults(c readahead.Classification) uint64 {
+	var n uint64
+	for _, p := range c.Pods {
+		n += p.UnseenMajorFaults
+	}
+	return n
 }
 
 // thrashing reports whether the mount's traffic, or one of its pods', was classified as a

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -469,6 +470,64 @@ func TestAdaptMappedRandom(t *testing.T) {
 	}
 	if got := readAheadKB(t, root, "0:53"); got != 16384 {
 		t.Errorf("after revert: %d KiB, want the original 16384", got)
+	}
+}
+
+// TestAdaptHoldsRiseForUnseenFaults: without the per-pod collector, a pod that mounts the
+// superblock and takes hundreds of major faults an interval (its cgroup's pgmajfault) may
+// be reading its files through mmap at random: the streaming reader's window does not rise
+// until its faults stop, and the hold says why.
+func TestAdaptHoldsRiseForUnseenFaults(t *testing.T) {
+	t.Parallel()
+	tr := &traffic{age: time.Minute}
+	a, root := adaptiveAgent(t, tr, ", minKB: 1024")
+	if _, err := hostfs.SetReadAhead(root, "0:53", 1024); err != nil {
+		t.Fatal(err)
+	}
+	read := a.cfg.Read
+	a.cfg.Read = func(ctx context.Context) (*inventory.Inventory, error) {
+		inv, err := read(ctx)
+		for i := range inv.Mounts { // the pod's volume: a bind mount of the superblock
+			if m := &inv.Mounts[i]; m.Device == "0:53" {
+				m.MountPoints = append(m.MountPoints, trafficVolPath)
+			}
+		}
+		return inv, err
+	}
+	writeCgroup(t, root, 0, 0, 0)
+	stat := root.Sys("fs", "cgroup", trafficPodDir, "memory.stat")
+	majorFaults := func(n int) {
+		text := "file 60000000\nfile_mapped 0\nworkingset_refault_file 0\npgmajfault " + strconv.Itoa(n) + "\n"
+		if err := os.WriteFile(stat, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var logs bytes.Buffer
+	a.cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	now := time.Now()
+	a.Reconcile(context.Background(), TriggerStart, now)
+	for i, tt := range []struct {
+		majorFaults int
+		wantKB      int
+		wantReason  readahead.Reason
+	}{
+		{10, 1024, ""},                         // the first reading of the mount and the pod
+		{410, 1024, readahead.HoldMapped},      // 400 major faults nothing places
+		{810, 1024, readahead.HoldMapped},      // still
+		{810, 2048, readahead.ReasonStreaming}, // none
+	} {
+		majorFaults(tt.majorFaults)
+		logs.Reset()
+		ra := readAheadKB(t, root, "0:53")
+		tr.run(10, ra, 100*float64(ra)/1024, 1.0, 0.9)
+		now = now.Add(10 * time.Second)
+		a.Adapt(context.Background(), now)
+		if got := readAheadKB(t, root, "0:53"); got != tt.wantKB {
+			t.Fatalf("interval %d: %d KiB, want %d\n%s", i, got, tt.wantKB, logs.String())
+		}
+		if tt.wantReason != "" && !strings.Contains(logs.String(), "reason="+string(tt.wantReason)) {
+			t.Fatalf("interval %d: want reason %s in the log:\n%s", i, tt.wantReason, logs.String())
+		}
 	}
 }
 

@@ -182,6 +182,44 @@ func TestAuditNamesSharedNeeds(t *testing.T) {
 	}
 }
 
+// TestAuditNamesUnseenFaults: without the per-pod collector, a pod of a streaming
+// superblock whose cgroup takes hundreds of major faults is not given the streaming class,
+// and the agent's audit names it (NFS007) with the collector as the fix.
+func TestAuditNamesUnseenFaults(t *testing.T) {
+	t.Parallel()
+	root := hostfs.Root(t.TempDir())
+	writeOtherCgroup(t, root)
+	writeCgroup(t, root, 0, 0, 0)
+	inv := streamingInventory(time.Hour+time.Minute, 1400)
+	a := auditingAgent(t, root, inv, nil)
+	a.traffic.observe(streamingInventory(time.Hour, 1000), nil, time.Now().Add(-time.Minute))
+	stat := root.Sys("fs", "cgroup", trafficPodDir, "memory.stat")
+	if err := os.WriteFile(stat, []byte("file 60000000\nfile_mapped 0\nworkingset_refault_file 0\npgmajfault 410\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v, err := a.read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	classes := a.traffic.latest()["0:60"]
+	if classes.Class != readahead.Mixed {
+		t.Errorf("the superblock: %s (%s), want mixed", classes.Class, classes.Why)
+	}
+	var found *audit.Finding
+	for i, f := range v.report.Findings {
+		if f.ID == "NFS007" {
+			found = &v.report.Findings[i]
+		}
+	}
+	if found == nil {
+		t.Fatalf("no NFS007 among %d findings; classes %+v", len(v.report.Findings), classes)
+	}
+	if !strings.Contains(found.Message, "pod "+trafficPod+" took major faults") || strings.Contains(found.Message, trafficOther) ||
+		!strings.Contains(found.Actual, "400 major faults") || !strings.Contains(found.Fix, "agent.podIO") {
+		t.Errorf("NFS007 = %q / %q / %q, want the faulting pod alone, its 400 faults and the collector", found.Message, found.Actual, found.Fix)
+	}
+}
+
 // writeOtherCgroup writes the other pod's cgroup files: no memory limit, nothing refaulted.
 func writeOtherCgroup(t *testing.T, root hostfs.Root) {
 	t.Helper()

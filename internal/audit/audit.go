@@ -133,6 +133,7 @@ func mountChecks() []mountCheck {
 		checkOverRead,       // NFS003, NFS005
 		checkWindowBound,    // NFS004
 		checkSharedNeeds,    // NFS006
+		checkUnseenFaults,   // NFS007
 		checkNConnect,       // NFS010, NFS011, NFS012
 		checkTransferSize,   // NFS020, NFS021, NFS022
 		checkSoft,           // NFS030
@@ -157,8 +158,8 @@ type Options struct {
 	// mountstats, by device (readahead.Between): NFS004 needs it. Nil leaves NFS004 out.
 	Traffic map[string]readahead.Evidence
 	// Classes is each mount's read traffic class and its pods' over such a window, by
-	// device (readahead.Classify, as the agent keeps them): NFS006 needs them. Nil leaves
-	// NFS006 out.
+	// device (readahead.Classify, as the agent keeps them): NFS006 and NFS007 need them. Nil
+	// leaves them out.
 	Classes map[string]readahead.Classification
 	// MappedReaders are, by device, the pods the agent's per-pod collector (agent
 	// --pod-io) saw read the mount through mmap over its last interval, busiest first:

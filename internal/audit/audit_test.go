@@ -338,6 +338,15 @@ var ruleTests = map[string][]ruleCase{
 		{name: "a pod not seen is not assumed", classes: podClasses(readahead.StreamingRead, readahead.Unknown)},
 		{name: "no classes"},
 	},
+	"NFS007": {
+		{name: "a pod faulting where nothing places it", classes: func() []readahead.PodClass {
+			pods := podClasses(readahead.StreamingRead, readahead.Unknown)
+			pods[1].UnseenMajorFaults = 412
+			return pods
+		}(), want: 1, severity: SeverityInfo, contains: []string{"pod b took major faults", "agent.podIO"}},
+		{name: "no unplaced faults", classes: podClasses(readahead.StreamingRead, readahead.Unknown)},
+		{name: "no classes"},
+	},
 	"NFS004": {
 		// 12 READs in flight of the 15 one window holds: 0.8.
 		{name: "window full fires", traffic: windowBound(12, 3000, 1.0), want: 1, severity: SeverityInfo,

@@ -278,6 +278,37 @@ func checkSharedNeeds(c *mountCtx) []Finding {
 	return []Finding{f}
 }
 
+// checkUnseenFaults is NFS007: pods of the superblock take major faults that nothing places
+// (readahead.PodClass.UnseenMajorFaults), the agent running without its per-pod collector.
+// They read files through mmap, or swap; whether they read this superblock's files, and at
+// random, where each fault reads the whole window around it, cannot be told from their
+// cgroups or mountstats, so the agent holds the window from rising (docs/agent.md). The
+// collector tells, and NFS006 then names a conflict where there is one.
+func checkUnseenFaults(c *mountCtx) []Finding {
+	if c.classes == nil {
+		return nil
+	}
+	var uids, actual []string
+	for _, p := range c.classes.Pods {
+		if p.UnseenMajorFaults > 0 {
+			uids = append(uids, p.UID)
+			actual = append(actual, fmt.Sprintf("pod %s: %d major faults", p.UID, p.UnseenMajorFaults))
+		}
+	}
+	if len(uids) == 0 {
+		return nil
+	}
+	f := c.finding("NFS007", SeverityInfo)
+	f.Message = fmt.Sprintf("%s took major faults over the agent's last interval that it cannot place: reads through mmap (of this superblock's files or others), or swapping; whether at random cannot be told without the per-pod collector, and the agent holds this superblock's read-ahead from rising meanwhile",
+		podList(uids))
+	f.Expected = "the pods' page faults placed by the agent's per-pod collector, or too few to matter"
+	f.Actual = strings.Join(actual, "; ") + " (their cgroups' memory.stat pgmajfault, from any file or swap)"
+	f.Fix = "turn on the agent's per-pod collector (the Helm chart's agent.podIO, nfstune agent --pod-io): it counts each pod's faults on each superblock, and the agent then lowers the window for a reader of a mapped file at random (naming a conflict with other pods in NFS006) or lets it rise for the others"
+	f.Reason = "a reader of a mapped file at random reads the whole read-ahead window around each fault that misses the page cache, so a window raised for a streaming pod of the same superblock costs it that window at every miss; its reads hide among the superblock's in mountstats, and its cgroup counts its faults on every file, not per superblock"
+	f.Source = "Linux mm/filemap.c (filemap_fault, do_sync_mmap_readahead), Documentation/admin-guide/cgroup-v2.rst (memory.stat pgmajfault); docs/agent.md"
+	return []Finding{f}
+}
+
 // podList names pods for a message: "pod a", "pods a, b".
 func podList(uids []string) string {
 	if len(uids) == 1 {

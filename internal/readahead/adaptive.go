@@ -492,6 +492,8 @@ func (c *Controller) judgeTable(f stepFacts) (Step, bool) {
 //	streaming, over-read <= GrowOverRead, below the ceiling, mapped readers' faults
 //	missing the page cache (MinRandomMajorFaults major faults, with the collector)
 //	                                                 hold (mapped_reads)
+//	streaming, over-read <= GrowOverRead, below the ceiling, pods faulting on files nothing
+//	names (UnseenMajorFaults, without the collector) hold (mapped_reads)
 //	streaming, over-read <= GrowOverRead, below the ceiling, the collector on but without
 //	fault figures for the interval                   hold (faults_unseen)
 //	streaming, over-read <= GrowOverRead, below the ceiling, no file opened
@@ -558,6 +560,12 @@ func (c *Controller) stepTable(f stepFacts) Step {
 		// tell. Their first misses come intervals before their class does (docs/agent.md).
 		return decide(HoldMapped, "%s: streaming, but mapped readers of the superblock took %d major faults: a larger window would be read around each of their misses of files opened after it, and a rise is judged on read(2) alone",
 			f.figures, e.Faults.MajorFaults)
+	case grow && e.UnseenMajorFaults > 0:
+		// The row above without the collector: a pod's major faults say it reads through
+		// mmap (or swaps), not on which files nor in what order, and what cannot be seen is
+		// not risked (docs/agent.md).
+		return decide(HoldMapped, "%s: streaming, but pods of the superblock took %d major faults that the per-pod collector does not place (their cgroups' pgmajfault): if they read its files through mmap, a larger window would be read around each of their misses of files opened after it",
+			f.figures, e.UnseenMajorFaults)
 	case grow && e.FaultsUnseen:
 		// What the row above looks for cannot be seen in this interval; the next one has it.
 		return decide(HoldFaultsUnseen, "%s: streaming, but the per-pod collector has no fault figures for this interval (it loaded, or could not be read, since it began): a rise waits for an interval that shows whether mapped readers miss", f.figures)

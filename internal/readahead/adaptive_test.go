@@ -895,6 +895,18 @@ func TestControllerNoRiseWhileMappedReadersMiss(t *testing.T) {
 	})
 }
 
+// TestControllerNoRiseWhileUnseenFaults: without the per-pod collector, a pod of the
+// superblock faulting where nothing places it (its cgroup's major faults) holds the
+// streaming reader's rise, as the collector's count of misses does; without them it rises.
+func TestControllerNoRiseWhileUnseenFaults(t *testing.T) {
+	unseen := func(e Evidence) Evidence { e.UnseenMajorFaults = 400; return e }
+	runScript(t, newTestController(), []scriptStep{
+		{e: unseen(seqAt(1024, 80, 1.0)), kb: 1024, reason: HoldMapped},
+		{e: unseen(seqAt(1024, 80, 1.0)), kb: 1024, reason: HoldMapped},
+		{e: seqAt(1024, 80, 1.0), kb: 2048, reason: ReasonStreaming},
+	})
+}
+
 // TestControllerNFSv4OpensNotCounted: NFSv4 counts no file opens in mountstats (vfsopen is
 // directory opens there), so an interval without counted opens says nothing: a streaming
 // reader's window grows and its rise is judged after settling, as for NFSv3 readers who

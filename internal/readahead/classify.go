@@ -86,6 +86,13 @@ const (
 	// lowered to what the faults touch, so a pod's class does not flip once the controller
 	// has fitted the window to it. A half lies between the two.
 	RandomMissShare = 0.5
+	// MinUnseenMajorFaults is the major faults over an interval (memory.stat pgmajfault) at
+	// which a pod without the per-pod collector's fault figures counts as reading through
+	// mmap, or swapping, on files nothing names (PodClass.UnseenMajorFaults): read(2) takes
+	// no major faults, and a pod's shell and program take a handful as they start
+	// (docs/lab-notes/2026-12-03-pod-traffic-classes.md), while a reader of a mapped file
+	// takes one at each miss of the page cache. The controller's MinStepMajorFaults.
+	MinUnseenMajorFaults = MinStepMajorFaults
 )
 
 // faultsAtRandom reports whether faults read a mapped file at random, over at least
@@ -188,6 +195,12 @@ type PodClass struct {
 	UID   string `json:"uid"`
 	Class Class  `json:"class"`
 	Why   string `json:"why"`
+	// UnseenMajorFaults is the pod's major faults over the interval (its cgroup's
+	// pgmajfault, from any file or swap) when there are MinUnseenMajorFaults or more and the
+	// per-pod collector has no fault figures to say on which files and in what order: the
+	// pod reads through mmap, or swaps, where mountstats cannot set its reads apart from the
+	// superblock's. 0 otherwise.
+	UnseenMajorFaults uint64 `json:"unseen_major_faults,omitempty"`
 }
 
 // Classify returns the class of a mount's traffic over an interval, e its evidence, and of
@@ -195,9 +208,10 @@ type PodClass struct {
 //
 // mountstats counts per superblock, not per pod, so without the per-pod collector every pod
 // of a mount shares its read(2) and mmap figures; what sets a pod apart is its own cgroup:
-// its refaults, limit events and stalls (thrashing). Those count all of a pod's files, not
-// only this mount's. With the collector's figures (PodActivity.Reads, .Faults) each pod is
-// classified by its own traffic instead.
+// its refaults, limit events and stalls (thrashing), and its major faults (reading through
+// mmap, or swapping: Unknown, with PodClass.UnseenMajorFaults). Those count all of a pod's
+// files, not only this mount's. With the collector's figures (PodActivity.Reads, .Faults)
+// each pod is classified by its own traffic instead.
 //
 // A mount without pods (a host mount) is classified from mountstats alone. A mount with
 // pods takes their class when they all agree, and is Mixed when they do not (an
@@ -214,7 +228,11 @@ func Classify(e Evidence, pods []PodActivity) Classification {
 	for _, p := range slices.SortedFunc(slices.Values(pods), func(a, b PodActivity) int { return cmp.Compare(a.UID, b.UID) }) {
 		f := mountFacts(e, &p)
 		c, why := classify(f)
-		out.Pods = append(out.Pods, PodClass{UID: p.UID, Class: c, Why: why})
+		pc := PodClass{UID: p.UID, Class: c, Why: why}
+		if f.faultsUnseen() {
+			pc.UnseenMajorFaults = f.majorFaults
+		}
+		out.Pods = append(out.Pods, pc)
 		if c != Unknown || !f.own || f.enough {
 			reading = append(reading, out.Pods[len(out.Pods)-1])
 		}
@@ -252,6 +270,7 @@ type trafficFacts struct {
 	refaultShare float64 // refaulted file bytes / server READ payload
 	limitEvents  uint64
 	memoryStall  float64
+	majorFaults  uint64 // the pod's cgroup's, from any file or swap
 
 	// faults is the pod's own page faults on the mount, else (without its own READ
 	// figures) the mount's, from the per-pod collector; nil without it.
@@ -284,11 +303,19 @@ func mountFacts(e Evidence, p *PodActivity) trafficFacts {
 	}
 	f.own = own
 	f.pod, f.podSeen = true, p.Seen
-	f.limited, f.limitEvents, f.memoryStall = p.Limited, p.LimitEvents, p.MemoryStall
+	f.limited, f.limitEvents, f.memoryStall, f.majorFaults = p.Limited, p.LimitEvents, p.MemoryStall, p.MajorFaults
 	if e.ServerReadBytes > 0 {
 		f.refaultShare = float64(p.RefaultedFileBytes) / float64(e.ServerReadBytes)
 	}
 	return f
+}
+
+// faultsUnseen reports whether the pod takes MinUnseenMajorFaults major faults or more by its
+// cgroup while the per-pod collector has neither fault figures nor READ figures of its own
+// for it (with those, the READ payload read(2) did not return is its own remainder): it
+// reads through mmap, or swaps, on files nothing names.
+func (f trafficFacts) faultsUnseen() bool {
+	return f.pod && f.podSeen && !f.own && f.faults == nil && f.majorFaults >= MinUnseenMajorFaults
 }
 
 // podEvidence is e with the pod's own READ figures r in place of the superblock's. rsize
@@ -308,7 +335,8 @@ func podEvidence(e Evidence, r PodReads) Evidence {
 // little, do the faults show reading at random plainly), can the pod be seen, is its cache
 // thrashing (which matters whatever the access pattern), then mmap before read(2), since
 // mmap reads hide in the READ payload: first what the per-pod collector saw the faults do
-// (which needs no cgroup), then what the READ figures show without it.
+// (which needs no cgroup), then what the READ figures show without it, and, where they show
+// read(2), whether the pod's cgroup says it faults on files nothing names.
 func classify(f trafficFacts) (Class, string) {
 	mapped := delta(f.serverBytes, f.appBytes)
 	whose := ""
@@ -342,6 +370,11 @@ func classify(f trafficFacts) (Class, string) {
 		// either: on a 6.1 kernel an in-order mmap reader took more major faults per byte
 		// than a random one (docs/lab-notes/2026-12-03-pod-traffic-classes.md).
 		return Unknown, fmt.Sprintf("%s read through mmap in whole windows: in order and at random look alike in mountstats and the pod's major faults", mib(mapped))
+	case f.faultsUnseen():
+		// Its READs hide among the superblock's: the streaming class would be the other
+		// pods', and a mapped reader's waste does not show under their read(2) bytes.
+		return Unknown, fmt.Sprintf("the superblock's READs are read(2)'s, but the pod took %d major faults (its cgroup's pgmajfault, from any file or swap): it reads through mmap, or swaps, and without the per-pod collector neither its share of the READs nor its order can be told",
+			f.majorFaults)
 	case f.fullREADs:
 		return StreamingRead, fmt.Sprintf("%s read(2) in READs of %.0f KiB, as large as read-ahead makes them", mib(f.appBytes), f.avgREAD/1024)
 	}

@@ -287,6 +287,47 @@ func TestClassifySharedSuperblock(t *testing.T) {
 	}
 }
 
+// TestClassifyUnseenFaults: without the per-pod collector, a pod whose cgroup takes
+// MinUnseenMajorFaults major faults or more on a superblock whose READs are read(2)'s is not
+// given the streaming class of the other pod's bytes: it reads through mmap (or swaps) where
+// nothing places it, and says how many. The collector's figures, fault or READ, place it.
+func TestClassifyUnseenFaults(t *testing.T) {
+	t.Parallel()
+	g := evidence(2048, nfsSample{1000, 1000, 1000}, nfsSample{1800, 1810, 1810})
+	b := quietPod("b")
+	faulting := func(majors uint64) PodActivity {
+		return pod("e", cgroupSample{majFaults: 100, limitMiB: 64}, cgroupSample{majFaults: 100 + majors, limitMiB: 64})
+	}
+	for _, tt := range []struct {
+		name   string
+		e      PodActivity
+		mount  Class
+		class  Class
+		unseen uint64
+	}{
+		{"e faulting, no collector", faulting(400), Mixed, Unknown, 400},
+		{"e at the threshold", faulting(MinUnseenMajorFaults), Mixed, Unknown, MinUnseenMajorFaults},
+		{"e below it: a program starting", faulting(MinUnseenMajorFaults - 1), StreamingRead, StreamingRead, 0},
+		{"the collector places e's faults", ownFaults(faulting(400), 10, 5, 5), Mixed, MappedRandom, 0},
+		{"e's own READs, no fault figures", ownReads(faulting(400), 0, 0, 0), StreamingRead, Unknown, 0},
+		{"e's cgroup unreadable", PodActivity{UID: "e"}, Mixed, Unknown, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := Classify(g, []PodActivity{b, tt.e})
+			if got.Class != tt.mount || len(got.Pods) != 2 {
+				t.Fatalf("Classify = %s (%s) over %d pods, want %s over 2", got.Class, got.Why, len(got.Pods), tt.mount)
+			}
+			if pb := got.Pods[0]; pb.Class != StreamingRead || pb.UnseenMajorFaults != 0 {
+				t.Errorf("pod b = %s with %d unseen major faults (%s), want streaming_read with none", pb.Class, pb.UnseenMajorFaults, pb.Why)
+			}
+			if pe := got.Pods[1]; pe.Class != tt.class || pe.UnseenMajorFaults != tt.unseen {
+				t.Errorf("pod e = %s with %d unseen major faults (%s), want %s with %d", pe.Class, pe.UnseenMajorFaults, pe.Why, tt.class, tt.unseen)
+			}
+		})
+	}
+}
+
 // TestClassifyIdlePods: pods whose own figures show too little traffic are left out of the
 // superblock's class, but not out of a disagreement's count; when all are, it is Unknown.
 func TestClassifyIdlePods(t *testing.T) {

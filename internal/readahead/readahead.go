@@ -176,6 +176,10 @@ type Evidence struct {
 	// interval the agent classified (Classify, from the pods' cgroup counters): its page cache
 	// keeps losing what read-ahead brings in.
 	Thrashing bool `json:"thrashing,omitempty"`
+	// UnseenMajorFaults is the major faults of the pods that use the mount whose faults
+	// nothing places (PodClass.UnseenMajorFaults), summed, over the last interval the agent
+	// classified: pods reading through mmap, or swapping, without the per-pod collector.
+	UnseenMajorFaults uint64 `json:"unseen_major_faults,omitempty"`
 
 	// OverRead is ServerReadBytes / AppReadBytes: above 1, read-ahead fetched pages that
 	// were evicted or never read; below 1, reads were served from the page cache.
