@@ -101,7 +101,7 @@ type auditFinding struct {
 // of the pods' traffic, and returns the function that, at its end, reads it again (the
 // agent classifies each pod over the time between two of its reads, at least
 // minTrafficInterval apart), the pods' classes from /metrics and `nfstune audit -o json`,
-// and says whether NFS006 names both pods in each.
+// and says which pods NFS006 and NFS007 name in each.
 //
 // NFS006 needs each pod's traffic class over an interval (audit.Options.Classes), which
 // only the agent keeps: it samples the pods' cgroup counters between its reads.
@@ -116,7 +116,7 @@ func (p *sharedPods) audit(t *testing.T) func() string {
 		}
 		getJSON(t, "/audit", &doc)
 		classes := p.classes(t)
-		agentSays := p.nfs006(doc.Findings)
+		agentSays := p.podFindings(doc.Findings)
 		p.logClasses(t)
 		// Under the two pods' load one audit of the emulated guest has taken 50-60 s.
 		r := labtest.RunNfstuneFor(t, 3*time.Minute, "audit", "-o", "json")
@@ -127,9 +127,9 @@ func (p *sharedPods) audit(t *testing.T) func() string {
 		if err := json.Unmarshal([]byte(r.Stdout), &cli); err != nil || (r.Code != 0 && r.Code != 1) {
 			cliSays = fmt.Sprintf("failed (exit %d, %v): %s", r.Code, err, r.Stderr)
 		} else {
-			cliSays = p.nfs006(cli.Findings)
+			cliSays = p.podFindings(cli.Findings)
 		}
-		t.Logf("g: the agent's /audit: %s; pods' classes (/metrics): %s; nfstune audit -o json: %s (the command keeps no pods' traffic classes, which NFS006 needs)",
+		t.Logf("g: the agent's /audit: %s; pods' classes (/metrics): %s; nfstune audit -o json: %s (the command keeps no pods' traffic classes, which NFS006 and NFS007 need)",
 			agentSays, classes, cliSays)
 		return fmt.Sprintf("agent /audit: %s (%s); nfstune audit: %s", agentSays, classes, cliSays)
 	}
@@ -159,10 +159,16 @@ func (p *sharedPods) logClasses(t *testing.T) {
 	t.Logf("g: /status lists no class for the mount (every class unknown)")
 }
 
-// nfs006 says what findings' NFS006 on the table's mount names: both pods, one, or none.
-func (p *sharedPods) nfs006(findings []auditFinding) string {
+// podFindings says what the findings about the pods of the table's mount name: NFS006 (a
+// conflict) and NFS007 (faults the agent cannot place without its per-pod collector).
+func (p *sharedPods) podFindings(findings []auditFinding) string {
+	return p.names(findings, "NFS006") + "; " + p.names(findings, "NFS007")
+}
+
+// names says which pods findings' id on the table's mount names: both, one, or none.
+func (p *sharedPods) names(findings []auditFinding, id string) string {
 	for _, f := range findings {
-		if f.ID != "NFS006" || f.Device != p.mount.Device {
+		if f.ID != id || f.Device != p.mount.Device {
 			continue
 		}
 		var named []string
@@ -173,13 +179,13 @@ func (p *sharedPods) nfs006(findings []auditFinding) string {
 		}
 		switch len(named) {
 		case 2:
-			return "NFS006 names both pods"
+			return id + " names both pods"
 		case 1:
-			return "NFS006 names pod " + named[0] + " only: " + f.Message
+			return id + " names pod " + named[0] + " only: " + f.Message
 		}
-		return "NFS006 names neither pod: " + f.Message
+		return id + " names neither pod: " + f.Message
 	}
-	return "no NFS006"
+	return "no " + id
 }
 
 // classLine matches a pod's class series in /metrics.
