@@ -502,8 +502,7 @@ func TestAdaptHoldsRiseForUnseenFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var logs bytes.Buffer
-	a.cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logs := debugLog(a)
 	now := time.Now()
 	a.Reconcile(context.Background(), TriggerStart, now)
 	for i, tt := range []struct {
@@ -517,17 +516,40 @@ func TestAdaptHoldsRiseForUnseenFaults(t *testing.T) {
 		{810, 2048, readahead.ReasonStreaming}, // none
 	} {
 		majorFaults(tt.majorFaults)
-		logs.Reset()
-		ra := readAheadKB(t, root, "0:53")
-		tr.run(10, ra, 100*float64(ra)/1024, 1.0, 0.9)
-		now = now.Add(10 * time.Second)
-		a.Adapt(context.Background(), now)
-		if got := readAheadKB(t, root, "0:53"); got != tt.wantKB {
-			t.Fatalf("interval %d: %d KiB, want %d\n%s", i, got, tt.wantKB, logs.String())
-		}
-		if tt.wantReason != "" && !strings.Contains(logs.String(), "reason="+string(tt.wantReason)) {
-			t.Fatalf("interval %d: want reason %s in the log:\n%s", i, tt.wantReason, logs.String())
-		}
+		now = adaptStreaming(t, a, tr, root, logs, now, 10*time.Second)
+		checkStep(t, i, root, logs, tt.wantKB, tt.wantReason)
+	}
+}
+
+// debugLog sends the agent's log, debug lines included, to the buffer it returns.
+func debugLog(a *Agent) *bytes.Buffer {
+	var logs bytes.Buffer
+	a.cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return &logs
+}
+
+// adaptStreaming runs d of a window-bound streaming reader on 0:53 (a window twice as large
+// reads twice as fast) and the agent's Adapt at its end, with logs emptied first; it returns
+// the interval's end.
+func adaptStreaming(t *testing.T, a *Agent, tr *traffic, root hostfs.Root, logs *bytes.Buffer, now time.Time, d time.Duration) time.Time {
+	t.Helper()
+	logs.Reset()
+	ra := readAheadKB(t, root, "0:53")
+	tr.run(d.Seconds(), ra, 100*float64(ra)/1024, 1.0, 0.9)
+	now = now.Add(d)
+	a.Adapt(context.Background(), now)
+	return now
+}
+
+// checkStep fails the test unless interval i left 0:53 at wantKB and, when wantReason is
+// set, the interval's log gives it.
+func checkStep(t *testing.T, i int, root hostfs.Root, logs *bytes.Buffer, wantKB int, wantReason readahead.Reason) {
+	t.Helper()
+	if got := readAheadKB(t, root, "0:53"); got != wantKB {
+		t.Fatalf("interval %d: %d KiB, want %d\n%s", i, got, wantKB, logs.String())
+	}
+	if wantReason != "" && !strings.Contains(logs.String(), "reason="+string(wantReason)) {
+		t.Fatalf("interval %d: want reason %s in the log:\n%s", i, wantReason, logs.String())
 	}
 }
 
@@ -542,8 +564,7 @@ func TestAdaptHoldsRiseUntilFaultsSeen(t *testing.T) {
 	if _, err := hostfs.SetReadAhead(root, "0:53", 1024); err != nil {
 		t.Fatal(err)
 	}
-	var logs bytes.Buffer
-	a.cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logs := debugLog(a)
 	pod := "0f3c2a4e-1b2d-4c5e-8f90-a1b2c3d4e5f6"
 	var mu sync.Mutex
 	var snap podio.Snapshot
@@ -575,16 +596,7 @@ func TestAdaptHoldsRiseUntilFaultsSeen(t *testing.T) {
 		mu.Lock()
 		snap = tt.snap
 		mu.Unlock()
-		logs.Reset()
-		ra := readAheadKB(t, root, "0:53")
-		tr.run(5, ra, 100*float64(ra)/1024, 1.0, 0.9)
-		now = now.Add(5 * time.Second)
-		a.Adapt(context.Background(), now)
-		if got := readAheadKB(t, root, "0:53"); got != tt.wantKB {
-			t.Fatalf("interval %d: %d KiB, want %d\n%s", i, got, tt.wantKB, logs.String())
-		}
-		if tt.wantReason != "" && !strings.Contains(logs.String(), "reason="+string(tt.wantReason)) {
-			t.Fatalf("interval %d: want reason %s in the log:\n%s", i, tt.wantReason, logs.String())
-		}
+		now = adaptStreaming(t, a, tr, root, logs, now, 5*time.Second)
+		checkStep(t, i, root, logs, tt.wantKB, tt.wantReason)
 	}
 }
