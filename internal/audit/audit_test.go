@@ -97,6 +97,7 @@ type ruleCase struct {
 	want     int
 	severity string
 	contains []string // substrings of message + fix of the first finding
+	absent   []string // substrings message + fix must not have
 	// traffic is the first mount's evidence over a window of two samples (Options.Traffic).
 	traffic *readahead.Evidence
 	// classes is the first mount's pods' traffic classes (Options.Classes).
@@ -343,7 +344,19 @@ var ruleTests = map[string][]ruleCase{
 			pods := podClasses(readahead.StreamingRead, readahead.Unknown)
 			pods[1].UnseenMajorFaults = 412
 			return pods
-		}(), want: 1, severity: SeverityInfo, contains: []string{"pod b took major faults", "agent.podIO"}},
+		}(), want: 1, severity: SeverityInfo, contains: []string{"pod b took major faults", "agent.podIO",
+			"with pod a, reading files in order", "nosharecache", "MADV_RANDOM"}},
+		{name: "faulting pods alone on the superblock", classes: func() []readahead.PodClass {
+			pods := podClasses(readahead.Unknown, readahead.Unknown, readahead.Thrashing)
+			pods[0].UnseenMajorFaults, pods[1].UnseenMajorFaults = 40, 33
+			return pods
+		}(), want: 1, severity: SeverityInfo, contains: []string{"pods a, b took major faults", "agent.podIO"},
+			absent: []string{"reading files in order", "nosharecache"}},
+		{name: "a mapped sequential reader beside the faults", classes: func() []readahead.PodClass {
+			pods := podClasses(readahead.Unknown, readahead.MappedSequential, readahead.StreamingRead)
+			pods[0].UnseenMajorFaults = 64
+			return pods
+		}(), want: 1, severity: SeverityInfo, contains: []string{"pod a took major faults", "with pods b, c, reading files in order"}},
 		{name: "no unplaced faults", classes: podClasses(readahead.StreamingRead, readahead.Unknown)},
 		{name: "no classes"},
 	},
@@ -743,6 +756,11 @@ func TestRules(t *testing.T) {
 					for _, want := range tc.contains {
 						if !strings.Contains(text, want) {
 							t.Errorf("finding lacks %q:\n%s", want, text)
+						}
+					}
+					for _, unwanted := range tc.absent {
+						if strings.Contains(text, unwanted) {
+							t.Errorf("finding has %q:\n%s", unwanted, text)
 						}
 					}
 					for _, g := range got {

@@ -282,17 +282,24 @@ func checkSharedNeeds(c *mountCtx) []Finding {
 // (readahead.PodClass.UnseenMajorFaults), the agent running without its per-pod collector.
 // They read files through mmap, or swap; whether they read this superblock's files, and at
 // random, where each fault reads the whole window around it, cannot be told from their
-// cgroups or mountstats, so the agent holds the window from rising (docs/agent.md). The
-// collector tells, and NFS006 then names a conflict where there is one.
+// cgroups or mountstats, so the agent holds the window from rising (docs/agent.md). Where
+// other pods of the superblock read files in order, the finding names them too: if the
+// faults are a random reader's of this superblock, the pods are NFS006's conflict, which the
+// collector would confirm; the fixes that exist for it are the same. It stays information,
+// since a model load beside a streaming reader faults as much and conflicts with nothing.
 func checkUnseenFaults(c *mountCtx) []Finding {
 	if c.classes == nil {
 		return nil
 	}
-	var uids, actual []string
+	var uids, inOrder, actual []string
 	for _, p := range c.classes.Pods {
-		if p.UnseenMajorFaults > 0 {
+		switch {
+		case p.UnseenMajorFaults > 0:
 			uids = append(uids, p.UID)
-			actual = append(actual, fmt.Sprintf("pod %s: %d major faults", p.UID, p.UnseenMajorFaults))
+			actual = append(actual, fmt.Sprintf("pod %s: %d major faults (its cgroup's memory.stat pgmajfault, from any file or swap)", p.UID, p.UnseenMajorFaults))
+		case p.Class == readahead.StreamingRead || p.Class == readahead.MappedSequential:
+			inOrder = append(inOrder, p.UID)
+			actual = append(actual, fmt.Sprintf("pod %s: %s", p.UID, p.Class))
 		}
 	}
 	if len(uids) == 0 {
@@ -302,10 +309,15 @@ func checkUnseenFaults(c *mountCtx) []Finding {
 	f.Message = fmt.Sprintf("%s took major faults over the agent's last interval that it cannot place: reads through mmap (of this superblock's files or others), or swapping; whether at random cannot be told without the per-pod collector, and the agent holds this superblock's read-ahead from rising meanwhile",
 		podList(uids))
 	f.Expected = "the pods' page faults placed by the agent's per-pod collector, or too few to matter"
-	f.Actual = strings.Join(actual, "; ") + " (their cgroups' memory.stat pgmajfault, from any file or swap)"
+	f.Actual = strings.Join(actual, "; ")
 	f.Fix = "turn on the agent's per-pod collector (the Helm chart's agent.podIO, nfstune agent --pod-io): it counts each pod's faults on each superblock, and the agent then lowers the window for a reader of a mapped file at random (naming a conflict with other pods in NFS006) or lets it rise for the others"
+	if len(inOrder) > 0 {
+		f.Message += fmt.Sprintf(". It shares the superblock, and its one read_ahead_kb, with %s, reading files in order: if the faults are reads of this superblock's files at random, the pods need opposite windows (NFS006's conflict, which the collector would confirm)",
+			podList(inOrder))
+		f.Fix += "; for such a conflict, give one volume a superblock of its own (nosharecache in the mount options of its PersistentVolume or StorageClass, or another export path), or have the program that reads a mapped file at random call madvise(MADV_RANDOM) on the mapping"
+	}
 	f.Reason = "a reader of a mapped file at random reads the whole read-ahead window around each fault that misses the page cache, so a window raised for a streaming pod of the same superblock costs it that window at every miss; its reads hide among the superblock's in mountstats, and its cgroup counts its faults on every file, not per superblock"
-	f.Source = "Linux mm/filemap.c (filemap_fault, do_sync_mmap_readahead), Documentation/admin-guide/cgroup-v2.rst (memory.stat pgmajfault); docs/agent.md"
+	f.Source = "Linux mm/filemap.c (filemap_fault, do_sync_mmap_readahead), fs/nfs/super.c (nfs_compare_super, nosharecache), Documentation/admin-guide/cgroup-v2.rst (memory.stat pgmajfault); docs/agent.md"
 	return []Finding{f}
 }
 
