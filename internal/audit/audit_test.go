@@ -356,7 +356,12 @@ var ruleTests = map[string][]ruleCase{
 			pods := podClasses(readahead.Unknown, readahead.MappedSequential, readahead.StreamingRead)
 			pods[0].UnseenMajorFaults = 64
 			return pods
-		}(), want: 1, severity: SeverityInfo, contains: []string{"pod a took major faults", "with pods b, c, reading files in order"}},
+		}(), want: 1, severity: SeverityInfo, contains: []string{"pod a took major faults", "It shares the superblock", "with pods b, c, reading files in order"}},
+		{name: "two faulting pods beside a streaming one", classes: func() []readahead.PodClass {
+			pods := podClasses(readahead.Unknown, readahead.StreamingRead, readahead.Unknown)
+			pods[0].UnseenMajorFaults, pods[2].UnseenMajorFaults = 64, 48
+			return pods
+		}(), want: 1, severity: SeverityInfo, contains: []string{"pods a, c took major faults", "They share the superblock", "with pod b, reading"}},
 		{name: "no unplaced faults", classes: podClasses(readahead.StreamingRead, readahead.Unknown)},
 		{name: "no classes"},
 	},

@@ -312,8 +312,12 @@ func checkUnseenFaults(c *mountCtx) []Finding {
 	f.Actual = strings.Join(actual, "; ")
 	f.Fix = "turn on the agent's per-pod collector (the Helm chart's agent.podIO, nfstune agent --pod-io): it counts each pod's faults on each superblock, and the agent then lowers the window for a reader of a mapped file at random (naming a conflict with other pods in NFS006) or lets it rise for the others"
 	if len(inOrder) > 0 {
-		f.Message += fmt.Sprintf(". It shares the superblock, and its one read_ahead_kb, with %s, reading files in order: if the faults are reads of this superblock's files at random, the pods need opposite windows (NFS006's conflict, which the collector would confirm)",
-			podList(inOrder))
+		subject := "It shares"
+		if len(uids) > 1 {
+			subject = "They share"
+		}
+		f.Message += fmt.Sprintf(". %s the superblock, and its one read_ahead_kb, with %s, reading files in order: if the faults are reads of this superblock's files at random, the pods need opposite windows (NFS006's conflict, which the collector would confirm)",
+			subject, podList(inOrder))
 		f.Fix += "; for such a conflict, give one volume a superblock of its own (nosharecache in the mount options of its PersistentVolume or StorageClass, or another export path), or have the program that reads a mapped file at random call madvise(MADV_RANDOM) on the mapping"
 	}
 	f.Reason = "a reader of a mapped file at random reads the whole read-ahead window around each fault that misses the page cache, so a window raised for a streaming pod of the same superblock costs it that window at every miss; its reads hide among the superblock's in mountstats, and its cgroup counts its faults on every file, not per superblock"
