@@ -230,6 +230,18 @@ func checkWindowBound(c *mountCtx) []Finding {
 	return []Finding{f}
 }
 
+// The fixes for pods with opposite read-ahead needs on one superblock (NFS006, NFS007).
+const (
+	fixOwnSuperblock = "add nosharecache to the mount options of its PersistentVolume (or StorageClass), or mount another export path"
+	fixMadvRandom    = "have the programs that read a mapped file at random call madvise(MADV_RANDOM) on the mapping (the kernel then reads no window around their faults)"
+)
+
+// readsInOrder reports whether a pod of class c reads files in order, which a larger window
+// serves: the side of NFS006's conflict, and of the one NFS007 cannot confirm.
+func readsInOrder(c readahead.Class) bool {
+	return c == readahead.StreamingRead || c == readahead.MappedSequential
+}
+
 // checkSharedNeeds is NFS006: pods whose read traffic needs opposite read-ahead share the
 // superblock, and with it one read_ahead_kb: one reads files in order (streaming_read, or
 // mapped_sequential: a larger window serves it), another thrashes its page cache under its
@@ -242,12 +254,12 @@ func checkSharedNeeds(c *mountCtx) []Finding {
 	}
 	var wantLarger, thrashing, mappedRandom []string
 	for _, p := range c.classes.Pods {
-		switch p.Class {
-		case readahead.StreamingRead, readahead.MappedSequential:
+		switch {
+		case readsInOrder(p.Class):
 			wantLarger = append(wantLarger, p.UID)
-		case readahead.Thrashing:
+		case p.Class == readahead.Thrashing:
 			thrashing = append(thrashing, p.UID)
-		case readahead.MappedRandom:
+		case p.Class == readahead.MappedRandom:
 			mappedRandom = append(mappedRandom, p.UID)
 		}
 	}
@@ -261,7 +273,7 @@ func checkSharedNeeds(c *mountCtx) []Finding {
 	}
 	if len(mappedRandom) > 0 {
 		smaller = append(smaller, podList(mappedRandom)+" read a mapped file at random")
-		fixes = append(fixes, "have the programs that read a mapped file at random call madvise(MADV_RANDOM) on the mapping (the kernel then reads no window around their faults)")
+		fixes = append(fixes, fixMadvRandom)
 	}
 	f := c.finding("NFS006", SeverityWarning)
 	f.Message = fmt.Sprintf("pods with opposite read-ahead needs share this superblock: %s read files in order, %s; one read_ahead_kb cannot serve both",
@@ -272,7 +284,7 @@ func checkSharedNeeds(c *mountCtx) []Finding {
 		actual = append(actual, fmt.Sprintf("pod %s: %s (%s)", p.UID, p.Class, p.Why))
 	}
 	f.Actual = strings.Join(actual, "; ") + fmt.Sprintf("; read_ahead_kb = %d", *c.m.ReadAheadKB)
-	f.Fix = "give the volume of the pods a smaller window serves a superblock of its own, whose read-ahead nfstune then sets apart: add nosharecache to the mount options of its PersistentVolume (or StorageClass), or mount another export path; or " + strings.Join(fixes, "; or ") + ". Where the cluster relabels volumes with SELinux mount options (the SELinuxMount feature), pods with different SELinux contexts get superblocks of their own already"
+	f.Fix = "give the volume of the pods a smaller window serves a superblock of its own, whose read-ahead nfstune then sets apart: " + fixOwnSuperblock + "; or " + strings.Join(fixes, "; or ") + ". Where the cluster relabels volumes with SELinux mount options (the SELinuxMount feature), pods with different SELinux contexts get superblocks of their own already"
 	f.Reason = "read_ahead_kb belongs to the superblock (its bdi), and every pod that mounts the same export from the same server with the same options shares one superblock (nfs_compare_super): a window large enough for a streaming reader fills a memory-limited pod's cache with pages it never reads and makes each fault of a random reader of a mapped file read the whole window, and one small enough for those slows the streaming reader. The classes come from the agent's per-pod cgroup counters and, for reads through mmap, its per-pod collector (docs/agent.md, traffic classes)"
 	f.Source = "Linux fs/nfs/super.c (nfs_compare_super, nosharecache), mm/readahead.c, mm/filemap.c (do_sync_mmap_readahead, VM_RAND_READ); docs/agent.md"
 	return []Finding{f}
@@ -297,7 +309,7 @@ func checkUnseenFaults(c *mountCtx) []Finding {
 		case p.UnseenMajorFaults > 0:
 			uids = append(uids, p.UID)
 			actual = append(actual, fmt.Sprintf("pod %s: %d major faults (its cgroup's memory.stat pgmajfault, from any file or swap)", p.UID, p.UnseenMajorFaults))
-		case p.Class == readahead.StreamingRead || p.Class == readahead.MappedSequential:
+		case readsInOrder(p.Class):
 			inOrder = append(inOrder, p.UID)
 			actual = append(actual, fmt.Sprintf("pod %s: %s", p.UID, p.Class))
 		}
@@ -318,7 +330,7 @@ func checkUnseenFaults(c *mountCtx) []Finding {
 		}
 		f.Message += fmt.Sprintf(". %s the superblock, and its one read_ahead_kb, with %s, reading files in order: if the faults are reads of this superblock's files at random, the pods need opposite windows (NFS006's conflict, which the collector would confirm)",
 			subject, podList(inOrder))
-		f.Fix += "; for such a conflict, give one volume a superblock of its own (nosharecache in the mount options of its PersistentVolume or StorageClass, or another export path), or have the program that reads a mapped file at random call madvise(MADV_RANDOM) on the mapping"
+		f.Fix += "; for such a conflict, give one volume a superblock of its own: " + fixOwnSuperblock + "; or " + fixMadvRandom
 	}
 	f.Reason = "a reader of a mapped file at random reads the whole read-ahead window around each fault that misses the page cache, so a window raised for a streaming pod of the same superblock costs it that window at every miss; its reads hide among the superblock's in mountstats, and its cgroup counts its faults on every file, not per superblock"
 	f.Source = "Linux mm/filemap.c (filemap_fault, do_sync_mmap_readahead), fs/nfs/super.c (nfs_compare_super, nosharecache), Documentation/admin-guide/cgroup-v2.rst (memory.stat pgmajfault); docs/agent.md"
