@@ -57,7 +57,10 @@ const (
 	// readers have: under a memory limit the loss grows as the cache fills, so a rise that
 	// reads faster on its first interval may read slower on the next. The bar sits between
 	// what a rise does to the over-read of readers with memory to spare (next to nothing)
-	// and of readers under a memory limit (docs/benchmarks.md, scenario b).
+	// and of readers under a memory limit (docs/benchmarks.md, scenario b). A rise that
+	// read slower on its first interval is undone at once only past this bar and what its
+	// larger lead fetched ahead of the readers (leadFill): before that, it is judged once
+	// more on the next interval alone.
 	RiseWaste = 0.04
 	// OldWindowFaultReads is how many times a cut window the READ payload per major fault
 	// may be before those faults count as reading with a window from before the cut. A major
@@ -309,6 +312,9 @@ type stepFacts struct {
 	verdict Verdict
 	why     string
 	waste   float64 // over-read after it, less before it
+	// leadFill is the over-read a rise's larger lead may add on its first interval
+	// (leadFill); zero for any other step, and once the rise was judged on an interval.
+	leadFill float64
 
 	figures string // the interval's figures, for the reasons
 	step    Step   // the step so far: from and to the current value, and the verdict
@@ -342,6 +348,9 @@ func (c *Controller) facts(e Evidence, now time.Time, stalled bool) stepFacts {
 		}
 		f.verdict, f.why = Judge(p.before, f.after)
 		f.waste = f.after.OverRead - p.before.OverRead
+		if p.step.Reason == ReasonStreaming && p.first == nil && !p.resettled {
+			f.leadFill = leadFill(p.before, f.after, p.step.FromKB, p.step.ToKB)
+		}
 	}
 	f.figures = fmt.Sprintf("over-read %.2f, average READ %.0f KiB (rsize %d KiB), %.1f READs in flight, application reads %.1f MiB/s",
 		e.OverRead, e.AvgReadBytes/1024, e.RSize/1024, e.InFlight, e.AppBytesPerSecond/(1<<20))
@@ -362,6 +371,24 @@ func (c *Controller) facts(e Evidence, now time.Time, stalled bool) stepFacts {
 	return f
 }
 
+// leadFill returns the over-read a rise from fromKB to toKB may add to the interval after
+// (with before the interval before it) while no page goes unread. A sequential reader's
+// read-ahead runs up to two windows ahead of it: the window it reads in, and the next one,
+// issued when it reaches the first page of this one (mm/readahead.c, ondemand_readahead
+// sets async_size to the window's size). Each stream that opens a file after the rise so
+// fetches up to twice the difference ahead of what it has read, pages the interval counts
+// as fetched and not yet read; at the file's end its lead is read and nothing is lost. The
+// streams are counted as the READs in flight before the rise over the READs one window
+// keeps in flight (Evidence.WindowBound): a stream the window did not limit counts as less
+// than one, so the allowance errs small, and random readers' 16 KiB READs count for
+// nearly nothing.
+func leadFill(before, after Evidence, fromKB, toKB int) float64 {
+	if after.AppReadBytes == 0 || toKB <= fromKB {
+		return 0
+	}
+	return before.WindowBound * 2 * float64(toKB-fromKB) * 1024 / float64(after.AppReadBytes)
+}
+
 // judgeTable decides what the interval says of the change waiting for its verdict. It
 // returns done when that decides the step: a hold, or the change undone. Rows, in order:
 //
@@ -372,7 +399,7 @@ func (c *Controller) facts(e Evidence, now time.Time, stalled bool) stepFacts {
 //	under 7/4 of an interval since the change   hold (settling): files opened before it still read
 //	no change waiting, or another writer's value  go on to stepTable
 //	no file opened since the change             hold (no_opens), still waiting
-//	a rise, hurt on its first interval, over-read up by less than RiseWaste
+//	a rise, hurt on its first interval, over-read up by less than RiseWaste and its lead (leadFill)
 //	                                            hold (settling) once more, judged on the next alone
 //	hurt                                        undo (hurt)
 //	a probe not helped by ProbeGain             undo (no_gain)
@@ -448,10 +475,12 @@ func (c *Controller) judgeTable(f stepFacts) (Step, bool) {
 		return s, false
 	}
 	switch {
-	case f.verdict == Hurt && rise && p.first == nil && !p.resettled && f.waste < RiseWaste:
-		// Files opened before the rise may still be open: judge it on the next alone.
+	case f.verdict == Hurt && rise && p.first == nil && !p.resettled && f.waste < RiseWaste+f.leadFill:
+		// Files opened before the rise may still be open, and those opened after it were
+		// filling their larger leads: judge it on the next alone.
 		c.pending = &pendingStep{step: p.step, before: p.before, resettled: true}
-		return hold(HoldSettling, "the rise %d -> %d KiB read slower on its first interval without fetching more than was read (%s); judged on the next alone", p.step.FromKB, p.step.ToKB, f.why)
+		return hold(HoldSettling, "the rise %d -> %d KiB read slower on its first interval without fetching more than was read and its larger lead (%.2f) (%s); judged on the next alone",
+			p.step.FromKB, p.step.ToKB, f.leadFill, f.why)
 	case f.verdict == Hurt:
 		return undo(ReasonHurt, "the change %d -> %d KiB hurt: %s", p.step.FromKB, p.step.ToKB, f.why)
 	case probe && !(f.verdict == Helped && readsFaster(p.before, f.e, ProbeGain)):

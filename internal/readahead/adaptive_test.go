@@ -410,6 +410,58 @@ func TestControllerSettlesAgainAfterSlowInterval(t *testing.T) {
 	}
 }
 
+// streams gives e the READs in flight of n streams, each with one window of READs out
+// (Evidence.WindowBound n).
+func streams(e Evidence, n float64) Evidence {
+	e.ReadRTTSeconds = n * e.WindowReads * e.Seconds
+	e.derive()
+	return e
+}
+
+// TestControllerAllowsRiseItsLead: a rise's first interval counts the larger lead that the
+// files opened after it fetch ahead of their readers (leadFill). Sixteen readers in 64 MiB,
+// 14 streams with their window in flight: 2048 -> 4096 KiB read 110.7 -> 74.9 MiB/s with
+// over-read 0.99 -> 1.05, within the 0.15 their leads can add, and the rise is judged once
+// more on the next interval alone: kept when that reads as fast, undone when it reads slower
+// again. Over-read up by 0.26, past RiseWaste and the lead, undoes it at once.
+func TestControllerAllowsRiseItsLead(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		overRead float64   // the first interval after settling, at 74.9 MiB/s
+		next     []float64 // the rates of the intervals after it
+		want     Reason
+		wantKB   int
+	}{
+		{"its lead, then as fast", 1.05, []float64{104}, ReasonStreaming, 8192},
+		{"its lead, then slower again", 1.05, []float64{80}, ReasonHurt, 2048},
+		{"past its lead", 1.25, nil, ReasonHurt, 2048},
+	} {
+		c := newTestController()
+		now := time.Unix(1_700_000_000, 0)
+		run(c, seqAt(1024, 90, 1.0), now, false)
+		run(c, seqAt(2048, 90, 1.0), now.Add(interval), false)
+		s := run(c, streams(seqAt(2048, 110.7, 0.99), 14), now.Add(2*interval), false)
+		if s.ToKB != 4096 {
+			t.Fatalf("%s: %+v, want the rise to 4096 KiB", tt.name, s)
+		}
+		run(c, seqAt(4096, 90, 1.0), now.Add(3*interval), false)
+		now = now.Add(4 * interval)
+		s = run(c, streams(seqAt(4096, 74.9, tt.overRead), 14), now, false)
+		if tt.next != nil {
+			if s.Changed() || s.Reason != HoldSettling || s.Verdict != "" {
+				t.Fatalf("%s: %+v, want one more interval of settling without a verdict", tt.name, s)
+			}
+			for _, r := range tt.next {
+				now = now.Add(interval)
+				s = run(c, streams(seqAt(4096, r, 1.0), 14), now, false)
+			}
+		}
+		if s.Reason != tt.want || s.ToKB != tt.wantKB {
+			t.Errorf("%s: %+v, want %s to %d KiB", tt.name, s, tt.want, tt.wantKB)
+		}
+	}
+}
+
 // noOpens is e read by files all opened before it.
 func noOpens(e Evidence) Evidence {
 	e.Opens = 0
