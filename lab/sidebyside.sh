@@ -3,7 +3,8 @@
 # (lab/sidebyside): nfstune is built from this tree and from REF (a git ref of this
 # repository, exported with git archive into a temporary directory), and the lab's
 # side-by-side tests run both binaries alternately, REF first, and report p50 and max of
-# each and their ratio.
+# each and their ratio. LAB_PACKAGES=./lab/ratable with NFSTUNE_LAB_ARMS=base,default runs
+# the read-ahead table with REF's agent as an arm beside this tree's.
 #   lab/sidebyside.sh REF [-run REGEXP] [-test.FLAG...]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,4 +26,4 @@ git -C "$repo" archive "$commit" | tar -x -C "$src"
 	CGO_ENABLED=0 GOARCH=$LAB_ARCH "$GO" build -trimpath -o "$out/nfstune" ./cmd/nfstune
 )
 NFSTUNE_LAB_BASE_BIN=/lab/${out#"$repo"/}/nfstune NFSTUNE_LAB_BASE_REF=${ref} \
-	LAB_PACKAGES=./lab/sidebyside "$here/test.sh" "$@"
+	LAB_PACKAGES=${LAB_PACKAGES:-./lab/sidebyside} "$here/test.sh" "$@"

@@ -30,32 +30,53 @@ type arm struct {
 	// podIO adds --pod-io: the per-pod eBPF collector (internal/podio), whose fault
 	// figures let the controller tell mapped random readers from sequential ones.
 	podIO bool
+	// base runs the binary built from an earlier tree (NFSTUNE_LAB_BASE_BIN, which
+	// lab/sidebyside.sh builds and passes) instead of the one under test, so that a change
+	// of the controller is measured against the tree before it in the same boot.
+	base bool
 }
 
 var arms = []arm{
 	{name: "default", label: "default"},
 	{name: "podio", label: "default+podio", podIO: true},
+	{name: "base", label: "base", base: true},
 }
 
-// selectArms returns the arms NFSTUNE_LAB_ARMS names (e.g. "default"), every arm when it is
-// unset.
+// selectArms returns the arms NFSTUNE_LAB_ARMS names (e.g. "base,default"); unset, the
+// tree under test's arms, default and podio. The base arm is labelled with the tree it was
+// built from (NFSTUNE_LAB_BASE_REF).
 func selectArms(t *testing.T) []arm {
 	t.Helper()
 	v := os.Getenv("NFSTUNE_LAB_ARMS")
 	if v == "" {
-		return arms
+		return slices.DeleteFunc(slices.Clone(arms), func(a arm) bool { return a.base })
 	}
 	var out []arm
 	for _, name := range strings.Split(v, ",") {
 		i := slices.IndexFunc(arms, func(a arm) bool { return a.name == name })
 		if i < 0 {
-			t.Fatalf("NFSTUNE_LAB_ARMS=%q: unknown arm %q (want default, podio)", v, name)
+			t.Fatalf("NFSTUNE_LAB_ARMS=%q: unknown arm %q (want default, podio, base)", v, name)
 		}
-		out = append(out, arms[i])
+		a := arms[i]
+		if a.base {
+			if os.Getenv(envBaseBin) == "" {
+				t.Fatalf("NFSTUNE_LAB_ARMS=%q: the base arm needs %s: run the table through lab/sidebyside.sh REF", v, envBaseBin)
+			}
+			if ref := os.Getenv(envBaseRef); ref != "" {
+				a.label = "base " + ref
+			}
+		}
+		out = append(out, a)
 	}
 	t.Logf("arms %s only (NFSTUNE_LAB_ARMS)", v)
 	return out
 }
+
+// The base binary's path in the guest and the tree it was built from (lab/sidebyside.sh).
+const (
+	envBaseBin = "NFSTUNE_LAB_BASE_BIN"
+	envBaseRef = "NFSTUNE_LAB_BASE_REF"
+)
 
 // startArm starts the agent of arm a, waits until it has reconciled the mounts once, and
 // checks that it runs the built-in policy; it returns the agent's log.

@@ -139,6 +139,16 @@ func TestReadAheadTable(t *testing.T) {
 	cg := labtest.MemoryCgroup(t, "nfstune-readahead-table", cgroupMax)
 	agentBin := inMemory(t, labtest.Bin(t))
 	armList := selectArms(t)
+	armBin := func(a arm) string { return agentBin }
+	if slices.ContainsFunc(armList, func(a arm) bool { return a.base }) {
+		baseBin := inMemory(t, os.Getenv(envBaseBin))
+		armBin = func(a arm) string {
+			if a.base {
+				return baseBin
+			}
+			return agentBin
+		}
+	}
 	if slices.ContainsFunc(armList, func(a arm) bool { return a.podIO }) {
 		// The collector names cgroups from the hierarchy at /sys/fs/cgroup and attaches to
 		// the nfs trace events.
@@ -264,7 +274,7 @@ func TestReadAheadTable(t *testing.T) {
 					setReadAhead(t, m.Device, untunedKB)
 					forgetLearned(t)
 					bdis = bdiValues(t)
-					agentLog = startArm(t, agentBin, a)
+					agentLog = startArm(t, armBin(a), a)
 				}, nil)
 				r.changes = agentChanges(t, agentLog, r)
 				if c, ok := lastMove(r.changes); ok {
