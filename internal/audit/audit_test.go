@@ -115,6 +115,15 @@ func podClasses(classes ...readahead.Class) []readahead.PodClass {
 	return out
 }
 
+// unseenFaults gives pods, in order, the major faults their cgroups took that nothing
+// places (PodClass.UnseenMajorFaults); pods past the last count take none.
+func unseenFaults(pods []readahead.PodClass, faults ...uint64) []readahead.PodClass {
+	for i, n := range faults {
+		pods[i].UnseenMajorFaults = n
+	}
+	return pods
+}
+
 // readSinceMount sets the first mount's counters since its mount: app bytes read by
 // applications (normal), server bytes of READ payload.
 func readSinceMount(app, server uint64) func(inv *inventory.Inventory) {
@@ -340,28 +349,12 @@ var ruleTests = map[string][]ruleCase{
 		{name: "no classes"},
 	},
 	"NFS007": {
-		{name: "a pod faulting where nothing places it", classes: func() []readahead.PodClass {
-			pods := podClasses(readahead.StreamingRead, readahead.Unknown)
-			pods[1].UnseenMajorFaults = 412
-			return pods
-		}(), want: 1, severity: SeverityInfo, contains: []string{"pod b took major faults", "agent.podIO",
+		{name: "a pod faulting where nothing places it", classes: unseenFaults(podClasses(readahead.StreamingRead, readahead.Unknown), 0, 412), want: 1, severity: SeverityInfo, contains: []string{"pod b took major faults", "agent.podIO",
 			"with pod a, reading files in order", "nosharecache", "MADV_RANDOM"}},
-		{name: "faulting pods alone on the superblock", classes: func() []readahead.PodClass {
-			pods := podClasses(readahead.Unknown, readahead.Unknown, readahead.Thrashing)
-			pods[0].UnseenMajorFaults, pods[1].UnseenMajorFaults = 40, 33
-			return pods
-		}(), want: 1, severity: SeverityInfo, contains: []string{"pods a, b took major faults", "agent.podIO"},
+		{name: "faulting pods alone on the superblock", classes: unseenFaults(podClasses(readahead.Unknown, readahead.Unknown, readahead.Thrashing), 40, 33), want: 1, severity: SeverityInfo, contains: []string{"pods a, b took major faults", "agent.podIO"},
 			absent: []string{"reading files in order", "nosharecache"}},
-		{name: "a mapped sequential reader beside the faults", classes: func() []readahead.PodClass {
-			pods := podClasses(readahead.Unknown, readahead.MappedSequential, readahead.StreamingRead)
-			pods[0].UnseenMajorFaults = 64
-			return pods
-		}(), want: 1, severity: SeverityInfo, contains: []string{"pod a took major faults", "It shares the superblock", "with pods b, c, reading files in order"}},
-		{name: "two faulting pods beside a streaming one", classes: func() []readahead.PodClass {
-			pods := podClasses(readahead.Unknown, readahead.StreamingRead, readahead.Unknown)
-			pods[0].UnseenMajorFaults, pods[2].UnseenMajorFaults = 64, 48
-			return pods
-		}(), want: 1, severity: SeverityInfo, contains: []string{"pods a, c took major faults", "They share the superblock", "with pod b, reading"}},
+		{name: "a mapped sequential reader beside the faults", classes: unseenFaults(podClasses(readahead.Unknown, readahead.MappedSequential, readahead.StreamingRead), 64), want: 1, severity: SeverityInfo, contains: []string{"pod a took major faults", "It shares the superblock", "with pods b, c, reading files in order"}},
+		{name: "two faulting pods beside a streaming one", classes: unseenFaults(podClasses(readahead.Unknown, readahead.StreamingRead, readahead.Unknown), 64, 0, 48), want: 1, severity: SeverityInfo, contains: []string{"pods a, c took major faults", "They share the superblock", "with pod b, reading"}},
 		{name: "no unplaced faults", classes: podClasses(readahead.StreamingRead, readahead.Unknown)},
 		{name: "no classes"},
 	},
