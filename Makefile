@@ -37,7 +37,7 @@ TAGS     := lab,helm,apiserver,release
 
 PROMTOOL ?= promtool
 
-.PHONY: all host-packages build plugin verify test bench-smoke bpf vulncheck vet scrape-test rules-test compare-nfsiostat check lab-setup lab-test lab-matrix lab-record lab-shell demo minimal-root-check clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e readahead-table k8s-e2e-long lab-matrix-long lab-test-long check-long release release-binaries image-index chart release-test lab-arm64 lab-tls chart-readme lab-sidebyside podio-overhead lab-curves
+.PHONY: all host-packages build plugin verify test bench-smoke bpf vulncheck vet scrape-test rules-test compare-nfsiostat check lab-setup lab-test lab-matrix lab-record lab-shell demo minimal-root-check clean helm-lint helm-test image apiserver-test dashboard-png k8s-tools k8s-e2e readahead-table readahead-table-base k8s-e2e-long lab-matrix-long lab-test-long check-long release release-binaries image-index chart release-test lab-arm64 lab-tls chart-readme lab-sidebyside podio-overhead lab-curves
 
 all: build
 
@@ -329,6 +329,16 @@ readahead-table: lab-setup
 	NFSTUNE_LAB_MEMORY=$${NFSTUNE_LAB_MEMORY:-5G} NFSTUNE_LAB_TIMEOUT=$${NFSTUNE_LAB_TIMEOUT:-10800} \
 		LAB_PACKAGES="./lab/labtest ./lab/ratable" GO=$(GO) bash lab/test.sh -test.timeout=3h \
 		-run '^(TestReadAheadTable|TestReadAheadWaste|TestPodTrafficClass)$$'
+
+# readahead-table-base runs the table with the agent built from READAHEAD_BASE (a git ref) as
+# an arm beside this tree's (NFSTUNE_LAB_ARMS=base,default, lab/sidebyside.sh) in one boot:
+# how a change of the controller reads against the tree before it, on the same fixed values.
+# NFSTUNE_LAB_SCENARIOS=b and NFSTUNE_LAB_PAIRS=3 make it one workload, three runs an arm.
+READAHEAD_BASE ?= HEAD~1
+readahead-table-base: lab-setup
+	NFSTUNE_LAB_ARMS=$${NFSTUNE_LAB_ARMS:-base,default} NFSTUNE_LAB_MEMORY=$${NFSTUNE_LAB_MEMORY:-5G} \
+		NFSTUNE_LAB_TIMEOUT=$${NFSTUNE_LAB_TIMEOUT:-10800} LAB_PACKAGES=./lab/ratable GO=$(GO) \
+		bash lab/sidebyside.sh $(READAHEAD_BASE) -test.timeout=3h -run '^TestReadAheadTable$$'
 
 # podio-overhead measures the per-pod NFS I/O collector's cost in one boot (lab/podiocost,
 # docs/benchmarks.md): a sequential reader and 16 KiB random reads without an agent, under

@@ -479,8 +479,8 @@ func (c *Controller) judgeTable(f stepFacts) (Step, bool) {
 		// Files opened before the rise may still be open, and those opened after it were
 		// filling their larger leads: judge it on the next alone.
 		c.pending = &pendingStep{step: p.step, before: p.before, resettled: true}
-		return hold(HoldSettling, "the rise %d -> %d KiB read slower on its first interval without fetching more than was read and its larger lead (%.2f) (%s); judged on the next alone",
-			p.step.FromKB, p.step.ToKB, f.leadFill, f.why)
+		return hold(HoldSettling, "the rise %d -> %d KiB read slower on its first interval with over-read up by less than %.2f plus the %.2f its larger lead fetches ahead (%s); judged on the next alone",
+			p.step.FromKB, p.step.ToKB, RiseWaste, f.leadFill, f.why)
 	case f.verdict == Hurt:
 		return undo(ReasonHurt, "the change %d -> %d KiB hurt: %s", p.step.FromKB, p.step.ToKB, f.why)
 	case probe && !(f.verdict == Helped && readsFaster(p.before, f.e, ProbeGain)):
