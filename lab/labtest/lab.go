@@ -24,6 +24,11 @@ const (
 	EnvBin = "NFSTUNE_BIN"
 	// EnvRun is the per-boot run directory, shared with the host.
 	EnvRun = "LAB_RUN"
+	// EnvBaseBin is the path of a binary built from an earlier tree, EnvBaseRef the tree's
+	// name: lab/sidebyside.sh builds it and passes both, for the tests that run the two side
+	// by side in one boot (lab/sidebyside, the read-ahead table's base arm).
+	EnvBaseBin = "NFSTUNE_LAB_BASE_BIN"
+	EnvBaseRef = "NFSTUNE_LAB_BASE_REF"
 )
 
 // Paths inside the guest. They mirror lab/guest/lib.sh.

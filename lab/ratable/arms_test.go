@@ -59,10 +59,10 @@ func selectArms(t *testing.T) []arm {
 		}
 		a := arms[i]
 		if a.base {
-			if os.Getenv(envBaseBin) == "" {
-				t.Fatalf("NFSTUNE_LAB_ARMS=%q: the base arm needs %s: run the table through lab/sidebyside.sh REF", v, envBaseBin)
+			if os.Getenv(labtest.EnvBaseBin) == "" {
+				t.Fatalf("NFSTUNE_LAB_ARMS=%q: the base arm needs %s: run the table through lab/sidebyside.sh REF", v, labtest.EnvBaseBin)
 			}
-			if ref := os.Getenv(envBaseRef); ref != "" {
+			if ref := os.Getenv(labtest.EnvBaseRef); ref != "" {
 				a.label = "base " + ref
 			}
 		}
@@ -71,12 +71,6 @@ func selectArms(t *testing.T) []arm {
 	t.Logf("arms %s only (NFSTUNE_LAB_ARMS)", v)
 	return out
 }
-
-// The base binary's path in the guest and the tree it was built from (lab/sidebyside.sh).
-const (
-	envBaseBin = "NFSTUNE_LAB_BASE_BIN"
-	envBaseRef = "NFSTUNE_LAB_BASE_REF"
-)
 
 // startArm starts the agent of arm a, waits until it has reconciled the mounts once, and
 // checks that it runs the built-in policy; it returns the agent's log.

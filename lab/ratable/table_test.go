@@ -141,7 +141,7 @@ func TestReadAheadTable(t *testing.T) {
 	armList := selectArms(t)
 	armBin := func(a arm) string { return agentBin }
 	if slices.ContainsFunc(armList, func(a arm) bool { return a.base }) {
-		baseBin := inMemory(t, os.Getenv(envBaseBin))
+		baseBin := inMemory(t, os.Getenv(labtest.EnvBaseBin))
 		armBin = func(a arm) string {
 			if a.base {
 				return baseBin

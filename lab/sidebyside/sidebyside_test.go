@@ -19,11 +19,9 @@ import (
 	"github.com/nfstune/nfstune/lab/labtest"
 )
 
-// EnvBase is the path of the base binary in the guest; EnvBaseRef names the tree it was
-// built from, for the report.
+// The side-by-side tests' settings; the base binary's path and tree come in
+// labtest.EnvBaseBin and labtest.EnvBaseRef.
 const (
-	EnvBase    = "NFSTUNE_LAB_BASE_BIN"
-	EnvBaseRef = "NFSTUNE_LAB_BASE_REF"
 	// EnvRounds overrides how many runs of each binary a test makes (3).
 	EnvRounds = "NFSTUNE_LAB_ROUNDS"
 	// EnvMaxRatio overrides maxRatio.
@@ -45,11 +43,11 @@ type tree struct {
 func trees(t *testing.T) []tree {
 	t.Helper()
 	labtest.RequireGuest(t)
-	base := os.Getenv(EnvBase)
+	base := os.Getenv(labtest.EnvBaseBin)
 	if base == "" {
-		t.Fatalf("%s is unset: lab/sidebyside.sh builds the base binary and passes it", EnvBase)
+		t.Fatalf("%s is unset: lab/sidebyside.sh builds the base binary and passes it", labtest.EnvBaseBin)
 	}
-	ref := os.Getenv(EnvBaseRef)
+	ref := os.Getenv(labtest.EnvBaseRef)
 	if ref == "" {
 		ref = "base"
 	}
