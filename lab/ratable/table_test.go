@@ -139,15 +139,9 @@ func TestReadAheadTable(t *testing.T) {
 	cg := labtest.MemoryCgroup(t, "nfstune-readahead-table", cgroupMax)
 	agentBin := inMemory(t, labtest.Bin(t))
 	armList := selectArms(t)
-	armBin := func(a arm) string { return agentBin }
+	var baseBin string // the earlier tree's agent, for the base arm
 	if slices.ContainsFunc(armList, func(a arm) bool { return a.base }) {
-		baseBin := inMemory(t, os.Getenv(labtest.EnvBaseBin))
-		armBin = func(a arm) string {
-			if a.base {
-				return baseBin
-			}
-			return agentBin
-		}
+		baseBin = inMemory(t, os.Getenv(labtest.EnvBaseBin))
 	}
 	if slices.ContainsFunc(armList, func(a arm) bool { return a.podIO }) {
 		// The collector names cgroups from the hierarchy at /sys/fs/cgroup and attaches to
@@ -274,7 +268,11 @@ func TestReadAheadTable(t *testing.T) {
 					setReadAhead(t, m.Device, untunedKB)
 					forgetLearned(t)
 					bdis = bdiValues(t)
-					agentLog = startArm(t, armBin(a), a)
+					bin := agentBin
+					if a.base {
+						bin = baseBin
+					}
+					agentLog = startArm(t, bin, a)
 				}, nil)
 				r.changes = agentChanges(t, agentLog, r)
 				if c, ok := lastMove(r.changes); ok {
